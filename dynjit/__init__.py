@@ -1,0 +1,24 @@
+"""dynjit: a bytecode-level JIT for numerical Python, with its own numpy-backed
+tensor library and autograd engine. Public names follow PyTorch's."""
+from ._dtype import (dtype, float16, float32, float64, half, float, double, int8, int16, int32,
+                     int64, uint8, long, int, get_default_dtype, set_default_dtype)
+from ._dtype import bool_ as bool  # noqa: A001  (PyTorch's name)
+from .tensor import Tensor, Size, tensor, as_tensor, from_numpy, is_tensor, device
+from . import ops
+from . import _methods  # noqa: F401  (binds Tensor methods)
+from .functional import *  # noqa: F401,F403
+from .functional import (max, min, var, std, norm, split, chunk, flatten, reshape, permute, flip,
+                         squeeze, zeros, ones, empty, full, arange, linspace, eye, rand, randn,
+                         randint, randperm, zeros_like, ones_like, empty_like, full_like,
+                         rand_like, randn_like, allclose, isclose, equal, einsum, dropout,
+                         broadcast_tensors, broadcast_shapes, result_type, promote_types, clone,
+                         detach, clamp_min, clamp_max, movedim, swapaxes, numel, bernoulli,
+                         is_floating_point, is_nonzero)
+from . import autograd
+from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
+                       is_inference_mode_enabled)
+from .random import manual_seed, seed, initial_seed, get_rng_state, set_rng_state, Generator
+from . import random
+
+from math import inf, nan, pi, e  # noqa: E402
+__version__ = "0.1.0"

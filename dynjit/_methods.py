@@ -1,0 +1,280 @@
+"""Tensor methods and Python operators, each a thin call into the dispatcher.
+
+Most methods have the same name and arguments as their op and are generated
+from the registry; the rest (varargs shapes, max/min overloads, operators,
+composites like flatten) are written out here.
+"""
+import builtins
+
+from . import _dtype
+from .ops import registry as R
+from .ops.dispatch import dispatch
+from .ops.reductions import normalize_dims
+from .tensor import Tensor
+
+# ops whose method is the op itself, `self` first
+SAME_NAME = (
+    "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "exp2", "expm1", "log", "log2", "log10",
+    "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+    "sigmoid", "relu", "sign", "reciprocal", "square", "floor", "ceil", "trunc", "round", "frac",
+    "clamp", "fmod", "remainder", "lerp", "masked_fill", "maximum", "minimum", "atan2", "erf",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor",
+    "isnan", "isinf", "isfinite", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "floor_divide", "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "logsumexp",
+    "all", "any", "cumsum", "cumprod", "sum_to_size", "t", "transpose", "unsqueeze", "squeeze",
+    "narrow", "select", "unbind", "clone", "matmul", "mm", "bmm", "dot", "outer", "gather",
+    "scatter", "scatter_add", "index_select", "index_put", "tril", "triu", "diagonal", "roll",
+    "softmax", "log_softmax", "fill", "zero", "copy",
+)
+INPLACE_METHODS = tuple(n for n in R if n.endswith("_") and R[n].kind == "inplace")
+
+
+def _method(op):
+    def method(self, *args, **kwargs):
+        return dispatch(op, (self,) + args, kwargs)
+    method.__name__ = op.name
+    method.__qualname__ = f"Tensor.{op.name}"
+    method.__doc__ = f"See dynjit.{op.name}."
+    return method
+
+
+for _name in SAME_NAME + INPLACE_METHODS:
+    if _name not in ("fill", "zero", "copy"):
+        setattr(Tensor, _name, _method(R[_name]))
+
+
+def _sizes(args):
+    """Accept both f(2, 3) and f((2, 3)) / f([2, 3]) / f(dynjit.Size)."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(args[0])
+    return tuple(args)
+
+
+def _vararg_method(name, op):
+    def method(self, *shape, **kwargs):
+        key = {"view": "size", "reshape": "shape", "expand": "size", "permute": "dims",
+               "repeat": "repeats", "flip": "dims"}[name]
+        if key in kwargs:
+            shape = (kwargs.pop(key),)
+        if name == "view" and len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
+            raise NotImplementedError("view(dtype) reinterpretation is not supported; use .to(dtype)")
+        return dispatch(op, (self, _sizes(shape)), kwargs)
+    method.__name__ = name
+    return method
+
+
+for _name, _op in (("view", "view"), ("reshape", "reshape"), ("expand", "expand"),
+                   ("permute", "permute"), ("repeat", "repeat"), ("flip", "flip")):
+    setattr(Tensor, _name, _vararg_method(_name, R[_op]))
+
+
+def _max_min(full, dim_op, binary):
+    def method(self, dim=None, keepdim=False):
+        if isinstance(dim, Tensor):
+            return dispatch(binary, (self, dim), {})
+        if dim is None:
+            return dispatch(full, (self,), {})
+        return dispatch(dim_op, (self, dim, keepdim), {})
+    return method
+
+
+Tensor.max = _max_min(R["max"], R["max_dim"], R["maximum"])
+Tensor.min = _max_min(R["min"], R["min_dim"], R["minimum"])
+
+
+def _var_std(op):
+    def method(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        if isinstance(dim, bool):      # x.var(False): the old positional `unbiased`
+            dim, unbiased = None, dim
+        if correction is None:
+            correction = 0 if unbiased is False else 1
+        return dispatch(op, (self, dim, correction, keepdim), {})
+    return method
+
+
+Tensor.var = _var_std(R["var"])
+Tensor.std = _var_std(R["std"])
+
+
+def _norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+    if p == "fro" or p is None:
+        p = 2
+    if p == "nuc":
+        raise NotImplementedError("nuclear norm is not supported by dynjit")
+    return dispatch(R["norm"], (self, p, dim, keepdim), {})
+
+
+Tensor.norm = _norm
+
+
+def _split(self, split_size_or_sections, dim=0):
+    size = self.shape[normalize_dims(dim, self.ndim)[0]]
+    if isinstance(split_size_or_sections, int):
+        from .ops.shape import _split_sizes
+        sizes = _split_sizes(size, split_size_or_sections)
+    else:
+        sizes = list(split_size_or_sections)
+    return dispatch(R["split_with_sizes"], (self, sizes, dim), {})
+
+
+def _chunk(self, chunks, dim=0):
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0")
+    size = self.shape[normalize_dims(dim, self.ndim)[0]]
+    step = -(-size // chunks) if size else 1
+    return _split(self, step, dim)
+
+
+Tensor.split = _split
+Tensor.chunk = _chunk
+Tensor.split_with_sizes = lambda self, split_sizes, dim=0: dispatch(R["split_with_sizes"], (self, list(split_sizes), dim), {})
+
+
+def _flatten(self, start_dim=0, end_dim=-1):
+    if self.ndim == 0:
+        return self.reshape(1)
+    s, e = normalize_dims((start_dim, end_dim), self.ndim) if start_dim % self.ndim != end_dim % self.ndim \
+        else (start_dim % self.ndim,) * 2
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = self.shape
+    n = 1
+    for d in range(s, e + 1):
+        n *= shape[d]
+    return self.reshape(tuple(shape[:s]) + (n,) + tuple(shape[e + 1:]))
+
+
+def _unflatten(self, dim, sizes):
+    d = normalize_dims(dim, self.ndim)[0]
+    return self.reshape(tuple(self.shape[:d]) + tuple(sizes) + tuple(self.shape[d + 1:]))
+
+
+def _movedim(self, source, destination):
+    src = normalize_dims(source, self.ndim)
+    dst = normalize_dims(destination, self.ndim)
+    order = [d for d in range(self.ndim) if d not in src]
+    for s_, d_ in sorted(zip(dst, src)):
+        order.insert(s_, d_)
+    return self.permute(order)
+
+
+Tensor.flatten = _flatten
+Tensor.unflatten = _unflatten
+Tensor.movedim = _movedim
+Tensor.swapaxes = Tensor.swapdims = lambda self, a, b: self.transpose(a, b)
+Tensor.view_as = lambda self, other: self.view(other.shape)
+Tensor.reshape_as = lambda self, other: self.reshape(other.shape)
+Tensor.expand_as = lambda self, other: self.expand(other.shape)
+Tensor.contiguous = lambda self, memory_format=None: self if self._data.flags.c_contiguous \
+    else dispatch(R["contiguous_copy"], (self,), {})
+Tensor.clamp_min = lambda self, min: dispatch(R["clamp"], (self, min, None), {})
+Tensor.clamp_max = lambda self, max: dispatch(R["clamp"], (self, None, max), {})
+Tensor.clamp_min_ = lambda self, min: dispatch(R["clamp_"], (self, min, None), {})
+Tensor.clamp_max_ = lambda self, max: dispatch(R["clamp_"], (self, None, max), {})
+Tensor.clip = Tensor.clamp
+Tensor.clip_ = Tensor.clamp_
+Tensor.true_divide = Tensor.div
+Tensor.multiply = Tensor.mul
+Tensor.subtract = Tensor.sub
+Tensor.negative = Tensor.neg
+Tensor.absolute = Tensor.abs
+Tensor.greater = Tensor.gt
+Tensor.less = Tensor.lt
+Tensor.where = lambda self, condition, other: dispatch(R["where"], (condition, self, other), {})
+Tensor.fill_ = lambda self, value: dispatch(R["fill_"], (self, value), {})
+Tensor.zero_ = lambda self: dispatch(R["zero_"], (self,), {})
+Tensor.copy_ = lambda self, src, non_blocking=False: dispatch(R["copy_"], (self, src), {})
+Tensor.dropout = lambda self, p=0.5, train=True: dispatch(R["native_dropout"], (self, p, train), {})[0]
+Tensor.bernoulli = lambda self, p=None: dispatch(R["bernoulli"], (self, p), {})
+Tensor.index_put_ = lambda self, indices, values, accumulate=False: dispatch(
+    R["index_put_"], (self, list(indices), values, accumulate), {})
+Tensor.index_put = lambda self, indices, values, accumulate=False: dispatch(
+    R["index_put"], (self, list(indices), values, accumulate), {})
+
+
+def _new_factory(op_name):
+    op = R[op_name]
+
+    def method(self, *args, dtype=None, requires_grad=False, device=None, **kwargs):
+        if op_name == "full":
+            size, value = args if len(args) == 2 else (args[0], kwargs.pop("fill_value"))
+            out = dispatch(op, (tuple(size), value, dtype or self.dtype), {})
+        else:
+            out = dispatch(op, (_sizes(args), dtype or self.dtype), {})
+        if requires_grad:
+            out.requires_grad_(True)
+        return out
+    return method
+
+
+Tensor.new_zeros = _new_factory("zeros")
+Tensor.new_ones = _new_factory("ones")
+Tensor.new_empty = _new_factory("empty")
+Tensor.new_full = _new_factory("full")
+
+
+# -- operators ---------------------------------------------------------------
+
+def _binary(op_name, reflected=False):
+    op = R[op_name]
+    if reflected:
+        def method(self, other):
+            if not isinstance(other, (Tensor, int, float, bool)):
+                return NotImplemented
+            return dispatch(op, (other, self), {})
+    else:
+        def method(self, other):
+            if not isinstance(other, (Tensor, int, float, bool)) and not hasattr(other, "__index__") \
+                    and not hasattr(other, "__float__"):
+                return NotImplemented
+            return dispatch(op, (self, other), {})
+    return method
+
+
+Tensor.__add__ = Tensor.__radd__ = _binary("add")
+Tensor.__sub__ = _binary("sub")
+Tensor.__rsub__ = lambda self, other: dispatch(R["rsub"], (self, other), {})
+Tensor.__mul__ = Tensor.__rmul__ = _binary("mul")
+Tensor.__truediv__ = _binary("div")
+Tensor.__rtruediv__ = lambda self, other: dispatch(R["mul"], (dispatch(R["reciprocal"], (self,), {}), other), {})
+Tensor.__floordiv__ = _binary("floor_divide")
+Tensor.__rfloordiv__ = _binary("floor_divide", reflected=True)
+Tensor.__mod__ = _binary("remainder")
+Tensor.__rmod__ = _binary("remainder", reflected=True)
+Tensor.__pow__ = _binary("pow")
+Tensor.__rpow__ = _binary("pow", reflected=True)
+Tensor.__matmul__ = _binary("matmul")
+Tensor.__rmatmul__ = _binary("matmul", reflected=True)
+Tensor.__and__ = Tensor.__rand__ = _binary("bitwise_and")
+Tensor.__or__ = Tensor.__ror__ = _binary("bitwise_or")
+Tensor.__xor__ = Tensor.__rxor__ = _binary("bitwise_xor")
+Tensor.__eq__ = _binary("eq")
+Tensor.__ne__ = _binary("ne")
+Tensor.__lt__ = _binary("lt")
+Tensor.__le__ = _binary("le")
+Tensor.__gt__ = _binary("gt")
+Tensor.__ge__ = _binary("ge")
+Tensor.__neg__ = lambda self: dispatch(R["neg"], (self,), {})
+Tensor.__pos__ = lambda self: self
+Tensor.__abs__ = lambda self: dispatch(R["abs"], (self,), {})
+Tensor.__invert__ = lambda self: dispatch(R["bitwise_not"], (self,), {})
+
+
+def _inplace_operator(op_name):
+    op = R[op_name]
+
+    def method(self, other):
+        dispatch(op, (self, other), {})
+        return self
+    return method
+
+
+Tensor.__iadd__ = _inplace_operator("add_")
+Tensor.__isub__ = _inplace_operator("sub_")
+Tensor.__imul__ = _inplace_operator("mul_")
+Tensor.__itruediv__ = _inplace_operator("div_")
+Tensor.__ipow__ = _inplace_operator("pow_")
+Tensor.__ifloordiv__ = _inplace_operator("floor_divide_")
+Tensor.__imod__ = _inplace_operator("remainder_")
+Tensor.__hash__ = lambda self: id(self)
+del builtins

@@ -1,0 +1,311 @@
+"""`autograd.Function`: user-defined ops with a hand-written backward.
+
+The ctx object *is* the backward node (as in PyTorch): a `BackwardCFunction`
+subclass named `<Function>Backward`, created per call to `apply`. Both styles
+are supported: `forward(ctx, *args)`, and `forward(*args)` with
+`setup_context(ctx, inputs, output)`.
+"""
+import functools
+import inspect
+
+from . import graph as _graph
+from .grad_mode import no_grad, state as _grad_state
+
+_apply_hooks = []   # the JIT frontend installs a hook here (consulted by Function.apply)
+
+
+class FunctionCtx:
+    """The ctx API available in forward / setup_context / backward."""
+
+    def save_for_backward(self, *tensors):
+        for t in tensors:
+            if t is not None and not isinstance(t, _graph.Tensor):
+                raise TypeError(f"save_for_backward can only save variables, but argument "
+                                f"{tensors.index(t)} is of type {type(t).__name__}")
+        self.to_save = tensors
+
+    def save_for_forward(self, *tensors):
+        self.saved_for_forward = tensors
+
+    def mark_dirty(self, *tensors):
+        self.dirty_tensors = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        self.non_differentiable = tensors
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = bool(value)
+
+    @property
+    def saved_tensors(self):
+        saved = self._saved
+        if saved is None:
+            if self._freed_saved:
+                raise RuntimeError(_graph.FREED_MESSAGE)
+            return ()
+        return tuple(s.unpack(self) if isinstance(s, _graph.SavedTensor) else s for s in saved)
+
+    saved_variables = saved_tensors
+
+
+class BackwardCFunction(_graph.Node, FunctionCtx):
+    """Backward node of one call to a custom Function; it is also the ctx."""
+    _forward_cls = None
+
+    def __init__(self):
+        _graph.Node.__init__(self)
+        self.to_save = None
+        self.dirty_tensors = ()
+        self.non_differentiable = ()
+        self.materialize_grads = True
+        self.needs_input_grad = ()
+        self._saved = None
+        self._freed_saved = False
+        self._input_meta = ()
+        self._output_meta = ()
+
+    def name(self):
+        return type(self).__name__
+
+    def num_outputs(self):
+        return len(self._output_meta)
+
+    def release(self):
+        if self._saved is not None:
+            self._saved = None
+            self._freed_saved = True
+
+    def apply(self, grads):
+        from ..tensor import Tensor
+        import numpy as np
+        if self.materialize_grads:
+            grads = [g if g is not None or meta is None else Tensor._make(np.zeros(meta[0], dtype=meta[1].np))
+                     for g, meta in zip(grads, self._output_meta)]
+        cls = self._forward_cls
+        result = cls.backward(self, *grads)
+        if not isinstance(result, tuple):
+            result = (result,)
+        n_in = len(self._input_meta)
+        if len(result) != n_in:
+            if len(result) > n_in and all(r is None for r in result[n_in:]):
+                result = result[:n_in]
+            else:
+                raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
+                                   f"(expected {n_in}, got {len(result)})")
+        out = []
+        for i, (g, meta, edge) in enumerate(zip(result, self._input_meta, self.next_functions)):
+            if meta is None:
+                if g is not None:
+                    raise RuntimeError(f"function {self.name()} returned a gradient different than None "
+                                       f"at position {i + 1}, but the corresponding forward input was "
+                                       f"not a Variable")
+                out.append(None)
+                continue
+            if g is None or edge is None:
+                out.append(None)
+                continue
+            if not isinstance(g, Tensor):
+                raise TypeError(f"function {self.name()} returned a {type(g).__name__} as the gradient "
+                                f"at position {i + 1}; gradients must be Tensors or None")
+            shape, dtype = meta
+            if g._data.shape != shape:
+                try:
+                    np.broadcast_shapes(g._data.shape, shape)
+                    ok = np.broadcast_shapes(g._data.shape, shape) == g._data.shape
+                except ValueError:
+                    ok = False
+                if not ok:
+                    raise RuntimeError(f"Function {self.name()} returned an invalid gradient at index {i} "
+                                       f"- got {list(g.shape)} but expected shape compatible with {list(shape)}")
+            out.append(_graph.reduce_grad(g, shape, dtype))
+        return out
+
+
+class FunctionMeta(type):
+    """Gives every Function subclass its own backward-node class, `<Name>Backward`."""
+
+    def __init__(cls, name, bases, attrs):
+        cls._backward_cls = type(name + "Backward", (BackwardCFunction,), {"_forward_cls": cls})
+        super().__init__(name, bases, attrs)
+
+
+class Function(FunctionCtx, metaclass=FunctionMeta):
+    """Base class for custom differentiable operations (like torch.autograd.Function)."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. "
+                           "Please use new-style autograd function with static forward method. "
+                           f"(Call {type(self).__name__}.apply(...) instead.)")
+
+    @staticmethod
+    def forward(*args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your "
+                                  "custom autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("forward-mode AD (jvp) is not supported by dynjit")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        if _apply_hooks:
+            return _apply_hooks[-1](cls, args, kwargs)
+        return _apply_eager(cls, args, kwargs)
+
+
+def uses_setup_context(cls):
+    return inspect.getattr_static(cls, "setup_context") is not inspect.getattr_static(Function, "setup_context")
+
+
+def _bind_kwargs(cls, args, kwargs):
+    if not kwargs:
+        return args
+    fwd = cls.forward
+    sig = inspect.signature(fwd)
+    params = list(sig.parameters)
+    if not uses_setup_context(cls):
+        params = params[1:]
+        sig = sig.replace(parameters=list(sig.parameters.values())[1:])
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return tuple(bound.arguments[p] for p in params if p in bound.arguments)
+
+
+def _apply_eager(cls, args, kwargs):
+    from ..tensor import Tensor
+    if isinstance(inspect.getattr_static(cls, "forward"), type(lambda: 0)) and \
+            inspect.getattr_static(cls, "forward") is not inspect.getattr_static(Function, "forward"):
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. "
+                           "Please use new-style autograd function with static forward method.")
+    args = _bind_kwargs(cls, args, kwargs)
+    ctx = cls._backward_cls()
+    ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+    is_differentiable = _grad_state.enabled and any(ctx.needs_input_grad)
+    with no_grad():
+        if uses_setup_context(cls):
+            outputs = cls.forward(*args)
+            cls.setup_context(ctx, args, outputs)
+        else:
+            outputs = cls.forward(ctx, *args)
+    return _wrap_outputs(ctx, args, outputs, is_differentiable)
+
+
+def _wrap_outputs(ctx, args, outputs, is_differentiable):
+    from ..tensor import Tensor
+    single = not isinstance(outputs, tuple)
+    outs = (outputs,) if single else outputs
+    input_ids = {id(a): a for a in args if isinstance(a, Tensor)}
+    dirty = {id(t) for t in ctx.dirty_tensors}
+    nondiff = {id(t) for t in ctx.non_differentiable}
+    for t in ctx.dirty_tensors:
+        if id(t) not in input_ids:
+            raise RuntimeError("mark_dirty only accepts input tensors, but an output that is not an input was given")
+    if is_differentiable:
+        ctx.next_functions = tuple(_graph.edge_of(a) if isinstance(a, Tensor) and a._requires_grad else None
+                                   for a in args)
+    ctx._input_meta = tuple((a._data.shape, a.dtype) if isinstance(a, Tensor) else None for a in args)
+    new_outs = []
+    output_meta = []
+    for i, o in enumerate(outs):
+        if not isinstance(o, Tensor):
+            new_outs.append(o)
+            output_meta.append(None)
+            continue
+        output_meta.append((o._data.shape, o.dtype))
+        if id(o) in dirty:
+            if is_differentiable:
+                if o._grad_fn is None and o._requires_grad and o._base is None:
+                    raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+                o._grad_fn = ctx
+                o._output_nr = i
+                o._requires_grad = True
+            new_outs.append(o)
+            continue
+        if id(o) in input_ids:
+            # an input returned as-is: the output is a new tensor aliasing it
+            alias = Tensor._make(o._data)
+            alias._version = o._version
+            alias._base = o._base if o._base is not None else o
+            alias._view_version = o._version[0]
+            o = alias
+        if is_differentiable:
+            if id(outs[i]) in nondiff or id(o) in nondiff:
+                o._requires_grad = False
+            elif o.dtype.is_floating_point:
+                o._grad_fn = ctx
+                o._output_nr = i
+                o._requires_grad = True
+        new_outs.append(o)
+    ctx._output_meta = tuple(output_meta)
+    if ctx.to_save is not None:
+        ctx._saved = tuple(_graph.SavedTensor(t) if isinstance(t, Tensor) else t for t in ctx.to_save)
+        if any(t is o for t in ctx.to_save for o in outs):
+            # outputs saved before wrapping: refer to the wrapped outputs
+            remap = {id(a): b for a, b in zip(outs, new_outs)}
+            ctx._saved = tuple(_graph.SavedTensor(remap.get(id(t), t)) if isinstance(t, Tensor) else t
+                               for t in ctx.to_save)
+        ctx.to_save = None
+    return new_outs[0] if single else tuple(new_outs)
+
+
+class _DelayedErrorNode(_graph.Node):
+    def __init__(self, msg, edges):
+        super().__init__()
+        self.msg = msg
+        self.next_functions = edges
+
+    def name(self):
+        return "DelayedError"
+
+    def apply(self, grads):
+        raise RuntimeError(self.msg)
+
+
+def once_differentiable(fn):
+    """Mark a backward as not differentiable: its outputs get a node that raises
+    if anyone tries to differentiate through it."""
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        from ..tensor import Tensor
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not _grad_state.enabled:
+            return outputs
+        needs = [a for a in args if isinstance(a, Tensor) and a._requires_grad]
+        if not needs:
+            return outputs
+        node = _DelayedErrorNode("trying to differentiate twice a function that was marked with "
+                                 "@once_differentiable", tuple(_graph.edge_of(a) for a in needs))
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        wrapped = []
+        for o in outs:
+            if isinstance(o, Tensor):
+                o = o.detach()
+                o._grad_fn = node
+                o._requires_grad = True
+            wrapped.append(o)
+        return wrapped[0] if single else tuple(wrapped)
+    return wrapper
+
+
+class InplaceFunction(Function):
+    def __init__(self, inplace=False):
+        self.inplace = inplace
+
+
+class NestedIOFunction(Function):
+    pass

@@ -1,0 +1,148 @@
+"""Grad mode: whether ops record autograd history (thread-local, like PyTorch).
+
+`no_grad`, `enable_grad`, `set_grad_enabled` and `inference_mode` work both as
+context managers and as decorators (on functions and on classes' methods).
+"""
+import functools
+import inspect
+import threading
+
+
+class _GradState(threading.local):
+    def __init__(self):
+        self.enabled = True
+        self.inference = False
+
+
+state = _GradState()
+
+
+def is_grad_enabled():
+    return state.enabled
+
+
+def is_inference_mode_enabled():
+    return state.inference
+
+
+class _DecoratorContextManager:
+    """Base for grad-mode context managers that also decorate functions."""
+
+    def __call__(self, fn):
+        if inspect.isclass(fn):
+            raise TypeError(f"{type(self).__name__} cannot decorate a class; decorate its methods instead")
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def gen_wrapper(*args, **kwargs):
+                gen = fn(*args, **kwargs)
+                with self.clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        with self.clone():
+                            gen.close()
+                        raise
+                    with self.clone():
+                        try:
+                            response = gen.send(request)
+                        except StopIteration as e:
+                            return e.value
+            return gen_wrapper
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def clone(self):
+        return type(self)()
+
+
+class no_grad(_DecoratorContextManager):
+    """Disable gradient recording inside the block."""
+
+    def __init__(self):
+        self.prev = None
+
+    def __enter__(self):
+        self.prev = state.enabled
+        state.enabled = False
+        return None
+
+    def __exit__(self, *exc):
+        state.enabled = self.prev
+        return False
+
+
+class enable_grad(_DecoratorContextManager):
+    """Enable gradient recording inside the block (even within no_grad)."""
+
+    def __init__(self):
+        self.prev = None
+
+    def __enter__(self):
+        self.prev = state.enabled
+        state.enabled = True
+        return None
+
+    def __exit__(self, *exc):
+        state.enabled = self.prev
+        return False
+
+
+class set_grad_enabled(_DecoratorContextManager):
+    """Set grad mode to `mode`. Takes effect immediately when called, like PyTorch,
+    and restores the previous mode when used as a context manager."""
+
+    def __init__(self, mode):
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled expects a bool, got {type(mode).__name__}")
+        self.prev = state.enabled
+        self.mode = mode
+        state.enabled = mode
+
+    def __enter__(self):
+        state.enabled = self.mode
+        return None
+
+    def __exit__(self, *exc):
+        state.enabled = self.prev
+        return False
+
+    def clone(self):
+        # The constructor flips the mode eagerly; undo that for the clone.
+        prev = state.enabled
+        c = set_grad_enabled(self.mode)
+        state.enabled = prev
+        c.prev = prev
+        return c
+
+    def __call__(self, fn):
+        # Used as @set_grad_enabled(False): the eager flip must not leak.
+        state.enabled = self.prev
+        return super().__call__(fn)
+
+
+class inference_mode(_DecoratorContextManager):
+    """Like no_grad; tensors made inside are inference tensors (never require grad)."""
+
+    def __init__(self, mode=True):
+        self.mode = mode
+        self.prev = None
+
+    def __enter__(self):
+        self.prev = (state.enabled, state.inference)
+        if self.mode:
+            state.enabled = False
+            state.inference = True
+        return None
+
+    def __exit__(self, *exc):
+        state.enabled, state.inference = self.prev
+        return False
+
+    def clone(self):
+        return type(self)(self.mode)

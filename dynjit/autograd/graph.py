@@ -1,0 +1,431 @@
+"""Autograd graph nodes: the backward half of every recorded op.
+
+`Node` is the base (PyTorch's `torch.autograd.graph.Node`): `next_functions`,
+`name()`, hooks, `metadata`. Each registered op gets a subclass named like
+PyTorch's (`MulBackward0`) whose `apply` evaluates the op's derivative from
+the registry. `AccumulateGrad` ends the graph at a leaf. `CopySlices` and the
+view-replay node keep autograd right when a view is written in place.
+"""
+import itertools
+import weakref
+
+import numpy as np
+
+from .grad_mode import state as _grad_state
+
+Tensor = None  # set by dynjit.tensor
+_seq = itertools.count()
+
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you "
+    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling backward.")
+
+
+class RemovableHandle:
+    """Returned by every register_*hook; `remove()` unregisters the hook."""
+    _ids = itertools.count()
+
+    def __init__(self, container):
+        self.id = next(RemovableHandle._ids)
+        self._container = weakref.ref(container) if _weakrefable(container) else (lambda c=container: c)
+
+    def remove(self):
+        c = self._container()
+        if c is not None:
+            c.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _weakrefable(obj):
+    try:
+        weakref.ref(obj)
+        return True
+    except TypeError:
+        return False
+
+
+class _HookDict(dict):
+    """A dict of hooks that a RemovableHandle can weakly refer to."""
+
+
+def add_hook(container, fn):
+    h = RemovableHandle(container)
+    container[h.id] = fn
+    return h
+
+
+class SavedTensor:
+    """A tensor saved for backward, with the version it had when saved."""
+    __slots__ = ("tensor", "version")
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+        self.version = tensor._version[0]
+
+    def unpack(self, node):
+        t = self.tensor
+        if t._version[0] != self.version:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{t.type()} {list(t.shape)}], which is output "
+                f"{t._output_nr} of {node.name()}, is at version {t._version[0]}; expected "
+                f"version {self.version} instead. Hint: the backtrace further above shows the "
+                "operation that failed to compute its gradient.")
+        return t
+
+
+def edge_of(t):
+    """The (node, input_nr) that a gradient for tensor `t` flows into, or None."""
+    if t._grad_fn is not None or t._base is not None:
+        fn = t.grad_fn
+        if fn is not None:
+            return (fn, t._output_nr)
+    if t._requires_grad:
+        return (t._get_accumulator(), 0)
+    return None
+
+
+class Node:
+    """Base of all backward nodes."""
+    _is_accumulate = False
+
+    def __init__(self):
+        self._seq = next(_seq)
+        self.next_functions = ()
+        self._pre_hooks = None        # node pre-hooks: fn(grad_outputs)
+        self._post_hooks = None       # fn(grad_inputs, grad_outputs)
+        self._tensor_pre_hooks = None  # {output_nr: _HookDict} from Tensor.register_hook
+        self._retain_grad_hooks = None  # {output_nr: fn}
+        self._metadata = None
+        self._freed = False
+
+    def name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    @property
+    def metadata(self):
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def register_hook(self, fn):
+        """fn(grad_inputs, grad_outputs) -> optional new grad_inputs, after the node runs."""
+        if self._post_hooks is None:
+            self._post_hooks = _HookDict()
+        return add_hook(self._post_hooks, fn)
+
+    def register_prehook(self, fn):
+        """fn(grad_outputs) -> optional new grad_outputs, before the node runs."""
+        if self._pre_hooks is None:
+            self._pre_hooks = _HookDict()
+        return add_hook(self._pre_hooks, fn)
+
+    def add_tensor_pre_hook(self, output_nr, fn):
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = {}
+        return add_hook(self._tensor_pre_hooks.setdefault(output_nr, _HookDict()), fn)
+
+    def num_outputs(self):
+        return 1
+
+    def apply(self, grads):
+        """Gradients w.r.t. inputs (aligned with next_functions) from grads w.r.t. outputs."""
+        raise NotImplementedError
+
+    def release(self):
+        self._freed = True
+
+    def __call__(self, *grads):
+        return self.apply(list(grads))
+
+
+class OpBackward(Node):
+    """Backward of a registered op; subclasses are made per op by make_backward_class."""
+    op = None
+
+    def __init__(self, op, args, tensors, result):
+        super().__init__()
+        self.args = args
+        saved = {}
+        for i in op.saved:
+            a = args[i]
+            if isinstance(a, Tensor):
+                saved[i] = SavedTensor(a)
+            elif i in op.tensor_lists:
+                saved[i] = [SavedTensor(t) if isinstance(t, Tensor) else t for t in a]
+        self._saved = saved
+        self._shapes = {name: args[i]._data.shape for name, i in op.shape_params}
+        self._saved_result = None
+        self._inputs = tensors_meta = []
+        edges = []
+        for t in tensors:
+            edges.append(edge_of(t) if t._requires_grad else None)
+            tensors_meta.append((t._data.shape, t.dtype))
+        self.next_functions = tuple(edges)
+        self._positions = _tensor_positions(op, args)
+        self._n_outputs = len(result) if isinstance(result, (tuple, list)) else 1
+        self._result_meta = _result_meta(result)
+
+    def num_outputs(self):
+        return self._n_outputs
+
+    def save_result(self, result):
+        if isinstance(result, Tensor):
+            self._saved_result = SavedTensor(result)
+        else:
+            self._saved_result = [SavedTensor(r) if isinstance(r, Tensor) else r for r in result]
+
+    def release(self):
+        # Only nodes that saved something become unusable, as in PyTorch.
+        self._freed = True
+        if self._saved or self._saved_result is not None:
+            self._saved = None
+            self._saved_result = None
+
+    def _unpack(self, name):
+        shape = self._shapes.get(name)
+        if shape is not None:
+            return shape
+        if name == "needs":
+            needs = [False] * self.op.nparams
+            for (i, _), edge in zip(self._positions, self.next_functions):
+                if edge is not None:
+                    needs[i] = True
+            return needs
+        if self._saved is None:
+            raise RuntimeError(FREED_MESSAGE)
+        if name == "result":
+            s = self._saved_result
+            if isinstance(s, list):
+                return [x.unpack(self) if isinstance(x, SavedTensor) else x for x in s]
+            return s.unpack(self)
+        i = self.op.index[name]
+        s = self._saved.get(i)
+        if s is None:
+            return self.args[i]
+        if isinstance(s, list):
+            return [x.unpack(self) if isinstance(x, SavedTensor) else x for x in s]
+        return s.unpack(self)
+
+    def apply(self, grads):
+        op = self.op
+        values = [self._unpack(p) for p in op.derivative_params]
+        if self._n_outputs == 1:
+            g = grads[0]
+        else:
+            g = [grads[i] if grads[i] is not None else _zeros_for(self._result_meta[i])
+                 for i in range(self._n_outputs)]
+        out = op.derivative_fn(g, *values)
+        return _align_grads(self, out)
+
+
+def _zeros_for(meta):
+    if meta is None:
+        return None
+    shape, dtype = meta
+    return Tensor._make(np.zeros(shape, dtype=dtype.np))
+
+
+def _result_meta(result):
+    if isinstance(result, Tensor):
+        return None
+    return [(r._data.shape, r.dtype) if isinstance(r, Tensor) else None for r in result]
+
+
+def _tensor_positions(op, args):
+    """For each tensor input (in order), its (param index, list position or None)."""
+    pos = []
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            pos.append((i, None))
+        elif i in op.tensor_lists:
+            pos.extend((i, j) for j, t in enumerate(a) if isinstance(t, Tensor))
+    return pos
+
+
+def _align_grads(node, out):
+    """Map the derivative's return (one entry per op parameter, trailing ones
+    optional) onto next_functions,
+    reducing broadcast dimensions and casting to each input's dtype."""
+    if not isinstance(out, tuple):
+        out = (out,)
+    grads = []
+    n = len(out)
+    for (i, j), (shape, dtype), edge in zip(node._positions, node._inputs, node.next_functions):
+        g = out[i] if i < n else None
+        if j is not None and g is not None:
+            g = g[j]
+        if g is None or edge is None:
+            grads.append(None)
+            continue
+        grads.append(reduce_grad(g, shape, dtype))
+    return grads
+
+
+def reduce_grad(g, shape, dtype):
+    """Sum a gradient down to `shape` (undo broadcasting) and cast to `dtype`."""
+    if g._data.shape != shape:
+        g = g.sum_to_size(shape)
+    if g.dtype is not dtype and dtype.is_floating_point:
+        g = g.to(dtype)
+    return g
+
+
+def make_backward_class(op):
+    camel = "".join(p[:1].upper() + p[1:] for p in op.name.split("_"))
+    return type(f"{camel}Backward0", (OpBackward,), {"op": op})
+
+
+class AccumulateGrad(Node):
+    """Graph sink for a leaf tensor: accumulates into `variable.grad`."""
+    _is_accumulate = True
+
+    def __init__(self, variable):
+        super().__init__()
+        self._seq = float("inf")   # like PyTorch: run as soon as ready
+        self.variable = variable
+        self._post_acc_hooks = None
+
+    def apply(self, grads):
+        g = grads[0]
+        v = self.variable
+        if g is None:
+            return []
+        if v._grad is None:
+            if _grad_state.enabled:     # create_graph: keep history
+                v._grad = g if g._data.shape == v._data.shape else g.expand(v.shape).clone()
+            else:
+                d = g._data
+                if not d.flags.writeable or d.shape != v._data.shape or g._base is not None:
+                    d = np.array(np.broadcast_to(d, v._data.shape), dtype=v.dtype.np, copy=True)
+                elif d.dtype != v.dtype.np:
+                    d = d.astype(v.dtype.np)
+                v._grad = Tensor._make(d)
+        elif _grad_state.enabled:
+            v._grad = v._grad + g
+        else:
+            gd = v._grad
+            if gd._requires_grad or not gd._data.flags.writeable:
+                v._grad = Tensor._make(gd._data + g._data)
+            else:
+                np.add(gd._data, g._data, out=gd._data, casting="unsafe")
+                gd._version[0] += 1
+        if self._post_acc_hooks:
+            for h in list(self._post_acc_hooks.values()):
+                h(v)
+        return []
+
+    def __repr__(self):
+        return f"<AccumulateGrad object at {hex(id(self))}>"
+
+
+class GraphRoot(Node):
+    def apply(self, grads):
+        return grads
+
+
+class CopySlices(Node):
+    """The base's new grad_fn after an in-place op wrote through one of its views.
+
+    Backward: the view's region of the incoming gradient goes through the
+    in-place op's own backward; the rest of the gradient passes to the base's
+    old history unchanged.
+    """
+
+    def __init__(self, base, view_fn, fn, base_edge):
+        super().__init__()
+        self.fn = fn
+        self.view_fn = view_fn
+        self.base_meta = (base._data.shape, base.dtype)
+        self.next_functions = (base_edge,) + tuple(fn.next_functions[1:])
+
+    def apply(self, grads):
+        g = grads[0]
+        res = Tensor._make(np.array(g._data, copy=True))
+        region = self.view_fn(res)
+        fn_grads = self.fn.apply([Tensor._make(np.array(region._data, copy=True))])
+        g_self = fn_grads[0]
+        if g_self is None:
+            region._data[...] = 0
+        else:
+            region._data[...] = g_self._data
+        return [res] + list(fn_grads[1:])
+
+    def release(self):
+        self.fn.release()
+
+    def name(self):
+        return "CopySlices"
+
+
+class AsStridedBackward0(Node):
+    """A view's grad_fn regenerated after its base changed in place: the view's
+    gradient lands in the view's region of a zero gradient for the base."""
+
+    def __init__(self, base, view_fn, base_edge):
+        super().__init__()
+        self.view_fn = view_fn
+        self.base_meta = (base._data.shape, base.dtype)
+        self.next_functions = (base_edge,)
+
+    def apply(self, grads):
+        shape, dtype = self.base_meta
+        res = Tensor._make(np.zeros(shape, dtype=dtype.np))
+        region = self.view_fn(res)
+        np.copyto(region._data, grads[0]._data)
+        return [res]
+
+
+def view_replay_fn(view):
+    """A function that re-applies to a tensor the chain of view ops that made `view` from its base."""
+    chain = []
+    t = view
+    while t._view_of is not None:
+        src, op, rest, _ = t._view_of
+        chain.append((op, rest))
+        if src._base is None:
+            break
+        t = src
+    chain.reverse()
+
+    def replay(x):
+        from .grad_mode import no_grad
+        with no_grad():
+            for op, rest in chain:
+                x = op(x, *rest)
+                if isinstance(x, (tuple, list)):
+                    raise RuntimeError("cannot replay a multi-output view")
+        return x
+    return replay
+
+
+def rebase_view(view, fn):
+    """An in-place op `fn` wrote through `view`: give the base a CopySlices grad_fn."""
+    base = view._base
+    base_edge = edge_of(base) if base._requires_grad else None
+    view_fn = view_replay_fn(view)
+    base._grad_fn = CopySlices(base, view_fn, fn, base_edge)
+    base._output_nr = 0
+    base._requires_grad = True
+    view._requires_grad = True
+    view._grad_fn = None
+    view._view_version = -1   # regenerate lazily from the base
+
+
+def regenerate_view_grad_fn(view):
+    base = view._base
+    if base._requires_grad:
+        view._grad_fn = AsStridedBackward0(base, view_replay_fn(view), edge_of(base))
+        view._output_nr = 0
+        view._requires_grad = True
+    view._view_version = view._version[0]

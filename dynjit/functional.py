@@ -1,0 +1,254 @@
+"""The `dynjit.<fn>` functions: factories, and the function forms of tensor ops."""
+from . import _dtype
+from ._methods import SAME_NAME, _sizes
+from .ops import registry as R
+from .ops.dispatch import dispatch
+from .tensor import Tensor
+
+__all__ = []
+
+
+def _function(op):
+    def fn(*args, **kwargs):
+        if "input" in kwargs:
+            kwargs["self"] = kwargs.pop("input")
+        kwargs.pop("out", None) if kwargs.get("out") is None else _no_out()
+        return dispatch(op, args, kwargs)
+    fn.__name__ = op.name
+    fn.__qualname__ = op.name
+    return fn
+
+
+def _no_out():
+    raise NotImplementedError("out= arguments are not supported by dynjit; use the returned tensor")
+
+
+for _name in SAME_NAME + ("where", "cat", "stack", "linear", "addmm", "einsum_", "one_hot"):
+    if _name in R:
+        globals()[_name] = _function(R[_name])
+        __all__.append(_name)
+
+concat = concatenate = globals()["cat"]
+true_divide = divide = globals()["div"]
+multiply = globals()["mul"]
+subtract = globals()["sub"]
+negative = globals()["neg"]
+absolute = globals()["abs"]
+clip = globals()["clamp"]
+
+
+def einsum(equation, *operands):
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    return dispatch(R["einsum"], (equation, list(operands)), {})
+
+
+def _factory(op_name):
+    op = R[op_name]
+
+    def fn(*size, dtype=None, requires_grad=False, device=None, out=None, layout=None,
+           generator=None, pin_memory=False, memory_format=None):
+        if out is not None:
+            _no_out()
+        if device is not None:
+            from .tensor import device as _device
+            _device(device)
+        t = dispatch(op, (_sizes(size), dtype), {})
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+    fn.__name__ = op_name
+    return fn
+
+
+zeros = _factory("zeros")
+ones = _factory("ones")
+empty = _factory("empty")
+rand = _factory("rand")
+randn = _factory("randn")
+
+
+def full(size, fill_value, *, dtype=None, requires_grad=False, device=None):
+    t = dispatch(R["full"], (tuple(size), fill_value, dtype), {})
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def arange(start, end=None, step=1, *, dtype=None, requires_grad=False, device=None):
+    t = dispatch(R["arange"], (start, end, step, dtype), {})
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def linspace(start, end, steps, *, dtype=None, requires_grad=False, device=None):
+    t = dispatch(R["linspace"], (start, end, steps, dtype), {})
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def eye(n, m=None, *, dtype=None, requires_grad=False, device=None):
+    t = dispatch(R["eye"], (n, m, dtype), {})
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def randint(low, high=None, size=None, *, dtype=None, requires_grad=False, device=None, generator=None):
+    if size is None:
+        low, high, size = 0, low, high
+    if high is None:
+        low, high = 0, low
+    return dispatch(R["randint"], (low, high, tuple(size), dtype), {})
+
+
+def randperm(n, *, dtype=None, device=None, generator=None, requires_grad=False):
+    return dispatch(R["randperm"], (n, dtype), {})
+
+
+def _like(op_name):
+    op = R[op_name]
+
+    def fn(input, dtype=None, *, requires_grad=False, device=None, memory_format=None, layout=None):
+        t = dispatch(op, (tuple(input.shape), dtype or input.dtype), {})
+        return t.requires_grad_(True) if requires_grad else t
+    fn.__name__ = op_name + "_like"
+    return fn
+
+
+zeros_like = _like("zeros")
+ones_like = _like("ones")
+empty_like = _like("empty")
+rand_like = _like("rand")
+randn_like = _like("randn")
+
+
+def full_like(input, fill_value, *, dtype=None, requires_grad=False, device=None):
+    t = dispatch(R["full"], (tuple(input.shape), fill_value, dtype or input.dtype), {})
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def bernoulli(input, p=None, *, generator=None):
+    return dispatch(R["bernoulli"], (input, p), {})
+
+
+def max(input, dim=None, keepdim=False):
+    return input.max(dim, keepdim)
+
+
+def min(input, dim=None, keepdim=False):
+    return input.min(dim, keepdim)
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return input.var(dim, unbiased, keepdim, correction=correction)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return input.std(dim, unbiased, keepdim, correction=correction)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    return input.norm(p, dim, keepdim)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    return tensor.split(split_size_or_sections, dim)
+
+
+def chunk(input, chunks, dim=0):
+    return input.chunk(chunks, dim)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    return input.flatten(start_dim, end_dim)
+
+
+def reshape(input, shape):
+    return input.reshape(shape)
+
+
+def permute(input, dims):
+    return input.permute(dims)
+
+
+def flip(input, dims):
+    return input.flip(dims)
+
+
+def squeeze(input, dim=None):
+    return input.squeeze(dim)
+
+
+def movedim(input, source, destination):
+    return input.movedim(source, destination)
+
+
+def swapaxes(input, a, b):
+    return input.transpose(a, b)
+
+
+def clamp_min(input, min):
+    return input.clamp_min(min)
+
+
+def clamp_max(input, max):
+    return input.clamp_max(max)
+
+
+def numel(input):
+    return input.numel()
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    import numpy as np
+    a = input._data if isinstance(input, Tensor) else input
+    b = other._data if isinstance(other, Tensor) else other
+    return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    import numpy as np
+    b = other._data if isinstance(other, Tensor) else other
+    return Tensor._make(np.isclose(input._data, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def equal(input, other):
+    return input.shape == other.shape and bool((input._data == other._data).all())
+
+
+def broadcast_tensors(*tensors):
+    import numpy as np
+    shape = np.broadcast_shapes(*(t._data.shape for t in tensors))
+    return tuple(t.expand(shape) for t in tensors)
+
+
+def broadcast_shapes(*shapes):
+    import numpy as np
+    from .tensor import Size
+    return Size(np.broadcast_shapes(*shapes))
+
+
+def result_type(a, b):
+    from .ops.dispatch import pointwise_dtype
+    return pointwise_dtype(R["add"], (a, b))
+
+
+def promote_types(a, b):
+    return _dtype.promote_types(a, b)
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def is_nonzero(input):
+    if input.numel() != 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item())
+
+
+def dropout(input, p=0.5, train=True):
+    return dispatch(R["native_dropout"], (input, p, train), {})[0]
+
+
+def clone(input, *, memory_format=None):
+    return input.clone()
+
+
+def detach(input):
+    return input.detach()

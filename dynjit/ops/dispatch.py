@@ -1,0 +1,235 @@
+"""The one dispatcher: the only path from a Tensor method or `dynjit.<fn>` to a kernel.
+
+`dispatch(op, args, kwargs)` hands the call to the innermost active dispatch
+mode if there is one (graph tracing records nodes there), else runs it
+eagerly: unwrap tensors, run the numpy kernel, wrap the outputs with the
+registry's dtype rule, and, when grad mode is on and an input requires grad,
+record the backward node. In-place ops run their functional op and write the
+result back; views share storage and a version counter with their base.
+"""
+import numpy as np
+
+from .. import _dtype
+from .._dtype import result_type
+from ..autograd.grad_mode import state as _grad_state
+import importlib
+from .registry import POINTWISE, VIEW, INPLACE, FLOAT, BOOL, KEEP
+
+_modes = []   # dispatch-mode stack; innermost last
+Tensor = None  # set by dynjit.tensor (import cycle)
+_np_float_kinds = "f"
+
+
+class DispatchMode:
+    """Base class for modes that intercept every op (graph tracing, functionalization).
+
+    Subclasses override `__dispatch__(op, args, kwargs)`. Inside it, the mode
+    is popped, so calling `op(*args)` runs the next mode or eager execution.
+    """
+
+    def __enter__(self):
+        _modes.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        popped = _modes.pop()
+        assert popped is self, "dispatch modes exited out of order"
+        return False
+
+    def __dispatch__(self, op, args, kwargs):
+        raise NotImplementedError
+
+
+def dispatch(op, args, kwargs):
+    if _modes:
+        mode = _modes.pop()
+        try:
+            return mode.__dispatch__(op, args, kwargs)
+        finally:
+            _modes.append(mode)
+    return op.impl(op, args, kwargs)
+
+
+def current_modes():
+    return tuple(_modes)
+
+
+# -- eager execution ------------------------------------------------------
+
+def _unwrap(op, args):
+    """numpy values for the kernel, plus the tensor inputs (in param order)."""
+    vals = list(args)
+    tensors = []
+    lists = op.tensor_lists
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            vals[i] = a._data
+            tensors.append(a)
+        elif lists and i in lists:
+            vals[i] = [t._data if isinstance(t, Tensor) else t for t in a]
+            tensors.extend(t for t in a if isinstance(t, Tensor))
+    return vals, tensors
+
+
+def pointwise_dtype(op, args):
+    """Output dtype of a pointwise op under PyTorch promotion."""
+    dims, zero, scalars = [], [], []
+    for a in args:
+        if isinstance(a, Tensor):
+            (dims if a._data.ndim else zero).append(a.dtype)
+        elif isinstance(a, (bool, int, float)) and not isinstance(a, np.ndarray):
+            scalars.append(a)
+    d = result_type(dims, zero, scalars)
+    rule = op.dtype_rule
+    if rule == FLOAT and not d.is_floating_point:
+        return _dtype.get_default_dtype()
+    if rule == BOOL:
+        return _dtype.bool_
+    if rule == KEEP:
+        for a in args:
+            if isinstance(a, Tensor):
+                return a.dtype
+    return d
+
+
+def _as_array(x, np_dtype):
+    if type(x) is not np.ndarray:
+        return np.asarray(x, dtype=np_dtype)
+    if x.dtype != np_dtype:
+        return x.astype(np_dtype)
+    return x
+
+
+def run_kernel(op, args):
+    """Run the numpy kernel; return (outputs as arrays or a tuple/list of them, tensors)."""
+    vals, tensors = _unwrap(op, args)
+    if op.kind == POINTWISE:
+        out_dtype = pointwise_dtype(op, args)
+        with np.errstate(all="ignore"):
+            out = op.kernel(*vals)
+        return _as_array(out, out_dtype.np), tensors
+    with np.errstate(all="ignore"):
+        out = op.kernel(*vals)
+    return out, tensors
+
+
+def _wrap(op, out, tensors):
+    if isinstance(out, np.ndarray):
+        return Tensor._make(out)
+    if isinstance(out, (tuple, list)):
+        items = [_wrap(op, o, tensors) for o in out]
+        return type(out)(*items) if hasattr(out, "_fields") else type(out)(items)
+    if isinstance(out, np.generic):
+        return Tensor._make(np.asarray(out))
+    return out
+
+
+def eager(op, args, kwargs):
+    args = op.normalize(args, kwargs)
+    out, tensors = run_kernel(op, args)
+    result = _wrap(op, out, tensors)
+    if op.kind == VIEW:
+        _mark_views(op, args, result)
+    if _grad_state.enabled and op.backward_cls is not None:
+        for t in tensors:
+            if t._requires_grad:
+                record(op, args, tensors, result)
+                break
+    return result
+
+
+def _mark_views(op, args, result):
+    src = args[0]
+    outs = result if isinstance(result, (tuple, list)) else (result,)
+    base = src._base if src._base is not None else src
+    multi = isinstance(result, (tuple, list))
+    for o in outs:
+        if isinstance(o, Tensor) and np.may_share_memory(o._data, src._data):
+            o._base = base
+            o._version = src._version
+            o._view_of = (src, op, args[1:], multi)
+
+
+def record(op, args, tensors, result):
+    """Create the backward node of `op` and attach it to the outputs."""
+    node = op.backward_cls(op, args, tensors, result)
+    if isinstance(result, Tensor):
+        result._grad_fn = node
+        result._requires_grad = True
+        if op.saves_result:
+            node.save_result(result)
+        return
+    nondiff = op.nondiff_outputs
+    for i, o in enumerate(result):
+        if isinstance(o, Tensor) and i not in nondiff and o.dtype.is_floating_point:
+            o._grad_fn = node
+            o._output_nr = i
+            o._requires_grad = True
+    if op.saves_result:
+        node.save_result(result)
+
+
+def inplace(op, args, kwargs):
+    """In-place op: the functional op's result written back into `self`."""
+    args = op.normalize(args, kwargs)
+    self = args[0]
+    fop = op.functional
+    needs_grad = _grad_state.enabled and fop.backward_cls is not None and any(
+        isinstance(a, Tensor) and a._requires_grad for a in args)
+    check_inplace_allowed(self, needs_grad, op.name)
+    out, tensors = run_kernel(fop, args)
+    out_dtype = _dtype.from_numpy_dtype(out.dtype)
+    if out_dtype._category > self.dtype._category:
+        raise RuntimeError(f"result type {out_dtype.name} can't be cast to the desired output "
+                           f"type {self.dtype.name} (in-place {op.name} on a {self.dtype.name} tensor)")
+    if out.shape != self._data.shape and np.broadcast_shapes(out.shape, self._data.shape) != self._data.shape:
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
+                           f"broadcast shape {list(np.broadcast_shapes(out.shape, self._data.shape))}")
+    if not self._data.flags.writeable:
+        raise RuntimeError(f"{op.name}: this tensor's memory is read-only (it is an expanded view "
+                           "or was made from a read-only array); call .clone() first")
+    if needs_grad:
+        saved_self = self._snapshot() if 0 in fop.saved else self
+        node_args = (saved_self,) + args[1:]
+        node_tensors = [saved_self if t is self else t for t in tensors]
+    np.copyto(self._data, out, casting="unsafe")
+    self._version[0] += 1
+    if needs_grad:
+        node = fop.backward_cls(fop, node_args, node_tensors, self)
+        if self._base is not None:
+            from ..autograd.graph import rebase_view
+            rebase_view(self, node)
+        else:
+            self._grad_fn = node
+            self._output_nr = 0
+            self._requires_grad = True
+        if fop.saves_result:
+            node.save_result(self)
+    return self
+
+
+def check_inplace_allowed(self, needs_grad, name):
+    if self._base is not None:
+        base = self._base
+        if base._grad_fn is None and base._requires_grad and _grad_state.enabled:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                               f"in-place operation ({name}).")
+        if self._view_of is not None and self._view_of[3] and (needs_grad or base._requires_grad):
+            raise RuntimeError(
+                f"Output of {self._view_of[1].name} is a view and is being modified inplace "
+                f"({name}). This view is the output of a function that returns multiple views. "
+                "Such functions do not allow the output views to be modified inplace. You should "
+                "replace the inplace operation by an out-of-place one.")
+    elif self._grad_fn is None and self._requires_grad and _grad_state.enabled:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           f"operation ({name}).")
+    if _grad_state.inference is False and self._is_inference and needs_grad:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed")
+
+
+def install(op):
+    """Give an OpDef its eager entry (called for every op at import)."""
+    op.impl = inplace if op.kind == INPLACE else eager
+
+
+importlib.import_module(__package__ + ".registry")._dispatch = dispatch

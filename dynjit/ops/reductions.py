@@ -1,0 +1,393 @@
+"""Reductions: sum, mean, prod, max/min (full and along a dim), amax/amin,
+argmax/argmin, var/std, logsumexp, norm, all/any, cumsum, sum_to_size.
+
+`dim` may be None (all dims), an int or a tuple of ints; `keepdim` keeps
+reduced dims as size 1. Gradients are expanded back with `_unreduce`.
+"""
+from collections import namedtuple
+
+import numpy as np
+
+from .. import _dtype
+from .registry import register, REDUCTION
+
+values_indices = namedtuple("values_indices", ["values", "indices"])
+
+
+def normalize_dims(dim, ndim):
+    """A tuple of non-negative dims (all dims when dim is None or empty)."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if not dims:
+        return tuple(range(ndim))
+    n = max(ndim, 1)
+    out = []
+    for d in dims:
+        if not -n <= d < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
+        out.append(d % n if ndim else 0)
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"dim {out} appears multiple times in the list of dims")
+    return tuple(out)
+
+
+def _np_axis(x, dim):
+    x = np.asarray(x)
+    if x.ndim == 0:
+        normalize_dims(dim, 0)
+        return None
+    return normalize_dims(dim, x.ndim)
+
+
+def _unreduce(grad, shape, dim, keepdim):
+    """Broadcast a reduced gradient back to `shape`."""
+    if not keepdim and len(shape):
+        dims = normalize_dims(dim, len(shape))
+        kept = [1 if i in dims else s for i, s in enumerate(shape)]
+        grad = grad.reshape(kept)
+    return grad.expand(shape)
+
+
+def _acc_dtype(x, dtype):
+    if dtype is not None:
+        return _dtype.to_dtype(dtype).np
+    x = np.asarray(x)
+    return np.int64 if x.dtype.kind in "biu" else x.dtype
+
+
+@register("sum", REDUCTION)
+def sum(self, dim=None, keepdim=False, dtype=None):
+    return np.sum(self, axis=_np_axis(self, dim), keepdims=keepdim, dtype=_acc_dtype(self, dtype))
+
+
+@sum.derivative
+def _(grad, self_shape, dim, keepdim):
+    return _unreduce(grad, self_shape, dim, keepdim)
+
+
+@register("sum_to_size", REDUCTION)
+def sum_to_size(self, size):
+    size = tuple(size)
+    lead = self.ndim - len(size)
+    if lead < 0:
+        raise RuntimeError(f"size {list(size)} is not expandable to size {list(self.shape)}")
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(size)
+                                      if s == 1 and self.shape[lead + i] != 1)
+    out = np.sum(self, axis=axes, keepdims=True) if axes else self
+    return out.reshape(size)
+
+
+@sum_to_size.derivative
+def _(grad, self_shape):
+    return grad.expand(self_shape)
+
+
+@register("mean", REDUCTION)
+def mean(self, dim=None, keepdim=False, dtype=None):
+    x = np.asarray(self)
+    if dtype is None and x.dtype.kind not in "f":
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
+                           f"floating point or complex dtype. Got: {_dtype.from_numpy_dtype(x.dtype).name}")
+    return np.mean(x, axis=_np_axis(x, dim), keepdims=keepdim,
+                   dtype=None if dtype is None else _dtype.to_dtype(dtype).np)
+
+
+@mean.derivative
+def _(grad, self_shape, dim, keepdim):
+    n = 1
+    for d in normalize_dims(dim, len(self_shape)):
+        n *= self_shape[d] if self_shape else 1
+    return _unreduce(grad, self_shape, dim, keepdim) / max(n, 1)
+
+
+@register("prod", REDUCTION)
+def prod(self, dim=None, keepdim=False, dtype=None):
+    return np.prod(self, axis=_np_axis(self, dim), keepdims=keepdim, dtype=_acc_dtype(self, dtype))
+
+
+@prod.derivative
+def _(grad, self, dim, keepdim):
+    # d prod / d x_i = product of the other elements, computed without dividing
+    # (exact when some elements are zero).
+    g = _unreduce(grad, self.shape, dim, keepdim)
+    if self.ndim == 0:
+        return g
+    return g * _prod_of_others(self, normalize_dims(dim, self.ndim))
+
+
+def _prod_of_others(x, dims):
+    keep = [d for d in range(x.ndim) if d not in dims]
+    perm = keep + list(dims)
+    n = 1
+    for d in dims:
+        n *= x.shape[d]
+    flat = x.permute(perm).reshape([x.shape[d] for d in keep] + [n])
+    if n == 0:
+        return x
+    one = flat.narrow(-1, 0, 1) * 0 + 1
+    left = _cat([one, flat.narrow(-1, 0, n - 1)], -1).cumprod(-1)
+    right = _cat([flat.narrow(-1, 1, n - 1), one], -1).flip([-1]).cumprod(-1).flip([-1])
+    excl = (left * right).reshape([x.shape[d] for d in perm])
+    inverse = [perm.index(d) for d in range(x.ndim)]
+    return excl.permute(inverse)
+
+
+def _cat(tensors, dim):
+    from .shape import cat
+    return cat(tensors, dim)
+
+
+def _minmax(np_fn):
+    def kernel(self):
+        x = np.asarray(self)
+        if x.size == 0:
+            raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        return np_fn(x)
+    return kernel
+
+
+@register("amax", REDUCTION)
+def amax(self, dim=(), keepdim=False):
+    x = np.asarray(self)
+    return np.max(x, axis=_np_axis(x, dim), keepdims=keepdim)
+
+
+@amax.derivative
+def _(grad, self, dim, keepdim, result):
+    return _evenly_distribute(grad, self, dim, keepdim, result)
+
+
+@register("amin", REDUCTION)
+def amin(self, dim=(), keepdim=False):
+    x = np.asarray(self)
+    return np.min(x, axis=_np_axis(x, dim), keepdims=keepdim)
+
+
+@amin.derivative
+def _(grad, self, dim, keepdim, result):
+    return _evenly_distribute(grad, self, dim, keepdim, result)
+
+
+def _evenly_distribute(grad, self, dim, keepdim, result):
+    """Gradient of a max/min: shared evenly among the elements that tie for it."""
+    mask = self == _unreduce(result, self.shape, dim, keepdim)
+    count = _unreduce(mask.sum(dim, keepdim), self.shape, dim, keepdim)
+    return _unreduce(grad, self.shape, dim, keepdim) * mask / count
+
+
+@register("max", REDUCTION)
+def max(self):
+    return _minmax(np.max)(self)
+
+
+@max.derivative
+def _(grad, self, result):
+    mask = self == result
+    return grad * mask / mask.sum()
+
+
+@register("min", REDUCTION)
+def min(self):
+    return _minmax(np.min)(self)
+
+
+@min.derivative
+def _(grad, self, result):
+    mask = self == result
+    return grad * mask / mask.sum()
+
+
+def _dim_kernel(arg_fn):
+    def kernel(self, dim, keepdim=False):
+        x = np.asarray(self)
+        if x.ndim == 0:
+            normalize_dims(dim, 0)
+            return values_indices(x.copy(), np.zeros((), dtype=np.int64))
+        d = normalize_dims(dim, x.ndim)[0]
+        if x.shape[d] == 0:
+            raise IndexError(f"max(): Expected reduction dim {d} to have non-zero size.")
+        idx = arg_fn(x, axis=d, keepdims=True)
+        vals = np.take_along_axis(x, idx, axis=d)
+        if not keepdim:
+            vals, idx = vals.squeeze(d), idx.squeeze(d)
+        return values_indices(vals, idx.astype(np.int64))
+    return kernel
+
+
+max_dim = register("max_dim", REDUCTION, nondiff_outputs=(1,))(_dim_kernel(np.argmax))
+min_dim = register("min_dim", REDUCTION, nondiff_outputs=(1,))(_dim_kernel(np.argmin))
+
+
+def _select_backward(grads, self_shape, dim, keepdim, result):
+    return value_selecting_backward(grads[0], result[1], self_shape, dim, keepdim)
+
+
+max_dim.derivative(_select_backward)
+min_dim.derivative(_select_backward)
+
+
+@register("value_selecting_backward", REDUCTION)
+def value_selecting_backward(grad, indices, shape, dim, keepdim):
+    shape = tuple(shape)
+    out = np.zeros(shape, dtype=np.asarray(grad).dtype)
+    if not shape:
+        out[...] = grad
+        return out
+    d = normalize_dims(dim, len(shape))[0]
+    g, i = np.asarray(grad), np.asarray(indices)
+    if not keepdim:
+        g, i = np.expand_dims(g, d), np.expand_dims(i, d)
+    np.put_along_axis(out, i, g, axis=d)
+    return out
+
+
+@value_selecting_backward.derivative
+def _(grad, indices, dim, keepdim):
+    d = normalize_dims(dim, grad.ndim)[0] if grad.ndim else 0
+    i = indices if keepdim or grad.ndim == 0 else indices.unsqueeze(d)
+    out = grad.gather(d, i) if grad.ndim else grad
+    return out if keepdim or grad.ndim == 0 else out.squeeze(d)
+
+
+def _arg(np_fn, name):
+    def kernel(self, dim=None, keepdim=False):
+        x = np.asarray(self)
+        if x.size == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+        if dim is None:
+            r = np.asarray(np_fn(x.reshape(-1)), dtype=np.int64)
+            return r.reshape((1,) * x.ndim) if keepdim else r
+        if x.ndim == 0:
+            normalize_dims(dim, 0)
+            return np.zeros((), dtype=np.int64)
+        d = normalize_dims(dim, x.ndim)[0]
+        return np.asarray(np_fn(x, axis=d, keepdims=keepdim), dtype=np.int64)
+    return register(name, REDUCTION, differentiable=False)(kernel)
+
+
+argmax = _arg(np.argmax, "argmax")
+argmin = _arg(np.argmin, "argmin")
+
+
+@register("var", REDUCTION)
+def var(self, dim=None, correction=1, keepdim=False):
+    x = np.asarray(self)
+    return np.var(x, axis=_np_axis(x, dim), ddof=correction, keepdims=keepdim)
+
+
+@var.derivative
+def _(grad, self, dim, correction, keepdim):
+    n = 1
+    for d in normalize_dims(dim, self.ndim):
+        n *= self.shape[d] if self.ndim else 1
+    centered = self - self.mean(dim, keepdim=True) if self.ndim else self * 0
+    return _unreduce(grad, self.shape, dim, keepdim) * centered * (2.0 / max(n - correction, 0))
+
+
+@register("std", REDUCTION)
+def std(self, dim=None, correction=1, keepdim=False):
+    x = np.asarray(self)
+    return np.std(x, axis=_np_axis(x, dim), ddof=correction, keepdims=keepdim)
+
+
+@std.derivative
+def _(grad, self, dim, correction, keepdim, result):
+    n = 1
+    for d in normalize_dims(dim, self.ndim):
+        n *= self.shape[d] if self.ndim else 1
+    centered = self - self.mean(dim, keepdim=True) if self.ndim else self * 0
+    r = _unreduce(result, self.shape, dim, keepdim)
+    return _unreduce(grad, self.shape, dim, keepdim) * centered / (r * max(n - correction, 0))
+
+
+@register("logsumexp", REDUCTION)
+def logsumexp(self, dim, keepdim=False):
+    x = np.asarray(self)
+    if x.dtype.kind != "f":
+        x = x.astype(_dtype.get_default_dtype().np)
+    axis = _np_axis(x, dim)
+    if x.size == 0:
+        return np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdim))
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdim else np.squeeze(out, axis=axis)
+
+
+@logsumexp.derivative
+def _(grad, self, dim, keepdim, result):
+    return _unreduce(grad, self.shape, dim, keepdim) * (self - _unreduce(result, self.shape, dim, keepdim)).exp()
+
+
+@register("norm", REDUCTION)
+def norm(self, p=2, dim=None, keepdim=False):
+    x = np.asarray(self)
+    axis = _np_axis(x, dim)
+    a = np.abs(x)
+    if p == float("inf"):
+        return np.max(a, axis=axis, keepdims=keepdim)
+    if p == 0:
+        return np.sum(a != 0, axis=axis, keepdims=keepdim).astype(x.dtype)
+    if p == 1:
+        return np.sum(a, axis=axis, keepdims=keepdim)
+    if p == 2:
+        return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdim))
+    return np.power(np.sum(np.power(a, p), axis=axis, keepdims=keepdim), 1.0 / p)
+
+
+@norm.derivative
+def _(grad, self, p, dim, keepdim, result):
+    g = _unreduce(grad, self.shape, dim, keepdim)
+    r = _unreduce(result, self.shape, dim, keepdim)
+    if p == 2:
+        return (g * self / r).masked_fill(r == 0, 0.0)
+    if p == 1:
+        return g * self.sign()
+    if p == float("inf"):
+        mask = self.abs() == r
+        return g * self.sign() * mask / mask.sum(dim, keepdim=True).expand(self.shape) if dim is not None \
+            else g * self.sign() * mask / mask.sum()
+    return (g * self.sign() * self.abs().pow(p - 1) / r.pow(p - 1)).masked_fill(r == 0, 0.0)
+
+
+@register("all", REDUCTION, differentiable=False)
+def all(self, dim=None, keepdim=False):
+    return np.all(self, axis=_np_axis(self, dim), keepdims=keepdim)
+
+
+@register("any", REDUCTION, differentiable=False)
+def any(self, dim=None, keepdim=False):
+    return np.any(self, axis=_np_axis(self, dim), keepdims=keepdim)
+
+
+@register("cumsum", REDUCTION)
+def cumsum(self, dim, dtype=None):
+    x = np.asarray(self)
+    if x.ndim == 0:
+        return x.astype(_acc_dtype(x, dtype))
+    return np.cumsum(x, axis=normalize_dims(dim, x.ndim)[0], dtype=_acc_dtype(x, dtype))
+
+
+@cumsum.derivative
+def _(grad, self, dim):
+    if self.ndim == 0:
+        return grad
+    return grad.flip([dim]).cumsum(dim).flip([dim])
+
+
+@register("cumprod", REDUCTION)
+def cumprod(self, dim, dtype=None):
+    x = np.asarray(self)
+    if x.ndim == 0:
+        return x.astype(_acc_dtype(x, dtype))
+    return np.cumprod(x, axis=normalize_dims(dim, x.ndim)[0], dtype=_acc_dtype(x, dtype))
+
+
+@cumprod.derivative
+def _(grad, self, dim, result):
+    # valid where self has no zeros; that is what PyTorch's fast path computes too
+    if self.ndim == 0:
+        return grad
+    return (grad * result).flip([dim]).cumsum(dim).flip([dim]) / self

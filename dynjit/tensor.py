@@ -1,0 +1,572 @@
+"""`Tensor`: a numpy array plus autograd state, with PyTorch's API.
+
+Every math method goes through the op dispatcher (dynjit.ops.dispatch); this
+module only holds state, properties, Python protocol methods and the
+conversion helpers. Views share their base's numpy memory and version counter.
+"""
+import numpy as np
+
+from . import _dtype
+from ._dtype import from_numpy_dtype
+from .autograd import graph as _graph
+from .autograd.grad_mode import state as _grad_state
+from .ops import dispatch as _dispatch_mod
+from .ops.dispatch import dispatch
+
+_NP_SCALARS = (np.generic,)
+
+
+class Tensor:
+    # Class-level defaults keep construction to two attribute writes.
+    _grad_fn = None
+    _output_nr = 0
+    _requires_grad = False
+    _grad = None
+    _base = None
+    _view_of = None
+    _view_version = 0
+    _accumulator = None
+    _hooks = None
+    _post_acc_hooks = None
+    _retains_grad = False
+    _is_inference = False
+    _is_param = False
+    __array_priority__ = 1000   # numpy scalars defer to Tensor's reflected ops
+
+    def __init__(self, data=None, *, dtype=None, requires_grad=False):
+        arr = _to_array(data if data is not None else [], dtype)
+        self._data = arr
+        self._version = [0]
+        if requires_grad:
+            self.requires_grad_(True)
+
+    @classmethod
+    def _make(cls, arr):
+        t = object.__new__(Tensor)
+        t._data = arr
+        t._version = [0]
+        if _grad_state.inference:
+            t._is_inference = True
+        return t
+
+    # -- basic properties ------------------------------------------------
+    @property
+    def dtype(self):
+        return _dtype._FROM_NP[self._data.dtype]
+
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    def stride(self, dim=None):
+        item = self._data.itemsize
+        st = tuple(s // item for s in self._data.strides)
+        if dim is None:
+            return st
+        return st[_wrap_dim(dim, self._data.ndim)]
+
+    def storage_offset(self):
+        if self._base is None:
+            return 0
+        return (self._data.__array_interface__["data"][0]
+                - self._base._data.__array_interface__["data"][0]) // self._data.itemsize
+
+    def data_ptr(self):
+        return self._data.__array_interface__["data"][0]
+
+    def untyped_storage(self):
+        return _Storage(self._base if self._base is not None else self)
+
+    def dim(self):
+        return self._data.ndim
+
+    ndim = property(dim)
+
+    def numel(self):
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self):
+        return self._data.itemsize
+
+    def is_contiguous(self, memory_format=None):
+        return self._data.flags.c_contiguous
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    def is_complex(self):
+        return False
+
+    @property
+    def device(self):
+        return device("cpu")
+
+    @property
+    def is_cuda(self):
+        return False
+
+    @property
+    def layout(self):
+        return "strided"
+
+    @property
+    def is_sparse(self):
+        return False
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return {"float32": "dynjit.FloatTensor", "float64": "dynjit.DoubleTensor",
+                    "int64": "dynjit.LongTensor", "int32": "dynjit.IntTensor",
+                    "bool": "dynjit.BoolTensor", "float16": "dynjit.HalfTensor"}.get(
+                        self.dtype.name, f"dynjit.{self.dtype.name}Tensor")
+        return self.to(dtype)
+
+    @property
+    def T(self):
+        return self.permute(*range(self._data.ndim - 1, -1, -1))
+
+    @property
+    def mT(self):
+        return self.transpose(-2, -1)
+
+    @property
+    def data(self):
+        return self.detach()
+
+    @data.setter
+    def data(self, other):
+        if not isinstance(other, Tensor):
+            raise TypeError("Tensor.data must be set to a Tensor")
+        self._data = other._data
+
+    @property
+    def _version_value(self):
+        return self._version[0]
+
+    @property
+    def is_inference(self):
+        return lambda: self._is_inference
+
+    # -- autograd state --------------------------------------------------
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad=True):
+        if self._grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to "
+                    "use a computed variable in a subgraph that doesn't require differentiation "
+                    "use var_no_grad = var.detach().")
+            return self
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError(
+                f"only Tensors of floating point dtype can require gradients (this tensor is "
+                f"{self.dtype.name}); convert it first, e.g. x.float().requires_grad_()")
+        if requires_grad and self._is_inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad_fn(self):
+        if self._base is not None and self._view_version != self._version[0]:
+            _graph.regenerate_view_grad_fn(self)
+        return self._grad_fn
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def grad(self):
+        if (self._grad_fn is not None and not self._retains_grad and _warn_nonleaf_grad[0]):
+            import warnings
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
+                ".grad attribute won't be populated during autograd.backward(). If you indeed want "
+                "the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the "
+                "non-leaf Tensor.", UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
+            if value.dtype is not self.dtype:
+                raise RuntimeError(f"assigned grad has data of a different type ({value.dtype.name}) "
+                                   f"than the tensor ({self.dtype.name})")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(f"assigned grad has data of a different size "
+                                   f"({list(value.shape)}) than the tensor ({list(self.shape)})")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    def _get_accumulator(self):
+        acc = self._accumulator
+        if acc is None:
+            acc = self._accumulator = _graph.AccumulateGrad(self)
+            if self._post_acc_hooks is not None:
+                acc._post_acc_hooks = self._post_acc_hooks
+        return acc
+
+    def _snapshot(self):
+        """A copy of this tensor's current value that keeps its autograd identity
+        (saved for backward before an in-place op overwrites it)."""
+        t = Tensor._make(self._data.copy())
+        t._grad_fn = self.grad_fn
+        t._output_nr = self._output_nr
+        t._requires_grad = self._requires_grad
+        if t._grad_fn is None and self._requires_grad:
+            t._accumulator = self._get_accumulator()
+        return t
+
+    def detach(self):
+        t = Tensor._make(self._data)
+        t._version = self._version
+        return t
+
+    def detach_(self):
+        if self._base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    def retain_grad(self):
+        if self.grad_fn is None:
+            if not self._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        if self._retains_grad:
+            return
+        self._retains_grad = True
+        import weakref
+        ref = weakref.ref(self)
+
+        def retain(grad):
+            t = ref()
+            if t is None:
+                return
+            if t._grad is None:
+                t._grad = grad.detach().clone() if not _grad_state.enabled else grad
+            else:
+                t._grad = t._grad + grad
+        node = self._grad_fn
+        if node._retain_grad_hooks is None:
+            node._retain_grad_hooks = {}
+        node._retain_grad_hooks[self._output_nr] = retain
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    def register_hook(self, hook):
+        """hook(grad) -> optional new grad, called when this tensor's gradient is computed."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        fn = self.grad_fn
+        if fn is not None:
+            return fn.add_tensor_pre_hook(self._output_nr, hook)
+        if self._hooks is None:
+            self._hooks = _graph._HookDict()
+        return _graph.add_hook(self._hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """hook(tensor), called after the gradient is accumulated into this leaf's .grad."""
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = _graph._HookDict()
+            if self._accumulator is not None:
+                self._accumulator._post_acc_hooks = self._post_acc_hooks
+        return _graph.add_hook(self._post_acc_hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from .autograd import backward
+        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+
+    # -- conversion --------------------------------------------------------
+    def numpy(self, *, force=False):
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous "
+                               f"(it has {self._data.size} elements); use .any() or .all()")
+        return bool(self._data.reshape(()))
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating_point or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self):
+        from ._printing import tensor_repr
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self._data.ndim == 0:
+            return format(self.item(), spec)
+        return format(repr(self), spec)
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild, (self._data.copy(), self._requires_grad))
+
+    def __deepcopy__(self, memo):
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                               "the deepcopy protocol at the moment.")
+        new = type(self).__new__(type(self))
+        new._data = self._data.copy()
+        new._version = [0]
+        new._requires_grad = self._requires_grad
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = new
+        return new
+
+    # -- indexing ------------------------------------------------------------
+    def __getitem__(self, index):
+        from .ops.indexing import getitem
+        return getitem(self, index)
+
+    def __setitem__(self, index, value):
+        from .ops.indexing import setitem
+        setitem(self, index, value)
+
+    def to(self, *args, dtype=None, copy=False, **kwargs):
+        for a in args:
+            if isinstance(a, _dtype.dtype):
+                dtype = a
+            elif isinstance(a, Tensor):
+                dtype = a.dtype
+        if dtype is None or dtype is self.dtype:
+            return self.clone() if copy else self
+        return dispatch(_ops["to_dtype"], (self, _dtype.to_dtype(dtype)), {})
+
+    def cpu(self):
+        return self
+
+    def cuda(self, *a, **k):
+        raise RuntimeError("dynjit runs on the CPU only; there is no CUDA device")
+
+    def float(self):
+        return self.to(_dtype.float32)
+
+    def double(self):
+        return self.to(_dtype.float64)
+
+    def half(self):
+        return self.to(_dtype.float16)
+
+    def long(self):
+        return self.to(_dtype.int64)
+
+    def int(self):
+        return self.to(_dtype.int32)
+
+    def bool(self):
+        return self.to(_dtype.bool_)
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def new_tensor(self, data, dtype=None, requires_grad=False):
+        return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+    def size_hint(self):
+        return self.shape
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple of ints, printed like PyTorch's."""
+
+    def __repr__(self):
+        return f"dynjit.Size([{', '.join(map(str, self))}])"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))
+
+
+class device:
+    def __init__(self, kind="cpu", index=None):
+        if isinstance(kind, device):
+            kind = kind.type
+        kind = str(kind)
+        if kind.split(":")[0] != "cpu":
+            raise RuntimeError(f"dynjit runs on the CPU only; device {kind!r} is not available")
+        self.type = "cpu"
+        self.index = None
+
+    def __repr__(self):
+        return "device(type='cpu')"
+
+    def __eq__(self, other):
+        return isinstance(other, (device, str)) and str(other).split(":")[0] == "cpu"
+
+    def __hash__(self):
+        return hash("cpu")
+
+    def __str__(self):
+        return "cpu"
+
+
+class _Storage:
+    def __init__(self, root):
+        self._root = root
+
+    def data_ptr(self):
+        return self._root.data_ptr()
+
+    def size(self):
+        return self._root._data.nbytes
+
+    def nbytes(self):
+        return self._root._data.nbytes
+
+
+_warn_nonleaf_grad = [True]
+
+
+def _wrap_dim(dim, ndim):
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def _rebuild(arr, requires_grad):
+    t = Tensor._make(arr)
+    t._requires_grad = requires_grad
+    return t
+
+
+def _to_array(data, dtype):
+    np_dtype = None
+    if dtype is not None:
+        np_dtype = _dtype.to_dtype(dtype).np
+    if isinstance(data, Tensor):
+        arr = np.array(data._data, dtype=np_dtype, copy=True)
+        return arr
+    if isinstance(data, np.ndarray):
+        arr = np.array(data, dtype=np_dtype, copy=True)
+    else:
+        data = _unwrap_nested(data)
+        arr = np.array(data, dtype=np_dtype)
+        if np_dtype is None:
+            if arr.dtype.kind == "f":
+                arr = arr.astype(_dtype.get_default_dtype().np)
+            elif arr.dtype.kind in "iu":
+                arr = arr.astype(np.int64)
+    if arr.dtype.kind == "f" and np_dtype is None and arr.dtype == np.float64 and not isinstance(data, np.ndarray):
+        arr = arr.astype(_dtype.get_default_dtype().np)
+    if arr.dtype not in _dtype._FROM_NP:
+        raise TypeError(f"can't make a tensor from data of numpy dtype {arr.dtype}")
+    return arr
+
+
+def _unwrap_nested(data):
+    if isinstance(data, Tensor):
+        return data._data
+    if isinstance(data, (list, tuple)):
+        return [_unwrap_nested(d) for d in data]
+    return data
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new leaf tensor holding a copy of `data` (nested lists, numbers, arrays)."""
+    t = Tensor._make(_to_array(data, dtype))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def as_tensor(data, dtype=None):
+    if isinstance(data, Tensor) and (dtype is None or data.dtype is dtype):
+        return data
+    return tensor(data, dtype=dtype)
+
+
+def from_numpy(arr):
+    """A tensor sharing memory with a numpy array."""
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"from_numpy expects a numpy.ndarray, got {type(arr).__name__}")
+    from_numpy_dtype(arr.dtype)
+    return Tensor._make(arr)
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+_dispatch_mod.Tensor = Tensor
+_graph.Tensor = Tensor
+from .ops import registry as _ops  # noqa: E402
