@@ -223,11 +223,13 @@ def _binary(op_name, reflected=False):
                 return NotImplemented
             return dispatch(op, (other, self), {})
     else:
+        tail = op.defaults[2:]   # pass defaults so the dispatcher need not fill them in
+
         def method(self, other):
             if not isinstance(other, (Tensor, int, float, bool)) and not hasattr(other, "__index__") \
                     and not hasattr(other, "__float__"):
                 return NotImplemented
-            return dispatch(op, (self, other), {})
+            return dispatch(op, (self, other) + tail, {})
     return method
 
 

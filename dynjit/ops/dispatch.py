@@ -13,11 +13,11 @@ from .. import _dtype
 from .._dtype import result_type
 from ..autograd.grad_mode import state as _grad_state
 import importlib
-from .registry import POINTWISE, VIEW, INPLACE, FLOAT, BOOL, KEEP
+from .registry import POINTWISE, VIEW, INPLACE, FLOAT, BOOL, KEEP, PROMOTE
+from .._dtype import _FROM_NP
 
 _modes = []   # dispatch-mode stack; innermost last
 Tensor = None  # set by dynjit.tensor (import cycle)
-_np_float_kinds = "f"
 
 
 class DispatchMode:
@@ -74,10 +74,11 @@ def _unwrap(op, args):
 def pointwise_dtype(op, args):
     """Output dtype of a pointwise op under PyTorch promotion."""
     dims, zero, scalars = [], [], []
-    for a in args:
+    for i in op.operands:
+        a = args[i]
         if isinstance(a, Tensor):
-            (dims if a._data.ndim else zero).append(a.dtype)
-        elif isinstance(a, (bool, int, float)) and not isinstance(a, np.ndarray):
+            (dims if a._data.ndim else zero).append(_FROM_NP[a._data.dtype])
+        elif isinstance(a, (bool, int, float)):
             scalars.append(a)
     d = result_type(dims, zero, scalars)
     rule = op.dtype_rule
@@ -88,7 +89,7 @@ def pointwise_dtype(op, args):
     if rule == KEEP:
         for a in args:
             if isinstance(a, Tensor):
-                return a.dtype
+                return _FROM_NP[a._data.dtype]
     return d
 
 
@@ -104,10 +105,8 @@ def run_kernel(op, args):
     """Run the numpy kernel; return (outputs as arrays or a tuple/list of them, tensors)."""
     vals, tensors = _unwrap(op, args)
     if op.kind == POINTWISE:
-        out_dtype = pointwise_dtype(op, args)
-        with np.errstate(all="ignore"):
-            out = op.kernel(*vals)
-        return _as_array(out, out_dtype.np), tensors
+        out = op.kernel(*vals)
+        return _as_array(out, pointwise_dtype(op, args).np), tensors
     with np.errstate(all="ignore"):
         out = op.kernel(*vals)
     return out, tensors
@@ -125,10 +124,48 @@ def _wrap(op, out, tensors):
 
 
 def eager(op, args, kwargs):
-    args = op.normalize(args, kwargs)
+    if kwargs or len(args) != op.nparams:
+        args = op.normalize(args, kwargs)
+    if op.kind is POINTWISE:
+        # The hot path: one pass to unwrap, and the dtype rule only when operands differ.
+        vals = [a._data if isinstance(a, Tensor) else a for a in args]
+        np_dtype = None
+        uniform = True
+        scalar = 0   # highest category among Python scalar operands (1 int, 2 float)
+        for i in op.operands:
+            a = vals[i]
+            if type(a) is np.ndarray:
+                if np_dtype is None:
+                    np_dtype = a.dtype
+                elif a.dtype != np_dtype:
+                    uniform = False
+            elif type(a) is float:
+                scalar = 2
+            elif type(a) is int:
+                scalar = scalar or 1
+            elif a is not None:
+                uniform = False
+        if scalar and uniform and np_dtype is not None:
+            # a scalar keeps the tensor's dtype unless it is of a higher category
+            kind = np_dtype.kind
+            uniform = kind == "f" or (scalar == 1 and kind in "iu")
+        out = op.kernel(*vals)
+        if uniform and op.dtype_rule is PROMOTE:
+            want = np_dtype
+        else:
+            want = pointwise_dtype(op, args).np
+        if type(out) is not np.ndarray or out.dtype != want:
+            out = _as_array(out, want)
+        result = Tensor._make(out)
+        if _grad_state.enabled and op.backward_cls is not None:
+            for a in args:
+                if isinstance(a, Tensor) and a._requires_grad:
+                    record(op, args, [t for t in args if isinstance(t, Tensor)], result)
+                    break
+        return result
     out, tensors = run_kernel(op, args)
     result = _wrap(op, out, tensors)
-    if op.kind == VIEW:
+    if op.kind is VIEW:
         _mark_views(op, args, result)
     if _grad_state.enabled and op.backward_cls is not None:
         for t in tensors:

@@ -3,6 +3,7 @@
 Each op broadcasts its tensor operands and follows PyTorch's dtype
 promotion (the dispatcher applies the op's dtype rule to the kernel's output).
 """
+import inspect
 import math
 
 import numpy as np
@@ -15,6 +16,17 @@ LN10 = math.log(10.0)
 
 def _is_float_tensor(x):
     return hasattr(x, "_data") and x.dtype.is_floating_point
+
+
+def quiet(kernel):
+    """Silence numpy's floating-point warnings (log(0), 0/0, ...): like PyTorch,
+    dynjit returns inf/nan without warning."""
+    def run(*args):
+        with np.errstate(all="ignore"):
+            return kernel(*args)
+    run.__signature__ = inspect.signature(kernel)
+    run.__name__ = getattr(kernel, "__name__", "kernel")
+    return run
 
 
 # -- binary arithmetic -----------------------------------------------------
@@ -63,6 +75,7 @@ def _(grad, self, other):
 
 
 @register("div", POINTWISE, dtype_rule=FLOAT)
+@quiet
 def div(self, other, rounding_mode=None):
     if rounding_mode is None:
         return np.true_divide(self, other)
@@ -81,11 +94,13 @@ def _(grad, self, other, rounding_mode):
 
 
 @register("floor_divide", POINTWISE, differentiable=False)
+@quiet
 def floor_divide(self, other):
     return np.floor_divide(self, other)
 
 
 @register("remainder", POINTWISE)
+@quiet
 def remainder(self, other):
     return np.remainder(self, other)
 
@@ -96,6 +111,7 @@ def _(grad, self, other):
 
 
 @register("fmod", POINTWISE)
+@quiet
 def fmod(self, other):
     return np.fmod(self, other)
 
@@ -106,6 +122,7 @@ def _(grad, self, other):
 
 
 @register("pow", POINTWISE)
+@quiet
 def pow(self, exponent):
     if isinstance(exponent, (int, np.integer)) and not isinstance(exponent, bool) and exponent < 0 \
             and isinstance(self, np.ndarray) and self.dtype.kind in "iu":
@@ -132,6 +149,7 @@ def _safe_log(x):
 
 
 @register("atan2", POINTWISE, dtype_rule=FLOAT)
+@quiet
 def atan2(self, other):
     return np.arctan2(self, other)
 
@@ -166,6 +184,7 @@ def _(grad, self, other):
 
 
 @register("lerp", POINTWISE)
+@quiet
 def lerp(self, end, weight):
     return self + np.multiply(weight, np.subtract(end, self))
 
@@ -178,7 +197,7 @@ def _(grad, self, end, weight):
 # -- unary math --------------------------------------------------------------
 
 def _unary(name, kernel, dtype_rule=FLOAT):
-    return register(name, POINTWISE, dtype_rule=dtype_rule)(kernel)
+    return register(name, POINTWISE, dtype_rule=dtype_rule)(quiet(kernel))
 
 
 neg = register("neg", POINTWISE)(lambda self: np.negative(self))
@@ -263,6 +282,7 @@ def _(grad, self):
 
 
 @register("softplus", POINTWISE, dtype_rule=FLOAT)
+@quiet
 def softplus(self, beta=1, threshold=20):
     z = np.multiply(self, beta)
     return np.where(z > threshold, self, np.logaddexp(0, z) / beta)
@@ -285,6 +305,7 @@ def _(grad, self, negative_slope):
 
 
 @register("elu", POINTWISE)
+@quiet
 def elu(self, alpha=1.0):
     return np.where(self > 0, self, alpha * np.expm1(np.minimum(self, 0)))
 
@@ -314,6 +335,7 @@ def _(grad, self):
 
 
 @register("gelu", POINTWISE, dtype_rule=FLOAT)
+@quiet
 def gelu(self, approximate="none"):
     x = np.asarray(self)
     if approximate == "tanh":
@@ -364,7 +386,7 @@ frac = register("frac", POINTWISE)(lambda self: np.subtract(self, np.trunc(self)
 frac.derivative(lambda grad: grad)
 
 
-@register("clamp", POINTWISE)
+@register("clamp", POINTWISE, operands=("self", "min", "max"))
 def clamp(self, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
@@ -390,7 +412,7 @@ def _(grad, self, min, max):
     return g_self, g_min, g_max
 
 
-@register("where", POINTWISE)
+@register("where", POINTWISE, operands=("self", "other"))
 def where(condition, self, other):
     return np.where(condition, self, other)
 

@@ -45,7 +45,7 @@ class OpDef:
     """One registered op. Callable: calling it dispatches (like torch.ops.aten.x)."""
 
     def __init__(self, name, kernel, kind, dtype_rule=PROMOTE, tensor_lists=(),
-                 differentiable=True, meta=None, aliases=(), nondiff_outputs=()):
+                 differentiable=True, meta=None, aliases=(), nondiff_outputs=(), operands=None):
         if kind not in KINDS:
             raise ValueError(f"unknown op kind {kind!r}")
         self.name = name
@@ -62,6 +62,10 @@ class OpDef:
         self.required = sum(1 for d in self.defaults if d is inspect.Parameter.empty)
         self.index = {n: i for i, n in enumerate(self.params)}
         self.tensor_lists = tuple(self.index[n] for n in tensor_lists)
+        # the parameters that take part in dtype promotion (default: the required ones)
+        if operands is None:
+            operands = [n for n, d in zip(self.params, self.defaults) if d is inspect.Parameter.empty]
+        self.operands = tuple(self.index[n] for n in operands)
         self.derivative_fn = None
         self.saved = ()
         self.shape_params = ()
