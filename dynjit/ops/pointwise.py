@@ -123,21 +123,23 @@ def _(grad, self, other):
 
 @register("pow", POINTWISE)
 @quiet
-def pow(self, exponent):
+def pow_op(self, exponent):
     if isinstance(exponent, (int, np.integer)) and not isinstance(exponent, bool) and exponent < 0 \
             and isinstance(self, np.ndarray) and self.dtype.kind in "iu":
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     return np.power(self, exponent)
 
 
-@pow.derivative
-def _(grad, self, exponent, result):
-    if isinstance(exponent, (int, float)):
-        if exponent == 0:
-            return grad * 0
-        return grad * exponent * self.pow(exponent - 1)
-    g_self = grad * exponent * self.pow(exponent - 1)
-    g_exp = grad * result * _safe_log(self)
+@pow_op.derivative
+def _(grad, self, exponent, result, needs):
+    g_self = g_exp = None
+    if needs[0]:
+        if isinstance(exponent, (int, float)) and exponent == 0:
+            g_self = grad * 0
+        else:
+            g_self = grad * exponent * self.pow(exponent - 1)
+    if needs[1]:
+        g_exp = grad * result * _safe_log(self)
     return g_self, g_exp
 
 
@@ -203,8 +205,8 @@ def _unary(name, kernel, dtype_rule=FLOAT):
 neg = register("neg", POINTWISE)(lambda self: np.negative(self))
 neg.derivative(lambda grad: -grad)
 
-abs = register("abs", POINTWISE)(lambda self: np.abs(self))
-abs.derivative(lambda grad, self: grad * self.sign())
+abs_op = register("abs", POINTWISE)(lambda self: np.abs(self))
+abs_op.derivative(lambda grad, self: grad * self.sign())
 
 exp = _unary("exp", lambda self: np.exp(self))
 exp.derivative(lambda grad, result: grad * result)
@@ -376,11 +378,11 @@ trunc.derivative(lambda grad: grad * 0)
 
 
 @register("round", POINTWISE)
-def round(self, decimals=0):
+def round_op(self, decimals=0):
     return np.round(self, decimals)
 
 
-round.derivative(lambda grad: grad * 0)
+round_op.derivative(lambda grad: grad * 0)
 
 frac = register("frac", POINTWISE)(lambda self: np.subtract(self, np.trunc(self)))
 frac.derivative(lambda grad: grad)

@@ -57,11 +57,11 @@ def _acc_dtype(x, dtype):
 
 
 @register("sum", REDUCTION)
-def sum(self, dim=None, keepdim=False, dtype=None):
+def sum_op(self, dim=None, keepdim=False, dtype=None):
     return np.sum(self, axis=_np_axis(self, dim), keepdims=keepdim, dtype=_acc_dtype(self, dtype))
 
 
-@sum.derivative
+@sum_op.derivative
 def _(grad, self_shape, dim, keepdim):
     return _unreduce(grad, self_shape, dim, keepdim)
 
@@ -178,22 +178,22 @@ def _evenly_distribute(grad, self, dim, keepdim, result):
 
 
 @register("max", REDUCTION)
-def max(self):
+def max_op(self):
     return _minmax(np.max)(self)
 
 
-@max.derivative
+@max_op.derivative
 def _(grad, self, result):
     mask = self == result
     return grad * mask / mask.sum()
 
 
 @register("min", REDUCTION)
-def min(self):
+def min_op(self):
     return _minmax(np.min)(self)
 
 
-@min.derivative
+@min_op.derivative
 def _(grad, self, result):
     mask = self == result
     return grad * mask / mask.sum()
@@ -353,12 +353,12 @@ def _(grad, self, p, dim, keepdim, result):
 
 
 @register("all", REDUCTION, differentiable=False)
-def all(self, dim=None, keepdim=False):
+def all_op(self, dim=None, keepdim=False):
     return np.all(self, axis=_np_axis(self, dim), keepdims=keepdim)
 
 
 @register("any", REDUCTION, differentiable=False)
-def any(self, dim=None, keepdim=False):
+def any_op(self, dim=None, keepdim=False):
     return np.any(self, axis=_np_axis(self, dim), keepdims=keepdim)
 
 
