@@ -42,7 +42,7 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
                 if not out.dtype.is_floating_point:
                     raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype.name}")
-                g = Tensor._make(np.ones(out._data.shape, dtype=out.dtype.np))
+                g = _ones_like(out)
         elif not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         elif g._data.shape != out._data.shape:
@@ -50,6 +50,14 @@ def _make_grads(outputs, grad_outputs, is_grads_batched=False):
                                f"output[{i}] has a shape of {out.shape}.")
         grads.append(g)
     return grads
+
+
+def _ones_like(t):
+    from ..ops.dispatch import _modes
+    if _modes:      # a tracing mode should see (and record) the seed gradient
+        from ..ops import registry
+        return registry["ones"]((t._data.shape), t.dtype)
+    return _tensor_cls()._make(np.ones(t._data.shape, dtype=t.dtype.np))
 
 
 def _root_edges(outputs, grads):

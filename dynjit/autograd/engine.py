@@ -13,10 +13,11 @@ import numpy as np
 
 from . import graph as _graph
 from .grad_mode import state as _grad_state
+from ..ops.dispatch import _modes as _dispatch_modes
 
 
 def _sum_grads(a, b, create_graph):
-    if create_graph or a._requires_grad or b._requires_grad:
+    if create_graph or a._requires_grad or b._requires_grad or _dispatch_modes:
         return a + b
     from ..tensor import Tensor
     return Tensor._make(np.add(a._data, b._data))
