@@ -334,6 +334,11 @@ class GraphRoot(Node):
         return grads
 
 
+def _no_grad_unless_create_graph():
+    from .grad_mode import no_grad, enable_grad
+    return enable_grad() if _grad_state.enabled else no_grad()
+
+
 class CopySlices(Node):
     """The base's new grad_fn after an in-place op wrote through one of its views.
 
@@ -350,15 +355,16 @@ class CopySlices(Node):
         self.next_functions = (base_edge,) + tuple(fn.next_functions[1:])
 
     def apply(self, grads):
-        g = grads[0]
-        res = Tensor._make(np.array(g._data, copy=True))
+        # Written with dispatched ops so that tracing (make_fx, AOT) records it.
+        res = grads[0].clone()
         region = self.view_fn(res)
-        fn_grads = self.fn.apply([Tensor._make(np.array(region._data, copy=True))])
+        fn_grads = self.fn.apply([region.clone()])
         g_self = fn_grads[0]
-        if g_self is None:
-            region._data[...] = 0
-        else:
-            region._data[...] = g_self._data
+        with _no_grad_unless_create_graph():
+            if g_self is None:
+                region.zero_()
+            else:
+                region.copy_(g_self)
         return [res] + list(fn_grads[1:])
 
     def release(self):
@@ -379,33 +385,44 @@ class AsStridedBackward0(Node):
         self.next_functions = (base_edge,)
 
     def apply(self, grads):
+        from ..ops import registry
         shape, dtype = self.base_meta
-        res = Tensor._make(np.zeros(shape, dtype=dtype.np))
+        res = registry["zeros"](shape, dtype)
         region = self.view_fn(res)
-        np.copyto(region._data, grads[0]._data)
+        region.copy_(grads[0])
         return [res]
 
 
-def view_replay_fn(view):
-    """A function that re-applies to a tensor the chain of view ops that made `view` from its base."""
+def view_chain(view):
+    """The (view op, other args, output index or None) steps that make `view` from its base."""
     chain = []
     t = view
     while t._view_of is not None:
-        src, op, rest, _ = t._view_of
-        chain.append((op, rest))
+        src, op, rest, multi, index = t._view_of
+        chain.append((op, rest, index if multi else None))
         if src._base is None:
             break
         t = src
     chain.reverse()
+    return chain
+
+
+def replay_view_chain(x, chain):
+    for op, rest, index in chain:
+        x = op(x, *rest)
+        if index is not None:
+            x = x[index]
+    return x
+
+
+def view_replay_fn(view):
+    """A function that re-applies to a tensor the chain of view ops that made `view` from its base."""
+    chain = view_chain(view)
 
     def replay(x):
         from .grad_mode import no_grad
         with no_grad():
-            for op, rest in chain:
-                x = op(x, *rest)
-                if isinstance(x, (tuple, list)):
-                    raise RuntimeError("cannot replay a multi-output view")
-        return x
+            return replay_view_chain(x, chain)
     return replay
 
 

@@ -180,11 +180,12 @@ def _mark_views(op, args, result):
     outs = result if isinstance(result, (tuple, list)) else (result,)
     base = src._base if src._base is not None else src
     multi = isinstance(result, (tuple, list))
-    for o in outs:
+    for i, o in enumerate(outs):
         if isinstance(o, Tensor) and np.may_share_memory(o._data, src._data):
             o._base = base
             o._version = src._version
-            o._view_of = (src, op, args[1:], multi)
+            # (source, view op, its other args, multi-output?, output index)
+            o._view_of = (src, op, args[1:], multi, i)
 
 
 def record(op, args, tensors, result):
