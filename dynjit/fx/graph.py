@@ -20,6 +20,9 @@ class _Namespace:
         base = re.sub(r"[^0-9a-zA-Z_]", "_", candidate) or "v"
         if base[0].isdigit():
             base = "_" + base
+        if base not in self._used:
+            self._used.add(base)
+            return base
         m = re.match(r"^(.*)_(\d+)$", base)
         if m and m.group(1):
             base = m.group(1)
@@ -291,8 +294,11 @@ class _CodeGen:
 
     def arg(self, a):
         from .._dtype import dtype
+        from ..ops.registry import OpDef
         if isinstance(a, Node):
             return a.name
+        if isinstance(a, OpDef):
+            return self.target(a)
         if isinstance(a, tuple) and hasattr(a, "_fields"):
             return self._global(type(a), type(a).__name__) + "(" + ", ".join(self.arg(x) for x in a) + ")"
         if isinstance(a, tuple):

@@ -7,7 +7,7 @@ reachable as attributes: `dynjit.ops.add(x, y)` dispatches like `x + y`.
 from . import registry as _registry_mod
 from .registry import registry, OpDef, register, INPLACE
 from . import dispatch as _dispatch
-from . import pointwise, reductions, shape, linalg, factories, nn  # noqa: F401  (registers ops)
+from . import pointwise, reductions, shape, linalg, factories, nn, aliasing  # noqa: F401  (registers ops)
 
 INPLACE_OF = (
     "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos",
