@@ -242,9 +242,7 @@ class Tensor:
         return t
 
     def detach(self):
-        t = Tensor._make(self._data)
-        t._version = self._version
-        return t
+        return dispatch(_ops["detach"], (self,), {})
 
     def detach_(self):
         if self._base is not None:

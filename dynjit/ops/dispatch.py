@@ -167,6 +167,8 @@ def eager(op, args, kwargs):
     result = _wrap(op, out, tensors)
     if op.kind is VIEW:
         _mark_views(op, args, result)
+    elif op.aliases_input:
+        result._version = args[0]._version
     if _grad_state.enabled and op.backward_cls is not None:
         for t in tensors:
             if t._requires_grad:

@@ -75,6 +75,7 @@ class OpDef:
         self.inplace = None         # for functional ops: the in-place variant
         self.aliases = tuple(aliases)
         self.impl = None            # set by dispatch: the eager entry
+        self.aliases_input = False  # output shares storage and version counter with input 0
 
     def __repr__(self):
         return f"dynjit.ops.{self.name}"
