@@ -1,0 +1,2 @@
+"""dynjit's frontend: the bytecode JIT (entry points, translator, guards, code generation)."""
+from .eval_frame import compile, optimize, optimize_assert, disable, reset, graph_break, CompiledFunction

@@ -1,0 +1,120 @@
+"""Generate the transformed function: call the compiled graph with the inputs
+read from their sources, rebuild the return value and any new Python objects
+from the graph's outputs, and replay side effects — as Python source with the
+compiled function's own signature."""
+import inspect
+import math
+
+from .exc import unimplemented
+
+
+def signature_source(code):
+    """The parameter list of `code` as source (defaults are attached afterwards)."""
+    names = code.co_varnames
+    argc, posonly, kwonly = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
+    parts = list(names[:argc])
+    if posonly:
+        parts.insert(posonly, "/")
+    idx = argc + kwonly
+    if code.co_flags & inspect.CO_VARARGS:
+        parts.append("*" + names[idx])
+        idx += 1
+    elif kwonly:
+        parts.append("*")
+    parts.extend(names[argc:argc + kwonly])
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        parts.append("**" + names[idx])
+    return ", ".join(parts)
+
+
+class CodeGen:
+    def __init__(self, output):
+        self.output = output
+        self.lines = []
+        self.memo = {}
+        self.graph_outputs = []
+        self._out_index = {}
+        self._tmp = 0
+
+    def temp(self, expr):
+        self._tmp += 1
+        name = f"___t{self._tmp}"
+        self.lines.append(f"{name} = {expr}")
+        return name
+
+    def constant(self, value):
+        if type(value) in (int, str, bool, bytes) or value is None:
+            return repr(value)
+        if type(value) is float and math.isfinite(value):
+            return repr(value)
+        return f"K[{self.output.stash(value)!r}]"
+
+    def value(self, var):
+        name = self.memo.get(id(var))
+        if name is not None:
+            return name
+        return var.reconstruct(self)
+
+    def graph_output(self, tvar):
+        node = tvar.node
+        src = self.output.placeholder_sources.get(node)
+        if src is not None:
+            return src.expr()
+        i = self._out_index.get(node)
+        if i is None:
+            i = self._out_index[node] = len(self.graph_outputs)
+            self.graph_outputs.append(node)
+        return f"___out[{i}]"
+
+    def new_object(self, var):
+        name = f"___o{len(self.memo)}"
+        self.memo[id(var)] = name
+        self.lines.append(f"{name} = K['new']({self.constant(var.cls)})")
+        if var.attrs:
+            attrs = ", ".join(f"{k!r}: {self.value(v)}" for k, v in var.attrs.items())
+            self.lines.append(f"{name}.__dict__.update({{{attrs}}})")
+        return name
+
+    def cell(self, var):
+        name = f"___c{len(self.memo)}"
+        self.memo[id(var)] = name
+        self.lines.append(f"{name} = K['CellType']()")
+        self.output.consts.setdefault("CellType", type((lambda: name).__closure__[0]))
+        if var.contents is not None:
+            self.lines.append(f"{name}.cell_contents = {self.value(var.contents)}")
+        return name
+
+    def nested_function(self, var):
+        name = f"___f{len(self.memo)}"
+        self.memo[id(var)] = name
+        closure = "None"
+        if var.closure:
+            cells = [self.value(c) for c in var.closure]
+            closure = "(" + ", ".join(cells) + ",)"
+        defaults = "None" if var.defaults is None else self.value(var.defaults)
+        g = "G" if var.f_globals is self.output.root_globals else self.constant(var.f_globals)
+        self.lines.append(f"{name} = K['FunctionType']({self.constant(var.code)}, {g}, "
+                          f"{var.code.co_name!r}, {defaults}, {closure})")
+        if var.kwdefaults is not None:
+            self.lines.append(f"{name}.__kwdefaults__ = {self.value(var.kwdefaults)}")
+        return name
+
+
+def generate(output, return_var, signature):
+    """(source of the transformed function, the graph's output nodes)."""
+    cg = CodeGen(output)
+    ret = cg.value(return_var)
+    effects = output.side_effects.codegen(cg)
+    body = []
+    if cg.graph_outputs or output.count_ops():
+        inputs = ", ".join(output.placeholder_sources[n].expr()
+                           for n in output.graph.nodes if n.op == "placeholder")
+        body.append(f"___out = ___graph({inputs})")
+    body.extend(cg.lines)
+    body.extend(effects)
+    body.append(f"return {ret}")
+    src = f"def ___transformed({signature}):\n" + "".join(f"    {line}\n" for line in body)
+    return src, cg.graph_outputs
+
+
+_ = unimplemented

@@ -1,0 +1,222 @@
+"""The entry points: `compile`, `optimize`, `optimize_assert`, `disable`, `reset`.
+
+A compiled function keeps a cache of (guard, transformed function) entries;
+a call runs the first entry whose guard accepts the arguments, otherwise it
+converts the call (traces, compiles, generates a new entry). Past
+`config.cache_size_limit` entries the function runs eagerly with one warning.
+When the translator meets something it cannot trace, the call runs as plain
+Python (so compiled always equals eager), the reason is counted in
+`dynjit.utils.counters["graph_break"]`, and with `fullgraph=True` it is
+raised as `dynjit.exc.Unsupported` naming the construct and the user's line.
+"""
+import functools
+import inspect
+import logging
+import types
+import warnings
+import weakref
+
+from .. import config
+from ..exc import Unsupported
+from ..utils import counters
+from .convert_frame import convert, location
+
+recompiles_log = logging.getLogger("dynjit.recompiles")
+breaks_log = logging.getLogger("dynjit.graph_breaks")
+guards_log = logging.getLogger("dynjit.guards")
+
+_all_compiled = weakref.WeakSet()
+
+
+class CompiledFunction:
+    """What `dynjit.compile(fn)` returns: call it like fn."""
+
+    def __init__(self, fn, backend, fullgraph, dynamic):
+        if isinstance(fn, types.MethodType):
+            self._bound_self = fn.__self__
+            fn = fn.__func__
+        else:
+            self._bound_self = None
+        if not isinstance(fn, types.FunctionType):
+            raise TypeError(f"dynjit.compile expects a Python function, method or nn.Module, "
+                            f"got {type(fn).__name__}")
+        self._fn = fn
+        self._backend = backend
+        self._fullgraph = fullgraph
+        self._dynamic = dynamic
+        self.entries = []
+        self.eager_reason = None
+        self._warned_limit = False
+        functools.update_wrapper(self, fn)
+        _all_compiled.add(self)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+    def __call__(self, *args, **kwargs):
+        if self._bound_self is not None:
+            args = (self._bound_self,) + args
+        for entry in self.entries:
+            if entry.guard(*args, **kwargs):
+                return entry.transformed(*args, **kwargs)
+        return self._miss(args, kwargs)
+
+    def _miss(self, args, kwargs):
+        fn = self._fn
+        if self.eager_reason is not None:
+            return fn(*args, **kwargs)
+        if self.entries:
+            reasons = [e.output.guards.failure_reason(e.guard, args, kwargs) for e in self.entries]
+            reason = reasons[-1] or "unknown"
+            counters["recompiles"][fn.__qualname__] += 1
+            recompiles_log.debug("Recompiling function %s: guard failed: %s", fn.__qualname__, reason)
+            self.recompile_reasons.append(reason)
+            if len(self.entries) >= config.cache_size_limit:
+                if not self._warned_limit:
+                    warnings.warn(f"dynjit: {fn.__qualname__} hit config.cache_size_limit "
+                                  f"({config.cache_size_limit}) recompiles; last reason: {reason}. It "
+                                  "now runs without compiling.", stacklevel=3)
+                    self._warned_limit = True
+                self.eager_reason = "cache_size_limit reached"
+                return fn(*args, **kwargs)
+        try:
+            entry = convert(fn, args, kwargs, self._backend)
+        except Unsupported as e:
+            filename, line = location(e)
+            where = f"{filename}:{line}"
+            reason = str(e)
+            counters["graph_break"][reason] += 1
+            self.break_reasons.append((reason, where))
+            breaks_log.debug("Graph break in %s: %s at %s", fn.__qualname__, reason, where)
+            if self._fullgraph:
+                raise Unsupported(f"{reason}\n  in {fn.__qualname__} at {where}\n"
+                                  "(fullgraph=True: the whole function must compile to one graph)") from None
+            self.eager_reason = reason
+            return fn(*args, **kwargs)
+        guards_log.debug("Guards for %s:\n%s", fn.__qualname__, entry.guard.source)
+        self.entries.append(entry)
+        return entry.transformed(*args, **kwargs)
+
+    @property
+    def recompile_reasons(self):
+        return self.__dict__.setdefault("_recompile_reasons", [])
+
+    @property
+    def break_reasons(self):
+        return self.__dict__.setdefault("_break_reasons", [])
+
+    def reset(self):
+        self.entries = []
+        self.eager_reason = None
+        self._warned_limit = False
+
+    # -- debug view ------------------------------------------------------------------------
+    def debug_view(self):
+        """Guards, transformed code and graphs of every cache entry, as text."""
+        parts = []
+        for i, e in enumerate(self.entries):
+            parts.append(f"=== cache entry {i} ===\n--- guard ---\n{e.guard.source}")
+            parts.append(f"--- transformed function ---\n{e.transformed.source}")
+            if e.gm is not None:
+                parts.append(f"--- graph ({e.op_count} ops) ---\n{e.gm.print_readable(print_output=False)}")
+        if self.eager_reason:
+            parts.append(f"runs eagerly: {self.eager_reason}")
+        return "\n".join(parts)
+
+
+class OptimizedModule:
+    """What `dynjit.compile(module)` returns: calls run the compiled forward."""
+
+    def __init__(self, mod, backend, fullgraph, dynamic):
+        self.__dict__["_orig_mod"] = mod
+        self.__dict__["_compiled_forward"] = CompiledFunction(type(mod).forward, backend, fullgraph, dynamic)
+
+    def __call__(self, *args, **kwargs):
+        mod = self._orig_mod
+        if getattr(mod, "_forward_hooks", None) or getattr(mod, "_forward_pre_hooks", None):
+            return mod(*args, **kwargs)
+        return self._compiled_forward(mod, *args, **kwargs)
+
+    forward = __call__
+
+    def __getattr__(self, name):
+        return getattr(self._orig_mod, name)
+
+    def __setattr__(self, name, value):
+        setattr(self._orig_mod, name, value)
+
+    def __repr__(self):
+        return f"OptimizedModule({self._orig_mod!r})"
+
+
+def compile(fn=None, *, backend="eager", fullgraph=False, dynamic=None, mode=None, options=None,
+            disable=False):
+    """JIT-compile a function, method or nn.Module (also usable as a decorator)."""
+    if fn is None:
+        return lambda f: compile(f, backend=backend, fullgraph=fullgraph, dynamic=dynamic, mode=mode,
+                                 options=options, disable=disable)
+    if disable:
+        return fn
+    from ..backends.registry import lookup_backend
+    lookup_backend(backend)   # fail early on an unknown name
+    if is_nn_module(fn):
+        return OptimizedModule(fn, backend, fullgraph, dynamic)
+    return CompiledFunction(fn, backend, fullgraph, dynamic)
+
+
+class _OptimizeContext:
+    def __init__(self, backend, nopython, dynamic=None):
+        self.backend = backend
+        self.nopython = nopython
+        self.dynamic = dynamic
+
+    def __call__(self, fn):
+        return compile(fn, backend=self.backend, fullgraph=self.nopython, dynamic=self.dynamic)
+
+    def __enter__(self):
+        raise NotImplementedError("dynjit.optimize(...) as a context manager needs the frame hook for "
+                                  "nested frames, which is not built yet; use it as a decorator")
+
+    def __exit__(self, *exc):
+        return False
+
+
+def optimize(backend="eager", nopython=False, dynamic=None, disable=False):
+    """`@dynjit.optimize(backend)` compiles the decorated function (nopython=True: fullgraph)."""
+    if disable:
+        return lambda fn: fn
+    return _OptimizeContext(backend, nopython, dynamic)
+
+
+def optimize_assert(backend="eager", dynamic=None):
+    return optimize(backend, nopython=True, dynamic=dynamic)
+
+
+def disable(fn=None, recursive=True):
+    """Mark `fn` so that dynjit never compiles it (returns fn)."""
+    if fn is None:
+        return lambda f: disable(f, recursive)
+    fn._dynjit_disable = True
+    return fn
+
+
+def reset():
+    """Forget every compiled entry of every compiled function."""
+    for c in list(_all_compiled):
+        c.reset()
+    counters.clear()
+
+
+def graph_break():
+    """Calling this inside a compiled function ends the graph there."""
+    return None
+
+
+def is_nn_module(obj):
+    try:
+        from ..nn import Module
+    except ImportError:
+        return False
+    return isinstance(obj, Module)

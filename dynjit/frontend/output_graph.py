@@ -1,0 +1,220 @@
+"""OutputGraph: what one trace produces — the fx graph of tensor ops, the
+graph inputs (with their sources), the guards, the side effects — and the
+generation of the transformed function that runs the compiled graph."""
+import operator
+import types
+
+from ..autograd.grad_mode import state as _grad_state
+from ..fx.graph import Graph
+from ..fx.graph_module import GraphModule
+from ..fx.proxy_tensor import TensorMeta
+from ..tensor import Tensor
+from .exc import unimplemented, DataDependent
+from .guards import GuardBuilder
+from .side_effects import SideEffects
+from .variables import (ConstantVariable, TensorVariable, TupleVariable, ListVariable, DictVariable,
+                        VariableTracker)
+from .variables.tensor import wrap_result
+
+
+def set_grad_enabled_node(mode):
+    """Graph node target: switch grad mode at run time (what `with no_grad():` traces to)."""
+    _grad_state.enabled = mode
+
+
+set_grad_enabled_node.__name__ = "_set_grad_enabled"
+
+
+class OutputGraph:
+    def __init__(self, fn, backend_call):
+        self.fn = fn
+        self.root_globals = fn.__globals__
+        self.graph = Graph()
+        self.consts = {"__fn": fn, "MethodType": types.MethodType, "FunctionType": types.FunctionType,
+                       "new": object.__new__}
+        self._const_ids = {}
+        self.guards = GuardBuilder(self)
+        self.side_effects = SideEffects()
+        self.inputs = {}              # id(real tensor) -> (tensor, source, TensorVariable)
+        self.example_inputs = []
+        self.grad_enabled = _grad_state.enabled
+        self.guards.grad_mode(self.grad_enabled)
+        self.backend_call = backend_call
+        self.placeholder_sources = {}
+
+    # -- constants stashed for generated code -------------------------------------------
+    def stash(self, value):
+        key = self._const_ids.get(id(value))
+        if key is not None and self.consts[key] is value:
+            return key
+        key = f"c{len(self.consts)}"
+        self.consts[key] = value
+        self._const_ids[id(value)] = key
+        return key
+
+    def trusted(self, value):
+        """A tracker for a value that needs no guard (code constants, library objects)."""
+        from .variables import (FunctionVariable, DynjitFunctionVariable, BuiltinVariable,
+                                ClassVariable, PythonModuleVariable, TupleVariable)
+        from .variables.builder import is_constant_value
+        from .variables.functions import is_dynjit_callable
+        if isinstance(value, tuple) and not hasattr(value, "_fields"):
+            return TupleVariable([self.trusted(v) for v in value])
+        if is_constant_value(value) or isinstance(value, types.CodeType):
+            return ConstantVariable(value)
+        if is_dynjit_callable(value):
+            return DynjitFunctionVariable(value)
+        if isinstance(value, types.FunctionType):
+            return FunctionVariable(value)
+        if isinstance(value, types.ModuleType):
+            from .source import ConstSource
+            return PythonModuleVariable(value, source=ConstSource(self.stash(value)))
+        if isinstance(value, type):
+            return ClassVariable(value)
+        if callable(value):
+            return BuiltinVariable(value)
+        unimplemented(f"a constant of type {type(value).__name__}")
+
+    def trusted_or_build(self, tx, value, source):
+        from .variables import build
+        return build(tx, value, source)
+
+    # -- inputs ----------------------------------------------------------------------------
+    def input_tensor(self, value, source):
+        entry = self.inputs.get(id(value))
+        if entry is not None and entry[0] is value:
+            if entry[1] != source:
+                self.guards.add(f"{source.expr()} is {entry[1].expr()}")
+            return entry[2]
+        self.guards.tensor(source, value)
+        name = _placeholder_name(source)
+        first_op = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
+        if first_op is None:
+            node = self.graph.placeholder(name)
+        else:
+            with self.graph.inserting_before(first_op):
+                node = self.graph.placeholder(name)
+        example = Tensor._make(value._data.copy())
+        example._requires_grad = value._requires_grad
+        node.meta["val"] = TensorMeta.of(value)
+        node.meta["source"] = source
+        var = TensorVariable(node, example, source=source)
+        self.inputs[id(value)] = (value, source, var)
+        self.example_inputs.append(value)
+        self.placeholder_sources[node] = source
+        return var
+
+    def real_value(self, source):
+        ns = self.guards.namespace(self.fn)
+        ns.update(self._bound_args)
+        return eval(source.expr(), ns)
+
+    # -- recording ops -------------------------------------------------------------------------
+    def set_grad_enabled(self, mode):
+        if mode != self.grad_enabled:
+            self.graph.call_function(set_grad_enabled_node, (mode,))
+            self.grad_enabled = mode
+
+    def _unwrap(self, v, want):
+        if isinstance(v, TensorVariable):
+            return v.example if want == "example" else v.node
+        if isinstance(v, (TupleVariable, ListVariable)):
+            items = [self._unwrap(i, want) for i in v.items]
+            if hasattr(v, "cls"):
+                return v.cls(*items)
+            return tuple(items) if isinstance(v, TupleVariable) else items
+        if isinstance(v, DictVariable):
+            return {k: self._unwrap(i, want) for k, i in v.items.items()}
+        if v.is_python_constant():
+            return v.as_python_constant()
+        unimplemented(f"passing {v.describe()} to a tensor operation")
+
+    def _run(self, fn, args, kwargs):
+        prev = _grad_state.enabled
+        _grad_state.enabled = self.grad_enabled
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            unimplemented(f"{type(e).__name__} raised by a tensor operation while tracing: {e}")
+        finally:
+            _grad_state.enabled = prev
+
+    def record(self, fn, args, kwargs):
+        """Run `fn` on the example values and record a call_function node for it."""
+        ex_args = [self._unwrap(a, "example") for a in args]
+        ex_kwargs = {k: self._unwrap(v, "example") for k, v in kwargs.items()}
+        value = self._run(fn, ex_args, ex_kwargs)
+        has_tensor = any(isinstance(a, TensorVariable) for a in _flat(args, kwargs))
+        if not _produces_tensors(value):
+            if has_tensor:
+                raise DataDependent(f"{getattr(fn, '__name__', fn)}() returned a Python value computed "
+                                    "from tensor data (data-dependent)")
+            return wrap_result(None, None, value)
+        node = self.graph.call_function(fn, tuple(self._unwrap(a, "node") for a in args),
+                                        {k: self._unwrap(v, "node") for k, v in kwargs.items()})
+        node.meta["val"] = _meta(value)
+        return wrap_result(_Tx(self), node, value)
+
+    def record_method(self, name, self_var, args, kwargs):
+        ex_self = self_var.example
+        ex_args = [self._unwrap(a, "example") for a in args]
+        ex_kwargs = {k: self._unwrap(v, "example") for k, v in kwargs.items()}
+        method = getattr(ex_self, name)
+        value = self._run(method, ex_args, ex_kwargs)
+        if not _produces_tensors(value):
+            raise DataDependent(f"Tensor.{name}() returned a Python value computed from tensor data")
+        node = self.graph.call_method(name, (self_var.node,) + tuple(self._unwrap(a, "node") for a in args),
+                                      {k: self._unwrap(v, "node") for k, v in kwargs.items()})
+        node.meta["val"] = _meta(value)
+        if value is ex_self:       # in-place method: the same tensor, now produced by this node
+            self_var.node = node
+            return self_var
+        return wrap_result(_Tx(self), node, value)
+
+    def count_ops(self):
+        return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
+
+
+class _Tx:
+    """The bit of a translator wrap_result needs."""
+
+    def __init__(self, output):
+        self.output = output
+
+
+def _produces_tensors(value):
+    if isinstance(value, Tensor):
+        return True
+    if isinstance(value, (tuple, list)) and value and all(isinstance(v, Tensor) for v in value):
+        return True
+    return False
+
+
+def _meta(value):
+    if isinstance(value, Tensor):
+        return TensorMeta.of(value)
+    return tuple(TensorMeta.of(v) for v in value)
+
+
+def _flat(args, kwargs):
+    out = []
+
+    def rec(v):
+        if isinstance(v, (TupleVariable, ListVariable)):
+            for i in v.items:
+                rec(i)
+        else:
+            out.append(v)
+    for a in list(args) + list(kwargs.values()):
+        rec(a)
+    return out
+
+
+def _placeholder_name(source):
+    import re
+    e = source.expr()
+    if e.startswith("G["):
+        body = "G_" + re.sub(r"[^0-9a-zA-Z]+", "_", e[2:]).strip("_")
+    else:
+        body = "L_" + re.sub(r"[^0-9a-zA-Z]+", "_", e).strip("_")
+    return body + ("_" if "." not in e and "[" not in e or e.startswith("G[") and e.count("[") == 1 else "")

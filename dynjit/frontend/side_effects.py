@@ -1,0 +1,53 @@
+"""Python side effects of a traced function (list/dict mutations, attribute
+writes on objects that outlive the frame, global assignments), recorded while
+tracing and replayed by the transformed function after the graph runs."""
+
+
+class SideEffects:
+    def __init__(self):
+        self._objects = {}        # id(real object) -> (object, tracker)
+        self._mutated = []
+        self._mutated_ids = set()
+        self._globals = {}        # id(globals dict) -> {name: (tracker, source)}
+
+    def track_existing(self, value, var):
+        self._objects[id(value)] = (value, var)
+
+    def existing_object(self, value):
+        entry = self._objects.get(id(value))
+        return entry[1] if entry is not None and entry[0] is value else None
+
+    def mutated(self, var):
+        if var.source is None or id(var) in self._mutated_ids:
+            return
+        self._mutated_ids.add(id(var))
+        self._mutated.append(var)
+
+    def store_global(self, f_globals, name, value, source):
+        self._globals.setdefault(id(f_globals), {})[name] = (value, source)
+
+    def global_overrides(self, f_globals):
+        d = self._globals.get(id(f_globals))
+        return {k: v for k, (v, _) in d.items()} if d else {}
+
+    def has_effects(self):
+        return bool(self._mutated or self._globals)
+
+    def codegen(self, cg):
+        """Statements replaying the effects: first every new value, then every write."""
+        from .variables import ListVariable, DictVariable, UserObjectVariable
+        writes = []
+        for var in self._mutated:
+            target = var.source.expr()
+            if isinstance(var, ListVariable):
+                writes.append(f"{target}[:] = {cg.temp(cg.value(var.__class__(var.items)))}")
+            elif isinstance(var, DictVariable):
+                tmp = cg.temp("{" + ", ".join(f"{cg.constant(k)}: {cg.value(v)}" for k, v in var.items.items()) + "}")
+                writes.append(f"{target}.clear(); {target}.update({tmp})")
+            elif isinstance(var, UserObjectVariable):
+                for name in var.written:
+                    writes.append(f"setattr({target}, {name!r}, {cg.temp(cg.value(var.attrs[name]))})")
+        for entries in self._globals.values():
+            for name, (value, source) in entries.items():
+                writes.append(f"{source.expr()} = {cg.temp(cg.value(value))}")
+        return writes

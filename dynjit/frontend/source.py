@@ -1,0 +1,87 @@
+"""Sources: where a traced value came from (`L['x']`, `L['self'].weight`,
+`G['w']`, `L['xs'][0]`). A source renders as a Python expression that the
+generated guard and transformed functions evaluate, and it is how guards and
+graph inputs name the user's values."""
+
+
+class Source:
+    def expr(self):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return self.expr()
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.expr() == other.expr()
+
+    def __hash__(self):
+        return hash(self.expr())
+
+
+class LocalSource(Source):
+    """An argument of the compiled function (the generated functions take the same arguments)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def expr(self):
+        return self.name
+
+
+class GlobalSource(Source):
+    def __init__(self, name):
+        self.name = name
+
+    def expr(self):
+        return f"G[{self.name!r}]"
+
+
+class ConstSource(Source):
+    """An object stashed in the generated code's namespace (a function's closure cell, ...)."""
+
+    def __init__(self, key):
+        self.key = key
+
+    def expr(self):
+        return f"K[{self.key!r}]"
+
+
+class AttrSource(Source):
+    def __init__(self, base, attr):
+        self.base = base
+        self.attr = attr
+
+    def expr(self):
+        if self.attr.isidentifier() and not self.attr.startswith("__"):
+            return f"{self.base.expr()}.{self.attr}"
+        return f"getattr({self.base.expr()}, {self.attr!r})"
+
+
+class ItemSource(Source):
+    def __init__(self, base, key):
+        self.base = base
+        self.key = key
+
+    def expr(self):
+        return f"{self.base.expr()}[{self.key!r}]"
+
+
+class CellContentsSource(Source):
+    def __init__(self, base, index):
+        self.base = base
+        self.index = index
+
+    def expr(self):
+        return f"{self.base.expr()}.__closure__[{self.index}].cell_contents"
+
+
+class DefaultSource(Source):
+    def __init__(self, base, index, kw=False):
+        self.base = base
+        self.index = index
+        self.kw = kw
+
+    def expr(self):
+        if self.kw:
+            return f"{self.base.expr()}.__kwdefaults__[{self.index!r}]"
+        return f"{self.base.expr()}.__defaults__[{self.index}]"

@@ -1,0 +1,965 @@
+"""InstructionTranslator: symbolic interpretation of a function's bytecode.
+
+One handler per opcode, for the instruction sets of CPython 3.11, 3.12 and
+3.13 (version differences are handled inside the handlers). Values on the
+stack and in locals are VariableTrackers; tensor operations are recorded into
+the OutputGraph; Python-only work is evaluated at trace time; user function
+calls are inlined by a child translator.
+"""
+import builtins
+import inspect
+import operator
+import types
+
+from .. import config
+from .bytecode_info import code_info, PY312, PY313
+from .exc import unimplemented, DataDependent, Unsupported
+from .source import LocalSource, GlobalSource, ConstSource, ItemSource, CellContentsSource, DefaultSource
+from .variables import (VariableTracker, ConstantVariable, NULL, build, TensorVariable, TupleVariable,
+                        ListVariable, DictVariable, IteratorVariable, FunctionVariable,
+                        NestedFunctionVariable, BuiltinVariable, CellVariable, GradModeVariable,
+                        UserObjectVariable, NewObjectVariable, ClassVariable, SuperVariable)
+from .variables.objects import class_attribute
+
+CO_GENERATOR = inspect.CO_GENERATOR
+CO_VARARGS = inspect.CO_VARARGS
+CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
+
+BINARY_OPS = {
+    "+": (operator.add, "__add__", "__radd__"), "-": (operator.sub, "__sub__", "__rsub__"),
+    "*": (operator.mul, "__mul__", "__rmul__"), "/": (operator.truediv, "__truediv__", "__rtruediv__"),
+    "//": (operator.floordiv, "__floordiv__", "__rfloordiv__"), "%": (operator.mod, "__mod__", "__rmod__"),
+    "**": (operator.pow, "__pow__", "__rpow__"), "@": (operator.matmul, "__matmul__", "__rmatmul__"),
+    "&": (operator.and_, "__and__", "__rand__"), "|": (operator.or_, "__or__", "__ror__"),
+    "^": (operator.xor, "__xor__", "__rxor__"), "<<": (operator.lshift, "__lshift__", "__rlshift__"),
+    ">>": (operator.rshift, "__rshift__", "__rrshift__"),
+    "+=": (operator.iadd, "__iadd__", None), "-=": (operator.isub, "__isub__", None),
+    "*=": (operator.imul, "__imul__", None), "/=": (operator.itruediv, "__itruediv__", None),
+    "//=": (operator.ifloordiv, "__ifloordiv__", None), "%=": (operator.imod, "__imod__", None),
+    "**=": (operator.ipow, "__ipow__", None), "@=": (operator.imatmul, "__imatmul__", None),
+    "&=": (operator.iand, "__iand__", None), "|=": (operator.ior, "__ior__", None),
+    "^=": (operator.ixor, "__ixor__", None), "<<=": (operator.ilshift, "__ilshift__", None),
+    ">>=": (operator.irshift, "__irshift__", None),
+    "<": (operator.lt, "__lt__", "__gt__"), "<=": (operator.le, "__le__", "__ge__"),
+    ">": (operator.gt, "__gt__", "__lt__"), ">=": (operator.ge, "__ge__", "__le__"),
+    "==": (operator.eq, "__eq__", "__eq__"), "!=": (operator.ne, "__ne__", "__ne__"),
+}
+INPLACE_FALLBACK = {operator.iadd: "+", operator.isub: "-", operator.imul: "*", operator.itruediv: "/",
+                    operator.ifloordiv: "//", operator.imod: "%", operator.ipow: "**",
+                    operator.imatmul: "@", operator.iand: "&", operator.ior: "|", operator.ixor: "^",
+                    operator.ilshift: "<<", operator.irshift: ">>"}
+UNARY_DUNDER = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__",
+                operator.abs: "__abs__"}
+
+
+class _Unbound:
+    def describe(self):
+        return "an unbound local"
+
+
+UNBOUND = _Unbound()
+
+
+class RealCellVariable(VariableTracker):
+    """A closure cell of a function that existed before the call."""
+
+    def __init__(self, cell, source):
+        super().__init__(source)
+        self.cell = cell
+        self.contents = None
+
+    def load(self, tx):
+        if self.contents is None:
+            try:
+                value = self.cell.cell_contents
+            except ValueError:
+                unimplemented("reading a free variable that is not bound yet")
+            self.contents = build(tx, value, self.source)
+        return self.contents
+
+
+class InstructionTranslator:
+    def __init__(self, code, f_globals, f_locals, cells, output, parent=None, globals_source=None,
+                 fn_var=None):
+        self.code = code
+        self.info = code_info(code)
+        self.f_globals = f_globals
+        self.f_builtins = f_globals.get("__builtins__", builtins)
+        if isinstance(self.f_builtins, types.ModuleType):
+            self.f_builtins = vars(self.f_builtins)
+        self.locals = f_locals
+        self.cells = cells
+        self.output = output
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+        self.globals_source = globals_source
+        self.fn_var = fn_var
+        self.stack = []
+        self.kw_names = None
+        self.ip = 0
+        self.returned = None
+        self.yields = None
+        self.current = None
+
+    # -- the main loop -------------------------------------------------------------------
+    def run(self):
+        insts = self.info.instructions
+        steps = 0
+        while True:
+            inst = insts[self.ip]
+            self.current = inst
+            self.ip += 1
+            handler = getattr(self, inst.opname, None)
+            if handler is None:
+                unimplemented(f"the bytecode instruction {inst.opname}")
+            try:
+                if handler(inst) is _RETURN:
+                    return self.returned
+            except Unsupported as e:
+                if not hasattr(e, "_tx_location"):
+                    e._tx_location = self.lineno()   # the innermost frame: the user's line
+                raise
+            steps += 1
+            if steps > config.max_loop_unroll * 20:
+                unimplemented("tracing took too many steps (a very long or unbounded loop)")
+
+    def push(self, v):
+        self.stack.append(v)
+
+    def pop(self):
+        return self.stack.pop()
+
+    def popn(self, n):
+        if n == 0:
+            return []
+        vals = self.stack[-n:]
+        del self.stack[-n:]
+        return vals
+
+    def jump(self, inst):
+        self.ip = self.info.index_of[inst.argval]
+
+    def lineno(self):
+        inst = self.current
+        pos = getattr(inst, "positions", None)
+        line = pos.lineno if pos is not None and pos.lineno is not None else inst.starts_line
+        return self.code.co_filename, line
+
+    # -- helpers used by trackers -----------------------------------------------------------
+    def truth(self, v):
+        return v.truth(self)
+
+    def getattr(self, obj, name):
+        return obj.getattr(self, name)
+
+    def getitem(self, obj, key):
+        if isinstance(key, TensorVariable) and not isinstance(obj, TensorVariable):
+            unimplemented("indexing a Python container with a tensor")
+        return obj.getitem(self, key)
+
+    def contains(self, container, item):
+        if isinstance(container, DictVariable):
+            return ConstantVariable(container.contains(self, item))
+        if isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
+            if isinstance(container, TensorVariable):
+                raise DataDependent("`in` on a tensor (data-dependent)")
+            for other in container.iterate(self):
+                if other is item:
+                    return ConstantVariable(True)
+            unimplemented("`in` comparing a tensor with a list's items")
+        if container.is_python_constant() and item.is_python_constant():
+            return ConstantVariable(item.as_python_constant() in container.as_python_constant())
+        for other in container.iterate(self):
+            eq = self.binary_op(operator.eq, other, item)
+            if self.truth(eq):
+                return ConstantVariable(True)
+        return ConstantVariable(False)
+
+    def wrap_constant_result(self, value):
+        from .variables.builder import is_constant_value
+        if is_constant_value(value):
+            return ConstantVariable(value)
+        if isinstance(value, (list, tuple)):
+            items = [self.wrap_constant_result(v) for v in value]
+            return ListVariable(items) if isinstance(value, list) else TupleVariable(items)
+        if isinstance(value, dict):
+            return DictVariable({k: self.wrap_constant_result(v) for k, v in value.items()})
+        if isinstance(value, (types.GeneratorType, type(iter([])), type(iter(())), type(iter(range(0))),
+                              zip, map, enumerate, reversed)):
+            return IteratorVariable([self.wrap_constant_result(v) for v in value])
+        return self.output.trusted(value)
+
+    def binary_op(self, fn, a, b):
+        if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+            if isinstance(a, TensorVariable) and isinstance(b, TensorVariable) or \
+                    _tensor_operand(a) and _tensor_operand(b):
+                return self.output.record(fn, [a, b], {})
+        if a.is_python_constant() and b.is_python_constant():
+            try:
+                return self.wrap_constant_result(fn(a.as_python_constant(), b.as_python_constant()))
+            except Exception as e:
+                unimplemented(f"{type(e).__name__} raised while tracing: {e}")
+        if isinstance(a, (ListVariable, TupleVariable)) and type(a) is type(b) and fn in (operator.add, operator.iadd):
+            if fn is operator.iadd and isinstance(a, ListVariable):
+                a.call_method(self, "extend", [b], {})
+                return a
+            return type(a)(a.items + b.items)
+        if isinstance(a, (ListVariable, TupleVariable)) and b.is_python_constant() and fn is operator.mul:
+            return type(a)(a.items * b.as_python_constant())
+        if fn in (operator.eq, operator.ne) and not _has_dunder(a, "__eq__") and not _has_dunder(b, "__eq__"):
+            same = self.is_same(a, b)
+            return ConstantVariable(same if fn is operator.eq else not same)
+        # user-defined operators
+        sym = _symbol_of(fn)
+        if sym is not None:
+            _, dunder, rdunder = BINARY_OPS[sym]
+            result = self._call_dunder(a, dunder, [b])
+            if result is None and fn in INPLACE_FALLBACK:
+                _, dunder, rdunder = BINARY_OPS[INPLACE_FALLBACK[fn]]
+                result = self._call_dunder(a, dunder, [b])
+            if result is None and rdunder is not None:
+                result = self._call_dunder(b, rdunder, [a])
+            if result is not None:
+                return result
+        unimplemented(f"operator {getattr(fn, '__name__', fn)} on {a.describe()} and {b.describe()}")
+
+    def _call_dunder(self, obj, name, args):
+        if not isinstance(obj, (UserObjectVariable, NewObjectVariable)):
+            return None
+        try:
+            method = class_attribute(self, obj, obj.python_type(), name)
+        except AttributeError:
+            return None
+        result = method.call(self, args, {})
+        if result.is_python_constant() and result.as_python_constant() is NotImplemented:
+            return None
+        return result
+
+    def unary_op(self, fn, a):
+        if isinstance(a, TensorVariable):
+            if fn is operator.not_:
+                raise DataDependent("`not` on a tensor (data-dependent)")
+            return self.output.record(fn, [a], {})
+        if a.is_python_constant():
+            return self.wrap_constant_result(fn(a.as_python_constant()))
+        if fn is operator.not_:
+            return ConstantVariable(not self.truth(a))
+        result = self._call_dunder(a, UNARY_DUNDER.get(fn, ""), [])
+        if result is not None:
+            return result
+        unimplemented(f"unary {fn.__name__} on {a.describe()}")
+
+    def is_same(self, a, b):
+        if a is b:
+            return True
+        if a.is_python_constant() and b.is_python_constant():
+            return a.as_python_constant() is b.as_python_constant()
+        if isinstance(a, UserObjectVariable) and isinstance(b, UserObjectVariable):
+            return a.value is b.value
+        if isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
+            return a.node is b.node
+        return False
+
+    def implicit_super(self):
+        cell = self.cells.get("__class__")
+        if cell is None:
+            unimplemented("super() without a __class__ cell")
+        cls = cell.load(self) if isinstance(cell, RealCellVariable) else cell.contents
+        first = self.locals.get(self.code.co_varnames[0]) if self.code.co_argcount else None
+        if first is None:
+            unimplemented("super() in a function without arguments")
+        return SuperVariable(cls.as_python_constant(), first)
+
+    def global_source(self, name):
+        if self.globals_source is None:
+            return GlobalSource(name)
+        return ItemSource(self.globals_source, name)
+
+    # -- calls ----------------------------------------------------------------------------------
+    def call_function(self, fn, args, kwargs):
+        if isinstance(fn, _NullType):
+            unimplemented("calling NULL (internal error)")
+        return fn.call(self, list(args), dict(kwargs))
+
+    def inline_call(self, fn_var, args, kwargs):
+        if self.depth + 1 > config.max_inline_depth:
+            unimplemented("call depth limit reached while inlining (recursion?)")
+        code = fn_var.get_code()
+        if isinstance(fn_var, FunctionVariable):
+            fn = fn_var.fn
+            src = fn_var.source
+            fn_src = src if src is not None else ConstSource(self.output.stash(fn))
+            defaults = [self.output.trusted_or_build(self, v, DefaultSource(fn_src, i))
+                        for i, v in enumerate(fn.__defaults__ or ())]
+            kwdefaults = {k: self.output.trusted_or_build(self, v, DefaultSource(fn_src, k, kw=True))
+                          for k, v in (fn.__kwdefaults__ or {}).items()}
+            cells = {}
+            for i, name in enumerate(code.co_freevars):
+                cells[name] = RealCellVariable(fn.__closure__[i], CellContentsSource(fn_src, i))
+            f_globals = fn.__globals__
+        else:
+            defaults = list(fn_var.defaults.items) if fn_var.defaults is not None else []
+            kwdefaults = dict(fn_var.kwdefaults.items) if fn_var.kwdefaults is not None else {}
+            cells = {name: cell for name, cell in zip(code.co_freevars, fn_var.closure or ())}
+            f_globals = fn_var.f_globals
+        f_locals = bind_arguments(code, defaults, kwdefaults, args, kwargs, getattr(fn_var, "describe")())
+        g_src = None if f_globals is self.output.root_globals else ConstSource(self.output.stash(f_globals))
+        child = InstructionTranslator(code, f_globals, f_locals, cells, self.output, parent=self,
+                                      globals_source=g_src, fn_var=fn_var)
+        if code.co_flags & CO_GENERATOR:
+            child.yields = []
+            child.run()
+            return IteratorVariable(child.yields)
+        if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+            unimplemented("async functions")
+        return child.run()
+
+    def _call(self, argc, kwnames):
+        args = self.popn(argc)
+        a, b = self.popn(2)
+        if a is NULL:
+            fn = b
+        elif b is NULL:
+            fn = a
+        else:
+            fn, args = a, [b] + args
+        kwargs = {}
+        if kwnames:
+            n = len(kwnames)
+            kwargs = dict(zip(kwnames, args[-n:]))
+            args = args[:-n]
+        self.push(self.call_function(fn, args, kwargs))
+
+    def PRECALL(self, inst):
+        pass
+
+    def KW_NAMES(self, inst):
+        self.kw_names = inst.argval if isinstance(inst.argval, tuple) else self.code.co_consts[inst.arg]
+
+    def CALL(self, inst):
+        kwnames, self.kw_names = self.kw_names, None
+        self._call(inst.arg, kwnames)
+
+    def CALL_KW(self, inst):
+        kwnames = self.pop().as_python_constant()
+        self._call(inst.arg, kwnames)
+
+    def CALL_FUNCTION_EX(self, inst):
+        kwargs_var = self.pop() if inst.arg & 1 else None
+        args_var = self.pop()
+        a, b = self.popn(2)
+        fn = b if a is NULL else a
+        if a is not NULL and b is not NULL:
+            unimplemented("CALL_FUNCTION_EX with a bound self (internal)")
+        args = args_var.iterate(self)
+        kwargs = {}
+        if kwargs_var is not None:
+            if not isinstance(kwargs_var, DictVariable):
+                unimplemented("**kwargs that is not a dict")
+            kwargs = dict(kwargs_var.items)
+        self.push(self.call_function(fn, args, kwargs))
+
+    def PUSH_NULL(self, inst):
+        self.push(NULL)
+
+    def _push_callable(self, fn, self_var=None):
+        """Push a callable the way LOAD_ATTR/LOAD_GLOBAL with the call bit do."""
+        if self_var is None:
+            if PY313:
+                self.push(fn)
+                self.push(NULL)
+            else:
+                self.push(NULL)
+                self.push(fn)
+        else:
+            self.push(fn)
+            self.push(self_var)
+
+    # -- loads and stores ---------------------------------------------------------------------
+    def RESUME(self, inst):
+        pass
+
+    NOP = CACHE = EXTENDED_ARG = COPY_FREE_VARS = RESUME
+
+    def _load_local(self, name):
+        if name in self.info.cellvars and name in self.cells and PY313:
+            return self.cells[name]
+        v = self.locals.get(name, UNBOUND)
+        if v is UNBOUND:
+            unimplemented(f"local variable {name!r} referenced before assignment")
+        return v
+
+    def LOAD_FAST(self, inst):
+        self.push(self._load_local(inst.argval))
+
+    LOAD_FAST_CHECK = LOAD_FAST
+
+    def LOAD_FAST_AND_CLEAR(self, inst):
+        self.push(self.locals.pop(inst.argval, NULL))
+
+    def LOAD_FAST_LOAD_FAST(self, inst):
+        a, b = inst.argval
+        self.push(self._load_local(a))
+        self.push(self._load_local(b))
+
+    def STORE_FAST(self, inst):
+        v = self.pop()
+        if v is NULL:
+            self.locals.pop(inst.argval, None)
+        else:
+            self.locals[inst.argval] = v
+
+    def STORE_FAST_LOAD_FAST(self, inst):
+        store, load = inst.argval
+        self.locals[store] = self.pop()
+        self.push(self._load_local(load))
+
+    def STORE_FAST_STORE_FAST(self, inst):
+        a, b = inst.argval
+        self.locals[a] = self.pop()
+        self.locals[b] = self.pop()
+
+    def DELETE_FAST(self, inst):
+        self.locals.pop(inst.argval, None)
+
+    def LOAD_CONST(self, inst):
+        self.push(self.output.trusted(inst.argval))
+
+    def RETURN_VALUE(self, inst):
+        self.returned = self.pop()
+        return _RETURN
+
+    def RETURN_CONST(self, inst):
+        self.returned = self.output.trusted(inst.argval)
+        return _RETURN
+
+    def RETURN_GENERATOR(self, inst):
+        if self.yields is None:
+            unimplemented("calling a generator function")
+        self.push(ConstantVariable(None))
+
+    def YIELD_VALUE(self, inst):
+        if self.yields is None:
+            unimplemented("yield inside a compiled function")
+        self.yields.append(self.pop())
+        self.push(ConstantVariable(None))
+
+    def LOAD_GLOBAL(self, inst):
+        name = inst.argval
+        self._push_global(name, inst.arg & 1)
+
+    def _push_global(self, name, with_null):
+        value = self._global_value(name)
+        if with_null:
+            self._push_callable(value)
+        else:
+            self.push(value)
+
+    def _global_value(self, name):
+        overrides = self.output.side_effects.global_overrides(self.f_globals)
+        if name in overrides:
+            return overrides[name]
+        if name in self.f_globals:
+            return build(self, self.f_globals[name], self.global_source(name))
+        if name in self.f_builtins:
+            return self.output.trusted(self.f_builtins[name])
+        unimplemented(f"name {name!r} is not defined (NameError at trace time)")
+
+    def STORE_GLOBAL(self, inst):
+        self.output.side_effects.store_global(self.f_globals, inst.argval, self.pop(),
+                                              self.global_source(inst.argval))
+
+    def LOAD_NAME(self, inst):
+        self.push(self._global_value(inst.argval))
+
+    def LOAD_DEREF(self, inst):
+        cell = self.cells.get(inst.argval)
+        if cell is None:
+            unimplemented(f"free variable {inst.argval!r}")
+        if isinstance(cell, RealCellVariable):
+            self.push(cell.load(self))
+        else:
+            if cell.contents is None:
+                unimplemented(f"free variable {inst.argval!r} referenced before assignment")
+            self.push(cell.contents)
+
+    def STORE_DEREF(self, inst):
+        cell = self.cells.get(inst.argval)
+        if isinstance(cell, RealCellVariable):
+            unimplemented("assigning to a closure variable of a function defined outside the compiled code")
+        if cell is None:
+            cell = self.cells[inst.argval] = CellVariable()
+        cell.contents = self.pop()
+
+    def MAKE_CELL(self, inst):
+        name = inst.argval
+        if name not in self.cells:
+            self.cells[name] = CellVariable(self.locals.pop(name, None))
+
+    def LOAD_CLOSURE(self, inst):
+        name = inst.argval
+        if name not in self.cells:
+            self.cells[name] = CellVariable()
+        self.push(self.cells[name])
+
+    def LOAD_ATTR(self, inst):
+        obj = self.pop()
+        name = inst.argval
+        method_form = PY312 and inst.arg & 1
+        value = self.getattr(obj, name)
+        if method_form:
+            self._push_callable(value)
+        else:
+            self.push(value)
+
+    def LOAD_METHOD(self, inst):
+        obj = self.pop()
+        self._push_callable(self.getattr(obj, inst.argval))
+
+    def LOAD_SUPER_ATTR(self, inst):
+        self_var = self.pop()
+        cls = self.pop()
+        self.pop()   # the global `super`
+        value = SuperVariable(cls.as_python_constant(), self_var).getattr(self, inst.argval)
+        if inst.arg & 1:
+            self._push_callable(value)
+        else:
+            self.push(value)
+
+    def STORE_ATTR(self, inst):
+        obj = self.pop()
+        value = self.pop()
+        obj.setattr(self, inst.argval, value)
+
+    def DELETE_ATTR(self, inst):
+        unimplemented("del obj.attr inside a compiled function")
+
+    def IMPORT_NAME(self, inst):
+        fromlist = self.pop().as_python_constant()
+        level = self.pop().as_python_constant()
+        module = __import__(inst.argval, self.f_globals, None, fromlist, level)
+        self.push(self.output.trusted(module))
+
+    def IMPORT_FROM(self, inst):
+        module = self.stack[-1]
+        self.push(self.getattr(module, inst.argval))
+
+    # -- stack manipulation -----------------------------------------------------------------
+    def POP_TOP(self, inst):
+        self.pop()
+
+    def COPY(self, inst):
+        self.push(self.stack[-inst.arg])
+
+    def SWAP(self, inst):
+        i = inst.arg
+        self.stack[-1], self.stack[-i] = self.stack[-i], self.stack[-1]
+
+    def END_FOR(self, inst):
+        self.pop()
+        if not PY313:
+            self.pop()
+
+    def POP_ITER(self, inst):
+        self.pop()
+
+    # -- operators --------------------------------------------------------------------------
+    def BINARY_OP(self, inst):
+        b = self.pop()
+        a = self.pop()
+        fn = BINARY_OPS[inst.argrepr][0]
+        self.push(self.binary_op(fn, a, b))
+
+    def COMPARE_OP(self, inst):
+        b = self.pop()
+        a = self.pop()
+        sym = inst.argrepr
+        if sym.startswith("bool("):
+            sym = sym[5:-1]
+        result = self.binary_op(BINARY_OPS[sym][0], a, b)
+        if PY313 and inst.arg & 16:
+            result = ConstantVariable(self.truth(result))
+        self.push(result)
+
+    def IS_OP(self, inst):
+        b = self.pop()
+        a = self.pop()
+        same = self.is_same(a, b)
+        self.push(ConstantVariable(same != bool(inst.arg)))
+
+    def CONTAINS_OP(self, inst):
+        container = self.pop()
+        item = self.pop()
+        result = self.contains(container, item).as_python_constant()
+        self.push(ConstantVariable(result != bool(inst.arg)))
+
+    def UNARY_NEGATIVE(self, inst):
+        self.push(self.unary_op(operator.neg, self.pop()))
+
+    def UNARY_POSITIVE(self, inst):
+        self.push(self.unary_op(operator.pos, self.pop()))
+
+    def UNARY_INVERT(self, inst):
+        self.push(self.unary_op(operator.invert, self.pop()))
+
+    def UNARY_NOT(self, inst):
+        self.push(ConstantVariable(not self.truth(self.pop())))
+
+    def TO_BOOL(self, inst):
+        self.push(ConstantVariable(self.truth(self.pop())))
+
+    def BINARY_SUBSCR(self, inst):
+        key = self.pop()
+        obj = self.pop()
+        self.push(self.getitem(obj, key))
+
+    def STORE_SUBSCR(self, inst):
+        key = self.pop()
+        obj = self.pop()
+        value = self.pop()
+        obj.setitem(self, key, value)
+
+    def DELETE_SUBSCR(self, inst):
+        key = self.pop()
+        obj = self.pop()
+        obj.delitem(self, key)
+
+    def BINARY_SLICE(self, inst):
+        end = self.pop()
+        start = self.pop()
+        obj = self.pop()
+        self.push(self.getitem(obj, self._slice([start, end])))
+
+    def STORE_SLICE(self, inst):
+        end = self.pop()
+        start = self.pop()
+        obj = self.pop()
+        value = self.pop()
+        obj.setitem(self, self._slice([start, end]), value)
+
+    def _slice(self, parts):
+        if all(p.is_python_constant() for p in parts):
+            return ConstantVariable(slice(*[p.as_python_constant() for p in parts]))
+        unimplemented("a slice bound that is not a constant (a tensor?)")
+
+    def BUILD_SLICE(self, inst):
+        self.push(self._slice(self.popn(inst.arg)))
+
+    # -- building containers ----------------------------------------------------------------
+    def BUILD_TUPLE(self, inst):
+        self.push(TupleVariable(self.popn(inst.arg)))
+
+    def BUILD_LIST(self, inst):
+        self.push(ListVariable(self.popn(inst.arg)))
+
+    def BUILD_SET(self, inst):
+        items = self.popn(inst.arg)
+        self.push(self._set_of(items))
+
+    def _set_of(self, items):
+        if all(i.is_python_constant() for i in items):
+            return ConstantVariable(frozenset(i.as_python_constant() for i in items))
+        unimplemented("a set of non-constant values")
+
+    def BUILD_MAP(self, inst):
+        flat = self.popn(2 * inst.arg)
+        items = {}
+        for k, v in zip(flat[::2], flat[1::2]):
+            items[k.as_python_constant()] = v
+        self.push(DictVariable(items))
+
+    def BUILD_CONST_KEY_MAP(self, inst):
+        keys = self.pop().as_python_constant()
+        values = self.popn(inst.arg)
+        self.push(DictVariable(dict(zip(keys, values))))
+
+    def BUILD_STRING(self, inst):
+        parts = self.popn(inst.arg)
+        self.push(ConstantVariable("".join(p.as_python_constant() for p in parts)))
+
+    def LIST_APPEND(self, inst):
+        v = self.pop()
+        self.stack[-inst.arg].items.append(v)
+
+    def LIST_EXTEND(self, inst):
+        v = self.pop()
+        self.stack[-inst.arg].items.extend(v.iterate(self))
+
+    def SET_ADD(self, inst):
+        v = self.pop()
+        s = self.stack[-inst.arg]
+        self.stack[-inst.arg] = ConstantVariable(s.as_python_constant() | {v.as_python_constant()})
+
+    def SET_UPDATE(self, inst):
+        v = self.pop()
+        s = self.stack[-inst.arg]
+        self.stack[-inst.arg] = ConstantVariable(s.as_python_constant() | frozenset(v.as_python_constant()))
+
+    def MAP_ADD(self, inst):
+        value = self.pop()
+        key = self.pop()
+        self.stack[-inst.arg].items[key.as_python_constant()] = value
+
+    def DICT_UPDATE(self, inst):
+        v = self.pop()
+        d = self.stack[-inst.arg]
+        if isinstance(v, DictVariable):
+            d.items.update(v.items)
+        else:
+            unimplemented("dict update from a non-dict")
+
+    DICT_MERGE = DICT_UPDATE
+
+    def LIST_TO_TUPLE(self, inst):
+        self.push(TupleVariable(self.pop().iterate(self)))
+
+    def CALL_INTRINSIC_1(self, inst):
+        name = inst.argrepr
+        if name == "INTRINSIC_LIST_TO_TUPLE":
+            self.push(TupleVariable(self.pop().iterate(self)))
+        elif name == "INTRINSIC_UNARY_POSITIVE":
+            self.push(self.unary_op(operator.pos, self.pop()))
+        else:
+            unimplemented(f"intrinsic {name}")
+
+    def UNPACK_SEQUENCE(self, inst):
+        seq = self.pop()
+        items = self._unpackable(seq)
+        if len(items) != inst.arg:
+            unimplemented(f"unpacking {len(items)} values into {inst.arg} names (ValueError at trace time)")
+        for item in reversed(items):
+            self.push(item)
+
+    def _unpackable(self, seq):
+        if isinstance(seq, TensorVariable):
+            return seq.iterate(self)
+        return seq.iterate(self)
+
+    def UNPACK_EX(self, inst):
+        before = inst.arg & 0xFF
+        after = inst.arg >> 8
+        items = self._unpackable(self.pop())
+        if len(items) < before + after:
+            unimplemented("not enough values to unpack (ValueError at trace time)")
+        star = ListVariable(items[before:len(items) - after])
+        out = items[:before] + [star] + items[len(items) - after:]
+        for item in reversed(out):
+            self.push(item)
+
+    # -- strings -------------------------------------------------------------------------------
+    def FORMAT_VALUE(self, inst):
+        have_spec = (inst.arg & 0x04) == 0x04
+        spec = self.pop().as_python_constant() if have_spec else ""
+        value = self.pop()
+        conv = inst.arg & 0x03
+        self.push(ConstantVariable(self._format(value, conv, spec)))
+
+    def _format(self, value, conv, spec):
+        if isinstance(value, TensorVariable):
+            raise DataDependent("formatting a tensor into a string (data-dependent)")
+        v = value.as_python_constant()
+        if conv == 1:
+            v = str(v)
+        elif conv == 2:
+            v = repr(v)
+        elif conv == 3:
+            v = ascii(v)
+        return format(v, spec)
+
+    def CONVERT_VALUE(self, inst):
+        value = self.pop()
+        if isinstance(value, TensorVariable):
+            raise DataDependent("formatting a tensor into a string (data-dependent)")
+        fn = {1: str, 2: repr, 3: ascii}[inst.arg]
+        self.push(ConstantVariable(fn(value.as_python_constant())))
+
+    def FORMAT_SIMPLE(self, inst):
+        self.push(ConstantVariable(self._format(self.pop(), 0, "")))
+
+    def FORMAT_WITH_SPEC(self, inst):
+        spec = self.pop().as_python_constant()
+        self.push(ConstantVariable(self._format(self.pop(), 0, spec)))
+
+    # -- control flow ------------------------------------------------------------------------
+    def JUMP_FORWARD(self, inst):
+        self.jump(inst)
+
+    JUMP_BACKWARD = JUMP_BACKWARD_NO_INTERRUPT = JUMP = JUMP_NO_INTERRUPT = JUMP_FORWARD
+
+    def _pop_jump(self, inst, jump_when):
+        v = self.pop()
+        if jump_when is None:      # jump if None
+            cond = v.is_python_constant() and v.as_python_constant() is None
+        elif jump_when == "not_none":
+            cond = not (v.is_python_constant() and v.as_python_constant() is None)
+        else:
+            cond = self.truth(v) == jump_when
+        if cond:
+            self.jump(inst)
+
+    def POP_JUMP_IF_FALSE(self, inst):
+        self._pop_jump(inst, False)
+
+    def POP_JUMP_IF_TRUE(self, inst):
+        self._pop_jump(inst, True)
+
+    def POP_JUMP_IF_NONE(self, inst):
+        self._pop_jump(inst, None)
+
+    def POP_JUMP_IF_NOT_NONE(self, inst):
+        self._pop_jump(inst, "not_none")
+
+    POP_JUMP_FORWARD_IF_FALSE = POP_JUMP_BACKWARD_IF_FALSE = POP_JUMP_IF_FALSE
+    POP_JUMP_FORWARD_IF_TRUE = POP_JUMP_BACKWARD_IF_TRUE = POP_JUMP_IF_TRUE
+    POP_JUMP_FORWARD_IF_NONE = POP_JUMP_BACKWARD_IF_NONE = POP_JUMP_IF_NONE
+    POP_JUMP_FORWARD_IF_NOT_NONE = POP_JUMP_BACKWARD_IF_NOT_NONE = POP_JUMP_IF_NOT_NONE
+
+    def JUMP_IF_TRUE_OR_POP(self, inst):
+        if self.truth(self.stack[-1]):
+            self.jump(inst)
+        else:
+            self.pop()
+
+    def JUMP_IF_FALSE_OR_POP(self, inst):
+        if not self.truth(self.stack[-1]):
+            self.jump(inst)
+        else:
+            self.pop()
+
+    def GET_ITER(self, inst):
+        v = self.pop()
+        if isinstance(v, IteratorVariable):
+            self.push(v)
+        else:
+            self.push(IteratorVariable(v.iterate(self)))
+
+    def FOR_ITER(self, inst):
+        it = self.stack[-1]
+        if not isinstance(it, IteratorVariable):
+            unimplemented("iterating over a non-iterator (internal)")
+        item = it.next()
+        if item is not None:
+            self.push(item)
+            return
+        self.pop()
+        self.jump(inst)
+        insts = self.info.instructions
+        if PY312 and insts[self.ip].opname == "END_FOR":
+            self.ip += 1
+            if PY313 and insts[self.ip].opname == "POP_TOP":
+                self.ip += 1
+
+    # -- with blocks (only grad-mode managers are traced) ---------------------------------
+    def BEFORE_WITH(self, inst):
+        ctx = self.pop()
+        if not isinstance(ctx, GradModeVariable):
+            unimplemented(f"a `with` block over {ctx.describe()} (only grad-mode context managers "
+                          "are traced)")
+        exit_fn = ctx.getattr(self, "__exit__")
+        self.push(exit_fn)
+        self.push(ctx.enter(self))
+
+    # -- functions --------------------------------------------------------------------------
+    def MAKE_FUNCTION(self, inst):
+        code = self.pop().as_python_constant()
+        flags = 0 if PY313 else inst.arg
+        closure = self.pop().iterate(self) if flags & 0x08 else None
+        if flags & 0x04:
+            self.pop()
+        kwdefaults = self.pop() if flags & 0x02 else None
+        defaults = self.pop() if flags & 0x01 else None
+        fn = NestedFunctionVariable(code, self.f_globals, code.co_name, defaults, kwdefaults, closure)
+        fn.globals_source = self.globals_source
+        self.push(fn)
+
+    def SET_FUNCTION_ATTRIBUTE(self, inst):
+        fn = self.pop()
+        value = self.pop()
+        if inst.arg == 0x08:
+            fn.closure = value.iterate(self)
+        elif inst.arg == 0x02:
+            fn.kwdefaults = value
+        elif inst.arg == 0x01:
+            fn.defaults = value
+        self.push(fn)
+
+    def RAISE_VARARGS(self, inst):
+        unimplemented("raising an exception inside a compiled function")
+
+    def LOAD_ASSERTION_ERROR(self, inst):
+        unimplemented("an assert that fails while tracing")
+
+
+class _NullType:
+    pass
+
+
+_RETURN = object()
+
+
+def _tensor_operand(v):
+    return isinstance(v, TensorVariable) or v.is_python_constant()
+
+
+def _has_dunder(v, name):
+    if isinstance(v, (UserObjectVariable, NewObjectVariable)):
+        return getattr(v.python_type(), name, None) is not object.__dict__.get(name)
+    return False
+
+
+def _symbol_of(fn):
+    for sym, (f, _, _) in BINARY_OPS.items():
+        if f is fn:
+            return sym
+    return None
+
+
+def bind_arguments(code, defaults, kwdefaults, args, kwargs, what):
+    """Map call arguments to the code's local names, as Python's call does."""
+    argcount = code.co_argcount
+    kwonly = code.co_kwonlyargcount
+    posonly = code.co_posonlyargcount
+    names = code.co_varnames
+    pos_names = names[:argcount]
+    kw_names = names[argcount:argcount + kwonly]
+    idx = argcount + kwonly
+    varargs = names[idx] if code.co_flags & CO_VARARGS else None
+    if varargs:
+        idx += 1
+    varkw = names[idx] if code.co_flags & CO_VARKEYWORDS else None
+    f_locals = {}
+    args = list(args)
+    for name, value in zip(pos_names, args):
+        f_locals[name] = value
+    extra = args[argcount:]
+    if extra:
+        if varargs is None:
+            unimplemented(f"{what} takes {argcount} positional arguments but {len(args)} were given")
+        f_locals[varargs] = TupleVariable(extra)
+    elif varargs:
+        f_locals[varargs] = TupleVariable([])
+    rest = {}
+    for k, v in kwargs.items():
+        if k in pos_names[posonly:] or k in kw_names:
+            if k in f_locals:
+                unimplemented(f"{what} got multiple values for argument {k!r}")
+            f_locals[k] = v
+        elif varkw is not None:
+            rest[k] = v
+        else:
+            unimplemented(f"{what} got an unexpected keyword argument {k!r}")
+    if varkw is not None:
+        f_locals[varkw] = DictVariable(rest)
+    n_def = len(defaults)
+    for i, name in enumerate(pos_names):
+        if name not in f_locals:
+            j = i - (argcount - n_def)
+            if j < 0:
+                unimplemented(f"{what} missing required argument {name!r}")
+            f_locals[name] = defaults[j]
+    for name in kw_names:
+        if name not in f_locals:
+            if name not in kwdefaults:
+                unimplemented(f"{what} missing keyword-only argument {name!r}")
+            f_locals[name] = kwdefaults[name]
+    return f_locals

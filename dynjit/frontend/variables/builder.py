@@ -1,0 +1,94 @@
+"""Wrap a real Python value read from a source into a tracker, adding the
+guards that make the trace valid only while the value stays as it was seen."""
+import enum
+import types
+
+from ... import _dtype
+from ...tensor import Tensor
+from ..exc import unimplemented
+from .base import ConstantVariable
+
+CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
+                  _dtype.dtype, range, slice)
+
+
+def is_constant_value(value):
+    if isinstance(value, CONSTANT_TYPES):
+        return True
+    if isinstance(value, enum.Enum):
+        return True
+    if isinstance(value, (tuple, frozenset)) and not hasattr(value, "_fields"):
+        return all(is_constant_value(v) for v in value)
+    return False
+
+
+def build(tx, value, source):
+    """Tracker for `value`, which the traced program read from `source`."""
+    from .containers import ListVariable, TupleVariable, DictVariable, NamedTupleVariable
+    from .functions import (FunctionVariable, BuiltinVariable, DynjitFunctionVariable,
+                            is_dynjit_callable, BoundMethodVariable)
+    from .objects import (UserObjectVariable, ClassVariable, PythonModuleVariable, ModuleVariable)
+    from .tensor import wrap_input_tensor
+    guards = tx.output.guards
+    if isinstance(value, Tensor):
+        return wrap_input_tensor(tx, value, source)
+    if is_constant_value(value) and not isinstance(value, (tuple, frozenset)):
+        guards.constant(source, value)
+        return ConstantVariable(value, source)
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        guards.type_and_len(source, value)
+        return TupleVariable([build(tx, v, _item(source, i)) for i, v in enumerate(value)], source=source)
+    if isinstance(value, tuple):
+        guards.type_and_len(source, value)
+        return NamedTupleVariable(type(value), [build(tx, v, _item(source, i)) for i, v in enumerate(value)],
+                                  source=source)
+    if type(value) is list:
+        guards.type_and_len(source, value)
+        var = ListVariable([build(tx, v, _item(source, i)) for i, v in enumerate(value)], source=source)
+        tx.output.side_effects.track_existing(value, var)
+        return var
+    if type(value) is dict:
+        guards.dict_keys(source, value)
+        items = {}
+        for k, v in value.items():
+            if not is_constant_value(k):
+                unimplemented(f"a dict with non-constant key {k!r}")
+            items[k] = build(tx, v, _item(source, k))
+        var = DictVariable(items, source=source)
+        tx.output.side_effects.track_existing(value, var)
+        return var
+    if is_dynjit_callable(value):
+        guards.identity(source, value)
+        return DynjitFunctionVariable(value, source=source)
+    if isinstance(value, types.FunctionType):
+        guards.identity(source, value)
+        return FunctionVariable(value, source=source)
+    if isinstance(value, types.MethodType):
+        guards.identity(source, value.__func__)
+        from ..source import AttrSource
+        self_var = build(tx, value.__self__, AttrSource(source, "__self__"))
+        return BoundMethodVariable(build(tx, value.__func__, AttrSource(source, "__func__")), self_var)
+    if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)) or value in BuiltinVariable.SUPPORTED:
+        guards.identity(source, value)
+        return BuiltinVariable(value, source=source)
+    if isinstance(value, types.ModuleType):
+        guards.identity(source, value)
+        return PythonModuleVariable(value, source=source)
+    if isinstance(value, type):
+        guards.identity(source, value)
+        return ClassVariable(value, source=source)
+    from ..eval_frame import is_nn_module
+    if is_nn_module(value):
+        guards.identity(source, value)
+        return ModuleVariable(value, source=source)
+    guards.type(source, value)
+    var = tx.output.side_effects.existing_object(value)
+    if var is None:
+        var = UserObjectVariable(value, source=source)
+        tx.output.side_effects.track_existing(value, var)
+    return var
+
+
+def _item(source, key):
+    from ..source import ItemSource
+    return ItemSource(source, key)

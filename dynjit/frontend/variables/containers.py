@@ -1,0 +1,277 @@
+"""Trackers for tuples, lists, dicts, named tuples and iterators."""
+from ..exc import unimplemented
+from .base import VariableTracker, ConstantVariable
+
+
+def _const_key(tx, key):
+    if not key.is_python_constant():
+        unimplemented(f"a dict key that is {key.describe()} (only constant keys are supported)")
+    return key.as_python_constant()
+
+
+class BaseListVariable(VariableTracker):
+    python_cls = list
+
+    def __init__(self, items, source=None):
+        super().__init__(source)
+        self.items = list(items)
+
+    def python_type(self):
+        return self.python_cls
+
+    def describe(self):
+        return f"a {self.python_cls.__name__}"
+
+    def is_python_constant(self):
+        return all(i.is_python_constant() for i in self.items)
+
+    def as_python_constant(self):
+        return self.python_cls(i.as_python_constant() for i in self.items)
+
+    def iterate(self, tx):
+        return list(self.items)
+
+    def length(self, tx):
+        return len(self.items)
+
+    def truth(self, tx):
+        return bool(self.items)
+
+    def getitem(self, tx, key):
+        k = key.as_python_constant() if key.is_python_constant() else unimplemented(
+            f"indexing a {self.python_cls.__name__} with {key.describe()}")
+        if isinstance(k, slice):
+            return type(self)(self.items[k]) if not isinstance(self, NamedTupleVariable) else \
+                TupleVariable(self.items[k])
+        try:
+            return self.items[k]
+        except IndexError:
+            unimplemented(f"{self.python_cls.__name__} index {k} out of range (IndexError at trace time)")
+
+    def reconstruct(self, cg):
+        inner = ", ".join(cg.value(i) for i in self.items)
+        if self.python_cls is tuple:
+            return f"({inner},)" if len(self.items) == 1 else f"({inner})"
+        return f"[{inner}]"
+
+
+class TupleVariable(BaseListVariable):
+    python_cls = tuple
+
+    def getattr(self, tx, name):
+        if name in ("count", "index"):
+            from .functions import BuiltinMethodVariable
+            return BuiltinMethodVariable(self, name)
+        return super().getattr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        consts = [i.as_python_constant() for i in self.items]
+        if name == "index":
+            return ConstantVariable(consts.index(args[0].as_python_constant()))
+        if name == "count":
+            return ConstantVariable(consts.count(args[0].as_python_constant()))
+        return super().call_method(tx, name, args, kwargs)
+
+
+class NamedTupleVariable(TupleVariable):
+    def __init__(self, cls, items, source=None):
+        super().__init__(items, source)
+        self.cls = cls
+
+    def python_type(self):
+        return self.cls
+
+    def describe(self):
+        return f"a {self.cls.__name__}"
+
+    def getattr(self, tx, name):
+        fields = getattr(self.cls, "_fields", ())
+        if name in fields:
+            return self.items[fields.index(name)]
+        from .objects import class_attribute
+        return class_attribute(tx, self, self.cls, name)
+
+    def reconstruct(self, cg):
+        return f"{cg.constant(self.cls)}({', '.join(cg.value(i) for i in self.items)})"
+
+
+class ListVariable(BaseListVariable):
+    python_cls = list
+
+    def getattr(self, tx, name):
+        from .functions import BuiltinMethodVariable
+        if hasattr(list, name):
+            return BuiltinMethodVariable(self, name)
+        return super().getattr(tx, name)
+
+    def _mutate(self, tx):
+        tx.output.side_effects.mutated(self)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "append":
+            self._mutate(tx)
+            self.items.append(args[0])
+            return ConstantVariable(None)
+        if name == "extend":
+            self._mutate(tx)
+            self.items.extend(args[0].iterate(tx))
+            return ConstantVariable(None)
+        if name == "insert":
+            self._mutate(tx)
+            self.items.insert(args[0].as_python_constant(), args[1])
+            return ConstantVariable(None)
+        if name == "pop":
+            self._mutate(tx)
+            idx = args[0].as_python_constant() if args else -1
+            return self.items.pop(idx)
+        if name == "clear":
+            self._mutate(tx)
+            self.items.clear()
+            return ConstantVariable(None)
+        if name == "reverse":
+            self._mutate(tx)
+            self.items.reverse()
+            return ConstantVariable(None)
+        if name == "copy":
+            return ListVariable(self.items)
+        if name in ("index", "count"):
+            consts = [i.as_python_constant() for i in self.items]
+            return ConstantVariable(getattr(consts, name)(args[0].as_python_constant()))
+        if name == "sort" and self.is_python_constant():
+            self._mutate(tx)
+            key = kwargs.get("key")
+            if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
+                unimplemented("list.sort(key=...) inside a compiled function")
+            rev = kwargs.get("reverse", ConstantVariable(False)).as_python_constant()
+            self.items = [ConstantVariable(v) for v in sorted(self.as_python_constant(), reverse=rev)]
+            return ConstantVariable(None)
+        unimplemented(f"list.{name}() inside a compiled function")
+
+    def setitem(self, tx, key, value):
+        self._mutate(tx)
+        k = key.as_python_constant()
+        if isinstance(k, slice):
+            self.items[k] = value.iterate(tx)
+        else:
+            self.items[k] = value
+
+    def delitem(self, tx, key):
+        self._mutate(tx)
+        del self.items[key.as_python_constant()]
+
+
+class DictVariable(VariableTracker):
+    def __init__(self, items, source=None):
+        super().__init__(source)
+        self.items = dict(items)     # constant key -> tracker
+
+    def python_type(self):
+        return dict
+
+    def describe(self):
+        return "a dict"
+
+    def truth(self, tx):
+        return bool(self.items)
+
+    def length(self, tx):
+        return len(self.items)
+
+    def iterate(self, tx):
+        return [ConstantVariable(k) for k in self.items]
+
+    def contains(self, tx, key):
+        return _const_key(tx, key) in self.items
+
+    def getitem(self, tx, key):
+        k = _const_key(tx, key)
+        if k not in self.items:
+            unimplemented(f"dict key {k!r} not present (KeyError at trace time)")
+        return self.items[k]
+
+    def setitem(self, tx, key, value):
+        tx.output.side_effects.mutated(self)
+        self.items[_const_key(tx, key)] = value
+
+    def delitem(self, tx, key):
+        tx.output.side_effects.mutated(self)
+        del self.items[_const_key(tx, key)]
+
+    def getattr(self, tx, name):
+        from .functions import BuiltinMethodVariable
+        if hasattr(dict, name):
+            return BuiltinMethodVariable(self, name)
+        unimplemented(f"dict attribute {name!r}")
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "keys":
+            return ListVariable([ConstantVariable(k) for k in self.items])
+        if name == "values":
+            return ListVariable(list(self.items.values()))
+        if name == "items":
+            return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in self.items.items()])
+        if name == "get":
+            k = _const_key(tx, args[0])
+            return self.items.get(k, args[1] if len(args) > 1 else ConstantVariable(None))
+        if name == "__contains__":
+            return ConstantVariable(self.contains(tx, args[0]))
+        if name == "pop":
+            tx.output.side_effects.mutated(self)
+            k = _const_key(tx, args[0])
+            if k in self.items:
+                return self.items.pop(k)
+            if len(args) > 1:
+                return args[1]
+            unimplemented(f"dict.pop of missing key {k!r}")
+        if name == "setdefault":
+            k = _const_key(tx, args[0])
+            if k not in self.items:
+                tx.output.side_effects.mutated(self)
+                self.items[k] = args[1] if len(args) > 1 else ConstantVariable(None)
+            return self.items[k]
+        if name == "update":
+            tx.output.side_effects.mutated(self)
+            other = args[0] if args else None
+            if isinstance(other, DictVariable):
+                self.items.update(other.items)
+            elif other is not None:
+                for pair in other.iterate(tx):
+                    k, v = pair.iterate(tx)
+                    self.items[_const_key(tx, k)] = v
+            for k, v in kwargs.items():
+                self.items[k] = v
+            return ConstantVariable(None)
+        if name == "copy":
+            return DictVariable(self.items)
+        if name == "clear":
+            tx.output.side_effects.mutated(self)
+            self.items.clear()
+            return ConstantVariable(None)
+        unimplemented(f"dict.{name}() inside a compiled function")
+
+    def reconstruct(self, cg):
+        return "{" + ", ".join(f"{cg.constant(k)}: {cg.value(v)}" for k, v in self.items.items()) + "}"
+
+
+class IteratorVariable(VariableTracker):
+    """An iterator over items known at trace time (GET_ITER / FOR_ITER)."""
+
+    def __init__(self, items):
+        super().__init__()
+        self.items = list(items)
+        self.index = 0
+
+    def describe(self):
+        return "an iterator"
+
+    def next(self):
+        if self.index >= len(self.items):
+            return None
+        item = self.items[self.index]
+        self.index += 1
+        return item
+
+    def iterate(self, tx):
+        rest = self.items[self.index:]
+        self.index = len(self.items)
+        return rest

@@ -1,0 +1,450 @@
+"""Trackers for callables: user functions (inlined), closures made while
+tracing, bound methods, builtins (evaluated at trace time), dynjit functions
+(recorded into the graph) and grad-mode context managers."""
+import builtins
+import math
+import operator
+import types
+
+from ..exc import unimplemented
+from .base import VariableTracker, ConstantVariable
+
+
+class FunctionVariable(VariableTracker):
+    """A real Python function; calling it inlines its bytecode."""
+
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def describe(self):
+        return f"function {self.fn.__qualname__}"
+
+    def python_type(self):
+        return types.FunctionType
+
+    def get_code(self):
+        return self.fn.__code__
+
+    def call(self, tx, args, kwargs):
+        return tx.inline_call(self, args, kwargs)
+
+    def getattr(self, tx, name):
+        if name in ("__name__", "__qualname__", "__module__", "__doc__"):
+            return ConstantVariable(getattr(self.fn, name))
+        unimplemented(f"reading attribute {name!r} of a function")
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            return self.source.expr()
+        return cg.constant(self.fn)
+
+
+class CellVariable(VariableTracker):
+    """A closure cell created while tracing (its contents are a tracker)."""
+
+    def __init__(self, contents=None):
+        super().__init__()
+        self.contents = contents
+
+    def reconstruct(self, cg):
+        return cg.cell(self)
+
+
+class NestedFunctionVariable(VariableTracker):
+    """A function made by MAKE_FUNCTION while tracing (a nested def, lambda or comprehension)."""
+
+    def __init__(self, code, globals_, name, defaults=None, kwdefaults=None, closure=None):
+        super().__init__()
+        self.code = code
+        self.f_globals = globals_
+        self.name = name
+        self.defaults = defaults
+        self.kwdefaults = kwdefaults
+        self.closure = closure
+
+    def describe(self):
+        return f"nested function {self.name}"
+
+    def python_type(self):
+        return types.FunctionType
+
+    def get_code(self):
+        return self.code
+
+    def call(self, tx, args, kwargs):
+        return tx.inline_call(self, args, kwargs)
+
+    def reconstruct(self, cg):
+        return cg.nested_function(self)
+
+
+class BoundMethodVariable(VariableTracker):
+    def __init__(self, func, self_var):
+        super().__init__()
+        self.func = func
+        self.self_var = self_var
+
+    def describe(self):
+        return f"bound method {self.func.describe()}"
+
+    def python_type(self):
+        return types.MethodType
+
+    def call(self, tx, args, kwargs):
+        return self.func.call(tx, [self.self_var] + list(args), kwargs)
+
+    def reconstruct(self, cg):
+        return f"K['MethodType']({cg.value(self.func)}, {cg.value(self.self_var)})"
+
+
+class BuiltinMethodVariable(VariableTracker):
+    """A method of a traced container, e.g. `lst.append`."""
+
+    def __init__(self, obj, name):
+        super().__init__()
+        self.obj = obj
+        self.name = name
+
+    def call(self, tx, args, kwargs):
+        return self.obj.call_method(tx, self.name, args, kwargs)
+
+
+def _all_constant(args, kwargs):
+    return all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values())
+
+
+# builtins that are pure functions of their (constant) arguments: fold them at trace time
+PURE_BUILTINS = {
+    abs, all, any, bool, bytes, callable, chr, complex, divmod, float, format, frozenset, hash, int,
+    isinstance, issubclass, len, max, min, oct, ord, pow, range, repr, reversed, round, slice, sorted,
+    str, sum, tuple, type, zip, enumerate, list, dict, set, hex, bin, iter,
+}
+PURE_MODULES = (math, operator)
+SIDE_EFFECT_BUILTINS = {print: "builtin: print", input: "builtin: input", open: "builtin: open",
+                        exec: "builtin: exec", eval: "builtin: eval", id: "builtin: id",
+                        globals: "builtin: globals", locals: "builtin: locals", vars: "builtin: vars",
+                        breakpoint: "builtin: breakpoint", delattr: "builtin: delattr"}
+
+_BINARY = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
+           operator.pow, operator.matmul, operator.and_, operator.or_, operator.xor, operator.lshift,
+           operator.rshift, operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
+           operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+           operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior, operator.ixor}
+
+
+class BuiltinVariable(VariableTracker):
+    SUPPORTED = PURE_BUILTINS | {getattr, hasattr, setattr, print, super, next, map, filter}
+
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def describe(self):
+        return f"builtin {getattr(self.fn, '__name__', self.fn)}"
+
+    def python_type(self):
+        return type(self.fn)
+
+    def is_python_constant(self):
+        return True
+
+    def as_python_constant(self):
+        return self.fn
+
+    def reconstruct(self, cg):
+        return cg.constant(self.fn)
+
+    def call(self, tx, args, kwargs):
+        fn = self.fn
+        if fn in SIDE_EFFECT_BUILTINS:
+            unimplemented(SIDE_EFFECT_BUILTINS[fn])
+        handler = getattr(self, f"_call_{getattr(fn, '__name__', '')}", None)
+        if handler is not None and getattr(builtins, fn.__name__, None) is fn:
+            return handler(tx, args, kwargs)
+        if fn in _BINARY and len(args) == 2 and not kwargs:
+            return tx.binary_op(fn, args[0], args[1])
+        if fn is operator.neg or fn is operator.not_ or fn is operator.invert or fn is operator.pos:
+            return tx.unary_op(fn, args[0])
+        if fn is operator.getitem:
+            return tx.getitem(args[0], args[1])
+        if fn is operator.contains:
+            return tx.contains(args[1], args[0])
+        if _all_constant(args, kwargs) and (fn in PURE_BUILTINS or getattr(fn, "__module__", None)
+                                             in ("math", "_operator", "operator", "builtins")):
+            a = [x.as_python_constant() for x in args]
+            k = {n: v.as_python_constant() for n, v in kwargs.items()}
+            return tx.wrap_constant_result(fn(*a, **k))
+        unimplemented(f"builtin: {getattr(fn, '__name__', fn)} with these arguments "
+                      f"({', '.join(a.describe() for a in args)})")
+
+    # -- builtins that see trackers ---------------------------------------------------
+    def _call_len(self, tx, args, kwargs):
+        return ConstantVariable(args[0].length(tx))
+
+    def _call_isinstance(self, tx, args, kwargs):
+        cls = args[1].as_python_constant()
+        return ConstantVariable(_issubclass(args[0].python_type(), cls))
+
+    def _call_type(self, tx, args, kwargs):
+        from .objects import ClassVariable
+        if len(args) != 1:
+            unimplemented("type() with 3 arguments")
+        return ClassVariable(args[0].python_type())
+
+    def _call_getattr(self, tx, args, kwargs):
+        name = args[1].as_python_constant()
+        if len(args) == 3:
+            try:
+                return tx.getattr(args[0], name)
+            except AttributeError:
+                return args[2]
+        return tx.getattr(args[0], name)
+
+    def _call_hasattr(self, tx, args, kwargs):
+        try:
+            tx.getattr(args[0], args[1].as_python_constant())
+            return ConstantVariable(True)
+        except AttributeError:
+            return ConstantVariable(False)
+
+    def _call_setattr(self, tx, args, kwargs):
+        args[0].setattr(tx, args[1].as_python_constant(), args[2])
+        return ConstantVariable(None)
+
+    def _seq(self, tx, args):
+        from .containers import TupleVariable, ListVariable
+        if not args:
+            return []
+        return args[0].iterate(tx)
+
+    def _call_tuple(self, tx, args, kwargs):
+        from .containers import TupleVariable
+        return TupleVariable(self._seq(tx, args))
+
+    def _call_list(self, tx, args, kwargs):
+        from .containers import ListVariable
+        return ListVariable(self._seq(tx, args))
+
+    def _call_dict(self, tx, args, kwargs):
+        from .containers import DictVariable
+        items = {}
+        if args:
+            src = args[0]
+            if isinstance(src, DictVariable):
+                items.update(src.items)
+            else:
+                for pair in src.iterate(tx):
+                    k, v = pair.iterate(tx)
+                    items[k.as_python_constant()] = v
+        items.update(kwargs)
+        return DictVariable(items)
+
+    def _call_iter(self, tx, args, kwargs):
+        from .containers import IteratorVariable
+        if isinstance(args[0], IteratorVariable):
+            return args[0]
+        return IteratorVariable(args[0].iterate(tx))
+
+    def _call_next(self, tx, args, kwargs):
+        from .containers import IteratorVariable
+        it = args[0]
+        if not isinstance(it, IteratorVariable):
+            unimplemented("next() on a non-iterator")
+        item = it.next()
+        if item is None:
+            if len(args) > 1:
+                return args[1]
+            unimplemented("StopIteration raised while tracing")
+        return item
+
+    def _call_reversed(self, tx, args, kwargs):
+        from .containers import ListVariable
+        return ListVariable(list(reversed(args[0].iterate(tx))))
+
+    def _call_enumerate(self, tx, args, kwargs):
+        from .containers import ListVariable, TupleVariable
+        start = kwargs["start"].as_python_constant() if "start" in kwargs else \
+            (args[1].as_python_constant() if len(args) > 1 else 0)
+        return ListVariable([TupleVariable([ConstantVariable(i + start), v])
+                             for i, v in enumerate(args[0].iterate(tx))])
+
+    def _call_zip(self, tx, args, kwargs):
+        from .containers import ListVariable, TupleVariable
+        seqs = [a.iterate(tx) for a in args]
+        return ListVariable([TupleVariable(list(t)) for t in zip(*seqs)])
+
+    def _call_range(self, tx, args, kwargs):
+        return ConstantVariable(range(*[a.as_python_constant() for a in args]))
+
+    def _call_map(self, tx, args, kwargs):
+        from .containers import ListVariable
+        fn = args[0]
+        seqs = [a.iterate(tx) for a in args[1:]]
+        return ListVariable([fn.call(tx, list(t), {}) for t in zip(*seqs)])
+
+    def _call_filter(self, tx, args, kwargs):
+        from .containers import ListVariable
+        fn = args[0]
+        out = []
+        for item in args[1].iterate(tx):
+            keep = item if fn.is_python_constant() and fn.as_python_constant() is None else fn.call(tx, [item], {})
+            if tx.truth(keep):
+                out.append(item)
+        return ListVariable(out)
+
+    def _call_all(self, tx, args, kwargs):
+        for item in args[0].iterate(tx):
+            if not tx.truth(item):
+                return ConstantVariable(False)
+        return ConstantVariable(True)
+
+    def _call_any(self, tx, args, kwargs):
+        for item in args[0].iterate(tx):
+            if tx.truth(item):
+                return ConstantVariable(True)
+        return ConstantVariable(False)
+
+    def _call_sum(self, tx, args, kwargs):
+        items = args[0].iterate(tx)
+        total = args[1] if len(args) > 1 else kwargs.get("start", ConstantVariable(0))
+        for item in items:
+            total = tx.binary_op(operator.add, total, item)
+        return total
+
+    def _minmax(self, tx, args, kwargs, pick):
+        if kwargs:
+            unimplemented("min()/max() with keyword arguments")
+        items = args[0].iterate(tx) if len(args) == 1 else list(args)
+        if all(i.is_python_constant() for i in items):
+            return ConstantVariable(pick(i.as_python_constant() for i in items))
+        unimplemented("min()/max() over tensors (compare values at run time instead: use dynjit.maximum)")
+
+    def _call_max(self, tx, args, kwargs):
+        return self._minmax(tx, args, kwargs, max)
+
+    def _call_min(self, tx, args, kwargs):
+        return self._minmax(tx, args, kwargs, min)
+
+    def _call_abs(self, tx, args, kwargs):
+        return tx.unary_op(operator.abs, args[0])
+
+    def _call_bool(self, tx, args, kwargs):
+        return ConstantVariable(tx.truth(args[0]) if args else False)
+
+    def _call_super(self, tx, args, kwargs):
+        from .objects import SuperVariable
+        if args:
+            return SuperVariable(args[0].as_python_constant(), args[1])
+        return tx.implicit_super()
+
+    def _call_callable(self, tx, args, kwargs):
+        from .tensor import TensorVariable
+        v = args[0]
+        if isinstance(v, (FunctionVariable, NestedFunctionVariable, BoundMethodVariable, BuiltinVariable,
+                          DynjitFunctionVariable)):
+            return ConstantVariable(True)
+        if isinstance(v, TensorVariable) or v.is_python_constant():
+            return ConstantVariable(callable(v.as_python_constant()) if v.is_python_constant() else False)
+        return ConstantVariable(callable(v.python_type()))
+
+
+def _issubclass(t, cls):
+    try:
+        return issubclass(t, cls)
+    except TypeError:
+        unimplemented("isinstance() with an unsupported class argument")
+
+
+def is_dynjit_callable(value):
+    """Functions of the dynjit library that become graph nodes when called on tensors."""
+    from ...ops.registry import OpDef
+    if isinstance(value, OpDef):
+        return True
+    if isinstance(value, type):
+        return False
+    mod = getattr(value, "__module__", None) or ""
+    if not mod.startswith("dynjit") or mod.startswith("dynjit.frontend"):
+        return False
+    return callable(value)
+
+
+class DynjitFunctionVariable(VariableTracker):
+    """A dynjit function (dynjit.sin, dynjit.nn.functional.relu, an op): calls become graph nodes."""
+
+    def __init__(self, fn, source=None):
+        super().__init__(source)
+        self.fn = fn
+
+    def describe(self):
+        return f"dynjit function {getattr(self.fn, '__name__', self.fn)}"
+
+    def is_python_constant(self):
+        return True
+
+    def as_python_constant(self):
+        return self.fn
+
+    def python_type(self):
+        return type(self.fn)
+
+    def reconstruct(self, cg):
+        return cg.constant(self.fn)
+
+    def call(self, tx, args, kwargs):
+        from ...autograd import grad_mode
+        fn = self.fn
+        if fn is grad_mode.set_grad_enabled or fn is grad_mode.no_grad or fn is grad_mode.enable_grad:
+            return GradModeVariable.create(tx, fn, args)
+        if fn is grad_mode.is_grad_enabled:
+            return ConstantVariable(tx.output.grad_enabled)
+        if getattr(fn, "__name__", "") in ("manual_seed", "seed", "set_rng_state", "backward"):
+            unimplemented(f"dynjit.{fn.__name__}() inside a compiled function")
+        return tx.output.record(fn, args, kwargs)
+
+
+class GradModeVariable(VariableTracker):
+    """no_grad() / enable_grad() / set_grad_enabled(mode) while tracing."""
+
+    def __init__(self, mode, prev):
+        super().__init__()
+        self.mode = mode
+        self.prev = prev
+
+    @classmethod
+    def create(cls, tx, fn, args):
+        from ...autograd import grad_mode
+        prev = tx.output.grad_enabled
+        if fn is grad_mode.set_grad_enabled:
+            mode = args[0].as_python_constant()
+            tx.output.set_grad_enabled(mode)    # takes effect at once, like the real one
+            return cls(mode, prev)
+        return cls(fn is grad_mode.enable_grad, prev)
+
+    def describe(self):
+        return "a grad-mode context manager"
+
+    def enter(self, tx):
+        self.prev = tx.output.grad_enabled
+        tx.output.set_grad_enabled(self.mode)
+        return ConstantVariable(None)
+
+    def exit(self, tx):
+        tx.output.set_grad_enabled(self.prev)
+        return ConstantVariable(None)
+
+    def getattr(self, tx, name):
+        if name == "__enter__":
+            return _Bound(lambda tx, args, kwargs: self.enter(tx))
+        if name == "__exit__":
+            return _Bound(lambda tx, args, kwargs: self.exit(tx))
+        unimplemented(f"grad mode attribute {name}")
+
+
+class _Bound(VariableTracker):
+    def __init__(self, impl):
+        super().__init__()
+        self.impl = impl
+
+    def call(self, tx, args, kwargs):
+        return self.impl(tx, args, kwargs)

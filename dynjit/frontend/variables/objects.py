@@ -1,0 +1,313 @@
+"""Trackers for objects: user-defined instances (existing or created while
+tracing), classes, Python modules, nn.Modules and super()."""
+import inspect
+import types
+
+from ..exc import unimplemented
+from ..source import AttrSource
+from .base import VariableTracker, ConstantVariable
+
+
+def class_attribute(tx, obj_var, cls, name):
+    """Look `name` up on `cls` (the MRO) as attribute access on an instance would."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            attr = vars(klass)[name]
+            break
+    else:
+        raise AttributeError(f"'{cls.__name__}' object has no attribute '{name}'")
+    from .functions import FunctionVariable, BoundMethodVariable
+    from .builder import build, is_constant_value
+    if isinstance(attr, staticmethod):
+        return FunctionVariable(attr.__func__)
+    if isinstance(attr, classmethod):
+        return BoundMethodVariable(FunctionVariable(attr.__func__), ClassVariable(cls))
+    if isinstance(attr, types.FunctionType):
+        return BoundMethodVariable(FunctionVariable(attr), obj_var)
+    if isinstance(attr, property):
+        if attr.fget is None:
+            unimplemented(f"reading write-only property {name}")
+        return FunctionVariable(attr.fget).call(tx, [obj_var], {})
+    if is_constant_value(attr):
+        return ConstantVariable(attr)
+    if hasattr(attr, "__get__") and not isinstance(attr, type):
+        unimplemented(f"attribute {name!r} is a descriptor of type {type(attr).__name__}")
+    return build(tx, attr, AttrSource(ClassVariable(klass).make_source(tx), name))
+
+
+def _plain_class(cls):
+    """A user class whose instances the tracer can create (no custom __new__, no slots magic)."""
+    return (cls.__new__ is object.__new__ and getattr(cls, "__getattr__", None) is None
+            and cls.__getattribute__ is object.__getattribute__ and cls.__setattr__ is object.__setattr__
+            and not hasattr(cls, "__slots__") and type(cls) is type)
+
+
+class UserObjectVariable(VariableTracker):
+    """An object that existed before the call (reached through a source)."""
+
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        self.value = value
+        self.attrs = {}      # attributes read or written while tracing
+        self.written = []    # attribute names written (replayed after the graph)
+
+    def python_type(self):
+        return type(self.value)
+
+    def describe(self):
+        return f"a {type(self.value).__name__} object"
+
+    def getattr(self, tx, name):
+        if name in self.attrs:
+            return self.attrs[name]
+        cls = type(self.value)
+        if cls.__getattribute__ is not object.__getattribute__:
+            unimplemented(f"{cls.__name__} defines __getattribute__")
+        d = getattr(self.value, "__dict__", None)
+        if d is not None and name in d and not _is_data_descriptor(cls, name):
+            from .builder import build
+            var = build(tx, d[name], AttrSource(self.source, name))
+            self.attrs[name] = var
+            return var
+        try:
+            return class_attribute(tx, self, cls, name)
+        except AttributeError:
+            if getattr(cls, "__getattr__", None) is not None:
+                unimplemented(f"{cls.__name__} defines __getattr__")
+            raise
+
+    def setattr(self, tx, name, value):
+        if type(self.value).__setattr__ is not object.__setattr__:
+            unimplemented(f"{type(self.value).__name__} defines __setattr__")
+        tx.output.side_effects.mutated(self)
+        if name not in self.written:
+            self.written.append(name)
+        self.attrs[name] = value
+
+    def truth(self, tx):
+        cls = type(self.value)
+        if hasattr(cls, "__bool__") or hasattr(cls, "__len__"):
+            unimplemented(f"truth value of a {cls.__name__} (it defines __bool__/__len__)")
+        return True
+
+    def reconstruct(self, cg):
+        return self.source.expr()
+
+
+def _is_data_descriptor(cls, name):
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            attr = vars(klass)[name]
+            return hasattr(attr, "__set__") or hasattr(attr, "__delete__")
+    return False
+
+
+class NewObjectVariable(VariableTracker):
+    """An instance of a user class created while tracing."""
+
+    def __init__(self, cls):
+        super().__init__()
+        self.cls = cls
+        self.attrs = {}
+
+    def python_type(self):
+        return self.cls
+
+    def describe(self):
+        return f"a new {self.cls.__name__} object"
+
+    def getattr(self, tx, name):
+        if name in self.attrs:
+            return self.attrs[name]
+        if name == "__class__":
+            return ClassVariable(self.cls)
+        return class_attribute(tx, self, self.cls, name)
+
+    def setattr(self, tx, name, value):
+        self.attrs[name] = value
+
+    def truth(self, tx):
+        if hasattr(self.cls, "__bool__") or hasattr(self.cls, "__len__"):
+            unimplemented(f"truth value of a {self.cls.__name__} (it defines __bool__/__len__)")
+        return True
+
+    def reconstruct(self, cg):
+        return cg.new_object(self)
+
+
+class ClassVariable(VariableTracker):
+    def __init__(self, cls, source=None):
+        super().__init__(source)
+        self.cls = cls
+
+    def describe(self):
+        return f"class {self.cls.__name__}"
+
+    def python_type(self):
+        return type(self.cls)
+
+    def is_python_constant(self):
+        return True
+
+    def as_python_constant(self):
+        return self.cls
+
+    def make_source(self, tx):
+        from ..source import ConstSource
+        return self.source or ConstSource(tx.output.stash(self.cls))
+
+    def reconstruct(self, cg):
+        return cg.constant(self.cls)
+
+    def getattr(self, tx, name):
+        from .functions import FunctionVariable, BoundMethodVariable
+        from .builder import build
+        for klass in self.cls.__mro__:
+            if name in vars(klass):
+                attr = vars(klass)[name]
+                if isinstance(attr, staticmethod):
+                    return FunctionVariable(attr.__func__)
+                if isinstance(attr, classmethod):
+                    return BoundMethodVariable(FunctionVariable(attr.__func__), self)
+                return build(tx, attr, AttrSource(self.make_source(tx), name))
+        if name in ("__name__", "__qualname__", "__module__"):
+            return ConstantVariable(getattr(self.cls, name))
+        raise AttributeError(f"type object '{self.cls.__name__}' has no attribute '{name}'")
+
+    def call(self, tx, args, kwargs):
+        cls = self.cls
+        from .containers import NamedTupleVariable
+        from .functions import BuiltinVariable, FunctionVariable
+        if issubclass(cls, tuple) and hasattr(cls, "_fields"):
+            return _make_namedtuple(tx, cls, args, kwargs)
+        if cls in BuiltinVariable.SUPPORTED or cls.__module__ == "builtins":
+            return BuiltinVariable(cls).call(tx, args, kwargs)
+        from ...tensor import Tensor
+        from ...autograd.grad_mode import no_grad, enable_grad, set_grad_enabled
+        if cls in (no_grad, enable_grad, set_grad_enabled):
+            from .functions import GradModeVariable
+            return GradModeVariable.create(tx, cls, args)
+        if issubclass(cls, Tensor):
+            unimplemented("constructing a Tensor subclass inside a compiled function")
+        if not _plain_class(cls):
+            unimplemented(f"creating an instance of {cls.__name__} (custom __new__/__setattr__/__slots__ "
+                          "or metaclass)")
+        obj = NewObjectVariable(cls)
+        init = getattr(cls, "__init__")
+        if init is not object.__init__:
+            if not isinstance(init, types.FunctionType):
+                unimplemented(f"{cls.__name__}.__init__ is not a Python function")
+            result = FunctionVariable(init).call(tx, [obj] + list(args), kwargs)
+            if not (result.is_python_constant() and result.as_python_constant() is None):
+                unimplemented("__init__ returned a value")
+        elif args or kwargs:
+            unimplemented(f"{cls.__name__}() takes no arguments")
+        return obj
+
+
+def _make_namedtuple(tx, cls, args, kwargs):
+    from .containers import NamedTupleVariable
+    fields = cls._fields
+    values = list(args)
+    defaults = getattr(cls, "_field_defaults", {})
+    for f in fields[len(values):]:
+        if f in kwargs:
+            values.append(kwargs[f])
+        elif f in defaults:
+            values.append(ConstantVariable(defaults[f]))
+        else:
+            unimplemented(f"{cls.__name__}() missing field {f!r}")
+    return NamedTupleVariable(cls, values)
+
+
+class PythonModuleVariable(VariableTracker):
+    def __init__(self, module, source=None):
+        super().__init__(source)
+        self.module = module
+
+    def describe(self):
+        return f"module {self.module.__name__}"
+
+    def is_python_constant(self):
+        return True
+
+    def as_python_constant(self):
+        return self.module
+
+    def getattr(self, tx, name):
+        from .builder import build
+        value = getattr(self.module, name)
+        mod = self.module.__name__
+        if mod.split(".")[0] in ("dynjit", "math", "operator", "builtins", "functools", "itertools"):
+            return tx.output.trusted(value)   # library attributes are not guarded
+        return build(tx, value, AttrSource(self.source, name))
+
+    def reconstruct(self, cg):
+        return cg.constant(self.module)
+
+
+class ModuleVariable(VariableTracker):
+    """An nn.Module instance: attribute reads are guarded, calls inline forward."""
+
+    def __init__(self, module, source=None):
+        super().__init__(source)
+        self.module = module
+
+    def python_type(self):
+        return type(self.module)
+
+    def describe(self):
+        return f"module {type(self.module).__name__}"
+
+    def getattr(self, tx, name):
+        from .builder import build
+        try:
+            value = getattr(self.module, name)
+        except AttributeError:
+            raise
+        if isinstance(value, types.MethodType) and value.__self__ is self.module:
+            from .functions import FunctionVariable, BoundMethodVariable
+            return BoundMethodVariable(FunctionVariable(value.__func__), self)
+        return build(tx, value, AttrSource(self.source, name))
+
+    def call(self, tx, args, kwargs):
+        mod = self.module
+        for hooks in ("_forward_hooks", "_forward_pre_hooks"):
+            if getattr(mod, hooks, None):
+                unimplemented(f"calling a module with {hooks[1:]} registered inside a compiled function")
+        from .functions import FunctionVariable
+        forward = type(mod).forward
+        return FunctionVariable(forward).call(tx, [self] + list(args), kwargs)
+
+    def setattr(self, tx, name, value):
+        unimplemented(f"setting attribute {name!r} on an nn.Module inside a compiled function")
+
+    def reconstruct(self, cg):
+        return self.source.expr()
+
+
+class SuperVariable(VariableTracker):
+    def __init__(self, cls, obj):
+        super().__init__()
+        self.cls = cls
+        self.obj = obj
+
+    def getattr(self, tx, name):
+        mro = self.obj.python_type().__mro__
+        start = mro.index(self.cls) + 1
+        for klass in mro[start:]:
+            if name in vars(klass):
+                attr = vars(klass)[name]
+                from .functions import FunctionVariable, BoundMethodVariable
+                if isinstance(attr, types.FunctionType):
+                    return BoundMethodVariable(FunctionVariable(attr), self.obj)
+                if attr is object.__init__:
+                    from .base import VariableTracker as _V
+                    return _NoOp()
+                unimplemented(f"super().{name} of kind {type(attr).__name__}")
+        raise AttributeError(name)
+
+
+class _NoOp(VariableTracker):
+    def call(self, tx, args, kwargs):
+        return ConstantVariable(None)

@@ -1,0 +1,130 @@
+"""TensorVariable: a tensor in the graph (an fx node plus an example value
+computed while tracing), and the recording of calls into the graph."""
+import operator
+
+from ...tensor import Tensor
+from ..exc import unimplemented, DataDependent
+from .base import VariableTracker, ConstantVariable
+
+STATIC_METHODS = {"size", "dim", "numel", "stride", "is_contiguous", "is_floating_point",
+                  "element_size", "nelement", "ndimension", "is_complex"}
+STATIC_ATTRS = {"shape", "dtype", "ndim", "requires_grad", "is_leaf", "device", "is_cuda", "layout"}
+DATA_DEPENDENT = {"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__", "data_ptr"}
+GRAPH_ATTRS = {"T", "mT", "data", "real"}
+
+
+class TensorVariable(VariableTracker):
+    def __init__(self, node, example, source=None):
+        super().__init__(source)
+        self.node = node
+        self.example = example
+
+    def describe(self):
+        return "a tensor"
+
+    def python_type(self):
+        return type(self.example)
+
+    def truth(self, tx):
+        raise DataDependent("data-dependent branching on a tensor's value (the truth value of a tensor)")
+
+    def length(self, tx):
+        if self.example.ndim == 0:
+            unimplemented("len() of a 0-d tensor")
+        return self.example.shape[0]
+
+    def iterate(self, tx):
+        return [self.getitem(tx, ConstantVariable(i)) for i in range(self.length(tx))]
+
+    def getattr(self, tx, name):
+        if name in STATIC_ATTRS:
+            return ConstantVariable(getattr(self.example, name))
+        if name in GRAPH_ATTRS:
+            return tx.output.record(getattr, [self, ConstantVariable(name)], {})
+        if name == "grad":
+            if self.source is not None:
+                from ..source import AttrSource
+                from .builder import build
+                return build(tx, self.example_source_value(tx, "grad"), AttrSource(self.source, "grad"))
+            unimplemented("reading .grad of a tensor computed inside the compiled function")
+        if name in ("grad_fn", "_version", "_base"):
+            unimplemented(f"reading tensor.{name} inside a compiled function")
+        if hasattr(Tensor, name) and callable(getattr(Tensor, name)):
+            return TensorMethodVariable(self, name)
+        unimplemented(f"tensor attribute {name!r}")
+
+    def example_source_value(self, tx, name):
+        return getattr(tx.output.real_value(self.source), name)
+
+    def call_method(self, tx, name, args, kwargs):
+        return TensorMethodVariable(self, name).call(tx, args, kwargs)
+
+    def getitem(self, tx, key):
+        return tx.output.record(operator.getitem, [self, key], {})
+
+    def setitem(self, tx, key, value):
+        tx.output.record(operator.setitem, [self, key, value], {})
+
+    def reconstruct(self, cg):
+        return cg.graph_output(self)
+
+    def __repr__(self):
+        return f"TensorVariable({self.node.name})"
+
+
+class TensorMethodVariable(VariableTracker):
+    """A bound tensor method, e.g. `x.sum`; calling it becomes a call_method node."""
+
+    def __init__(self, tensor, name):
+        super().__init__()
+        self.tensor = tensor
+        self.name = name
+
+    def describe(self):
+        return f"tensor method {self.name}"
+
+    def call(self, tx, args, kwargs):
+        name = self.name
+        if name in DATA_DEPENDENT:
+            raise DataDependent(f"Tensor.{name}() reads a tensor's data (data-dependent)")
+        if name in STATIC_METHODS:
+            a = [x.as_python_constant() for x in args]
+            k = {n: v.as_python_constant() for n, v in kwargs.items()}
+            return ConstantVariable(getattr(self.tensor.example, name)(*a, **k))
+        if name in ("backward", "register_hook", "retain_grad", "register_post_accumulate_grad_hook"):
+            unimplemented(f"Tensor.{name}() inside a compiled function")
+        if name == "requires_grad_":
+            unimplemented("Tensor.requires_grad_() inside a compiled function")
+        return tx.output.record_method(name, self.tensor, args, kwargs)
+
+
+def wrap_input_tensor(tx, value, source):
+    """A graph input: a placeholder node guarded on dtype, shape, strides and requires_grad."""
+    return tx.output.input_tensor(value, source)
+
+
+def wrap_result(tx, node, value):
+    """Tracker for the value an op produced at trace time."""
+    from .containers import TupleVariable, ListVariable
+    if isinstance(value, Tensor):
+        return TensorVariable(node, value)
+    if isinstance(value, (tuple, list)):
+        items = []
+        for i, v in enumerate(value):
+            if isinstance(v, Tensor):
+                items.append(TensorVariable(tx.output.graph.call_function(operator.getitem, (node, i)), v))
+            elif isinstance(v, (int, float, bool, type(None))):
+                items.append(ConstantVariable(v))
+            else:
+                unimplemented(f"an op returning {type(v).__name__} inside a sequence")
+        cls = type(value)
+        if hasattr(value, "_fields"):
+            from .containers import NamedTupleVariable
+            return NamedTupleVariable(cls, items)
+        return TupleVariable(items) if isinstance(value, tuple) else ListVariable(items)
+    if isinstance(value, (int, float, bool, type(None), str)) or value is NotImplemented:
+        return ConstantVariable(value)
+    from ...tensor import Size
+    if isinstance(value, Size):
+        return ConstantVariable(value)
+    unimplemented(f"an op returning {type(value).__name__}")
