@@ -22,3 +22,6 @@ from . import random
 
 from math import inf, nan, pi, e  # noqa: E402
 __version__ = "0.1.0"
+from . import exc, utils, config  # noqa: E402
+from . import fx, backends  # noqa: E402
+from .frontend import compile, optimize, optimize_assert, disable, reset, graph_break  # noqa: E402
