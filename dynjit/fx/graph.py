@@ -290,6 +290,11 @@ class _CodeGen:
         name = target_name(t)
         if name.startswith("operator."):
             return name
+        short = getattr(t, "__name__", None)
+        import dynjit
+        if short and getattr(dynjit, short, None) is t:
+            setattr(self.dynjit, short, t)
+            return f"dynjit.{short}"
         return self._global(t, name.replace(".", "_").replace("<", "").replace(">", ""))
 
     def arg(self, a):

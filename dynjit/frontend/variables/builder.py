@@ -30,6 +30,13 @@ def build(tx, value, source):
     from .objects import (UserObjectVariable, ClassVariable, PythonModuleVariable, ModuleVariable)
     from .tensor import wrap_input_tensor
     guards = tx.output.guards
+    if type(value) in (list, dict) or not (isinstance(value, (Tensor, tuple, type, types.FunctionType))
+                                            or is_constant_value(value)):
+        known = tx.output.side_effects.existing_object(value)
+        if known is not None:      # the same object seen again: the same tracker (and its mutations)
+            if known.source is not None and source is not None and known.source != source:
+                guards.add(f"{source.expr()} is {known.source.expr()}")
+            return known
     if isinstance(value, Tensor):
         return wrap_input_tensor(tx, value, source)
     if is_constant_value(value) and not isinstance(value, (tuple, frozenset)):
@@ -82,10 +89,8 @@ def build(tx, value, source):
         guards.identity(source, value)
         return ModuleVariable(value, source=source)
     guards.type(source, value)
-    var = tx.output.side_effects.existing_object(value)
-    if var is None:
-        var = UserObjectVariable(value, source=source)
-        tx.output.side_effects.track_existing(value, var)
+    var = UserObjectVariable(value, source=source)
+    tx.output.side_effects.track_existing(value, var)
     return var
 
 
