@@ -145,6 +145,9 @@ class OutputGraph:
         ex_kwargs = {k: self._unwrap(v, "example") for k, v in kwargs.items()}
         value = self._run(fn, ex_args, ex_kwargs)
         has_tensor = any(isinstance(a, TensorVariable) for a in _flat(args, kwargs))
+        if fn is operator.setitem:      # mutates a tensor in place: keep the node, result is None
+            self.graph.call_function(fn, tuple(self._unwrap(a, "node") for a in args))
+            return ConstantVariable(None)
         if not _produces_tensors(value):
             if has_tensor:
                 raise DataDependent(f"{getattr(fn, '__name__', fn)}() returned a Python value computed "

@@ -75,7 +75,7 @@ def build(tx, value, source):
         from ..source import AttrSource
         self_var = build(tx, value.__self__, AttrSource(source, "__self__"))
         return BoundMethodVariable(build(tx, value.__func__, AttrSource(source, "__func__")), self_var)
-    if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)) or value in BuiltinVariable.SUPPORTED:
+    if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)) or _in(value, BuiltinVariable.SUPPORTED):
         guards.identity(source, value)
         return BuiltinVariable(value, source=source)
     if isinstance(value, types.ModuleType):
@@ -92,6 +92,13 @@ def build(tx, value, source):
     var = UserObjectVariable(value, source=source)
     tx.output.side_effects.track_existing(value, var)
     return var
+
+
+def _in(value, collection):
+    try:
+        return value in collection
+    except TypeError:     # unhashable
+        return False
 
 
 def _item(source, key):
