@@ -13,6 +13,7 @@ import types
 
 from .. import config
 from .bytecode_info import code_info, PY312, PY313
+from .opcode_support import unsupported_reason
 from .exc import unimplemented, DataDependent, Unsupported
 from .source import LocalSource, GlobalSource, ConstSource, ItemSource, CellContentsSource, DefaultSource
 from .variables import (VariableTracker, ConstantVariable, NULL, build, TensorVariable, TupleVariable,
@@ -111,7 +112,7 @@ class InstructionTranslator:
             self.ip += 1
             handler = getattr(self, inst.opname, None)
             if handler is None:
-                unimplemented(f"the bytecode instruction {inst.opname}")
+                unimplemented(unsupported_reason(inst.opname) or f"the bytecode instruction {inst.opname}")
             try:
                 if handler(inst) is _RETURN:
                     return self.returned
@@ -490,6 +491,12 @@ class InstructionTranslator:
         if cell is None:
             cell = self.cells[inst.argval] = CellVariable()
         cell.contents = self.pop()
+
+    def DELETE_DEREF(self, inst):
+        cell = self.cells.get(inst.argval)
+        if not isinstance(cell, CellVariable):
+            unimplemented("deleting a closure variable of a function defined outside the compiled code")
+        cell.contents = None
 
     def MAKE_CELL(self, inst):
         name = inst.argval

@@ -180,6 +180,8 @@ class ClassVariable(VariableTracker):
         from .functions import BuiltinVariable, FunctionVariable
         if issubclass(cls, tuple) and hasattr(cls, "_fields"):
             return _make_namedtuple(tx, cls, args, kwargs)
+        if issubclass(cls, BaseException):
+            unimplemented(f"creating or raising an exception ({cls.__name__}) inside a compiled function")
         if cls in BuiltinVariable.SUPPORTED or cls.__module__ == "builtins":
             return BuiltinVariable(cls).call(tx, args, kwargs)
         from ...tensor import Tensor
