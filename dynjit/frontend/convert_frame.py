@@ -1,8 +1,16 @@
 """Turn one call of a user function into a cache entry: trace it with the
 InstructionTranslator, compile the graph with the backend, generate the guard
-and the transformed function."""
+and the transformed function.
+
+When tracing stops at an instruction it cannot trace (a graph break), the
+trace is restarted and stopped just before that instruction; the graph so
+far is compiled, and the transformed function ends by running the
+instruction natively and resuming the rest of the frame in a resume function
+that goes through the JIT again (see resume.py).
+"""
 import inspect
 import logging
+import types
 
 from .. import random as _random
 from ..autograd.grad_mode import state as _grad_state
@@ -10,38 +18,62 @@ from ..backends.registry import call_backend
 from ..exc import Unsupported
 from ..fx.graph_module import GraphModule
 from ..utils import counters
+from . import resume
 from .codegen import generate, signature_source
 from .output_graph import OutputGraph
 from .source import LocalSource, ConstSource, CellContentsSource
-from .translator import InstructionTranslator, RealCellVariable
-from .variables import build
+from .translator import InstructionTranslator, RealCellVariable, UNBOUND
+from .variables import build, NULL, FunctionVariable, BoundMethodVariable, CellVariable
+from .variables.base import VariableTracker
 
-log = logging.getLogger("dynjit.graph_breaks")
 graph_code_log = logging.getLogger("dynjit.graph_code")
+bytecode_log = logging.getLogger("dynjit.bytecode")
 
 
 class CompiledEntry:
-    def __init__(self, guard, transformed, gm, output, ops):
+    def __init__(self, guard, transformed, gm, output, ops, break_reason=None):
         self.guard = guard
         self.transformed = transformed
         self.gm = gm
         self.output = output
         self.op_count = ops
+        self.break_reason = break_reason
 
 
-def convert(fn, args, kwargs, backend):
-    """Trace fn(*args, **kwargs); returns a CompiledEntry, or raises Unsupported."""
-    code = fn.__code__
+def location(exc):
+    """The user's (file, line) where tracing stopped."""
+    return getattr(exc, "_tx_location", ("<unknown>", 0))
+
+
+def convert(fn, args, kwargs, backend, fullgraph=False, hook=None):
+    """Trace fn(*args, **kwargs) into a CompiledEntry; raises Unsupported if it cannot."""
     try:
         bound = inspect.signature(fn).bind(*args, **kwargs)
     except TypeError as e:
         raise TypeError(f"{fn.__qualname__}() called with arguments that do not match its signature: {e}") from None
     bound.apply_defaults()
+    try:
+        return _trace(fn, bound, backend)
+    except Unsupported as e:
+        if fullgraph or getattr(e, "_break_step", None) is None or hook is None:
+            raise
+        try:
+            entry = _trace(fn, bound, backend, stop_at=e._break_step, break_exc=e, hook=hook)
+        except (Unsupported, NotImplementedError) as why:
+            e.add_note(f"(no graph break possible here: {why})")
+            raise e from None
+        entry.break_reason = e
+        return entry
+
+
+def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None):
+    code = fn.__code__
     output = OutputGraph(fn, backend)
     output._bound_args = dict(bound.arguments)
     rng = _random.get_rng_state()
     grad = _grad_state.enabled
     tx = InstructionTranslator(code, fn.__globals__, {}, {}, output)
+    tx.stop_at_step = stop_at
     try:
         for name, value in bound.arguments.items():
             tx.locals[name] = build(tx, value, LocalSource(name))
@@ -52,9 +84,9 @@ def convert(fn, args, kwargs, backend):
     finally:
         _random.set_rng_state(rng)
         _grad_state.enabled = grad
-    if output.grad_enabled != grad:
-        pass  # the graph's grad-mode node leaves the mode as the function did
     signature = signature_source(code)
+    if tx.stopped is not None:
+        ret = _break_call(fn, tx, output, break_exc, hook)
     src, outs = generate(output, ret, signature)
     output.graph.output(tuple(outs))
     ops = output.count_ops()
@@ -72,11 +104,88 @@ def convert(fn, args, kwargs, backend):
     transformed.__defaults__ = fn.__defaults__
     transformed.__kwdefaults__ = fn.__kwdefaults__
     transformed.source = src
+    if bytecode_log.isEnabledFor(logging.DEBUG):
+        bytecode_log.debug("transformed %s:\n%s", fn.__qualname__, src)
     guard = output.guards.compile(signature, fn)
     counters["stats"]["frames_converted"] += 1
     return CompiledEntry(guard, transformed, gm, output, ops)
 
 
-def location(exc):
-    """The user's (file, line) where tracing stopped."""
-    return getattr(exc, "_tx_location", ("<unknown>", 0))
+class _BreakCall(VariableTracker):
+    """The transformed function's tail: call the break function with the rebuilt stack and locals."""
+
+    def __init__(self, fn_obj, values):
+        super().__init__()
+        self.fn_obj = fn_obj
+        self.values = values
+
+    def reconstruct(self, cg):
+        args = ", ".join(cg.value(v) if not isinstance(v, str) else v for v in self.values)
+        return f"{cg.constant(self.fn_obj)}({args})"
+
+
+class _Hooked(VariableTracker):
+    """A user function called at a graph break: it goes through the JIT as its own frame."""
+
+    def __init__(self, inner, hook):
+        super().__init__()
+        self.inner = inner
+        self.hook = hook
+
+    def reconstruct(self, cg):
+        inner = self.inner
+        if isinstance(inner, FunctionVariable):
+            return cg.constant(self.hook(inner.fn))
+        if isinstance(inner, BoundMethodVariable) and isinstance(inner.func, FunctionVariable):
+            return f"K['MethodType']({cg.constant(self.hook(inner.func.fn))}, {cg.value(inner.self_var)})"
+        return cg.value(inner)
+
+
+_resume_cache = {}
+
+
+def _break_call(fn, tx, output, exc, hook):
+    code = fn.__code__
+    ip, stack, f_locals = tx.stopped
+    inst = tx.info.instructions[ip]
+    if resume.in_try_block(code, inst.offset):
+        raise Unsupported("a graph break inside a try block")
+    consumed = resume.consumed_by(inst)
+    if any(v is NULL for v in stack[:len(stack) - consumed]):
+        raise Unsupported("a graph break with a pending call below it on the stack")
+    stack = list(stack)
+    if getattr(exc, "_in_inlined_call", False) and inst.opname in ("CALL", "CALL_KW", "CALL_FUNCTION_EX"):
+        base = len(stack) - consumed
+        for k in (base, base + 1):
+            if stack[k] is not NULL:
+                stack[k] = _Hooked(stack[k], hook)
+                break
+    live, values = [], []
+    for name in code.co_varnames + tuple(n for n in code.co_cellvars if n not in code.co_varnames):
+        if name in code.co_cellvars:
+            cell = tx.cells.get(name)
+            v = cell.contents if isinstance(cell, CellVariable) else None
+        else:
+            v = f_locals.get(name, UNBOUND)
+        if v is None or v is UNBOUND or v is NULL:
+            continue
+        live.append(name)
+        values.append(v)
+    null_slots = [v is NULL for v in stack]
+    stack_values = [v for v in stack if v is not NULL]
+    offset = inst.offset
+    index = resume.index_of_offset(code, offset)
+    live_t = tuple(live)
+
+    def make_resume(target, depth):
+        key = (code, target, depth, live_t, id(hook))
+        cached = _resume_cache.get(key)
+        if cached is None:
+            rcode = resume.resume_code(code, target, depth, live_t)
+            rfn = types.FunctionType(rcode, fn.__globals__, rcode.co_name, None, fn.__closure__)
+            cached = _resume_cache[key] = hook(rfn)
+        return cached
+
+    bcode = resume.break_code(code, index, null_slots, live_t, make_resume)
+    break_fn = types.FunctionType(bcode, fn.__globals__, bcode.co_name, None, fn.__closure__)
+    return _BreakCall(break_fn, stack_values + values)

@@ -82,7 +82,7 @@ class CompiledFunction:
                 self.eager_reason = "cache_size_limit reached"
                 return fn(*args, **kwargs)
         try:
-            entry = convert(fn, args, kwargs, self._backend)
+            entry = convert(fn, args, kwargs, self._backend, self._fullgraph, self._hook)
         except Unsupported as e:
             filename, line = location(e)
             where = f"{filename}:{line}"
@@ -96,8 +96,24 @@ class CompiledFunction:
             self.eager_reason = reason
             return fn(*args, **kwargs)
         guards_log.debug("Guards for %s:\n%s", fn.__qualname__, entry.guard.source)
+        if entry.break_reason is not None:
+            e = entry.break_reason
+            filename, line = location(e)
+            counters["graph_break"][str(e)] += 1
+            self.break_reasons.append((str(e), f"{filename}:{line}"))
+            breaks_log.debug("Graph break in %s: %s at %s:%s", fn.__qualname__, e, filename, line)
         self.entries.append(entry)
         return entry.transformed(*args, **kwargs)
+
+    def _hook(self, inner_fn):
+        """The compiled wrapper a nested frame runs through (same backend, no fullgraph)."""
+        cache = self.__dict__.setdefault("_nested", {})
+        wrapped = cache.get(inner_fn)
+        if wrapped is None:
+            if getattr(inner_fn, "_dynjit_disable", False):
+                return inner_fn
+            wrapped = cache[inner_fn] = CompiledFunction(inner_fn, self._backend, False, self._dynamic)
+        return wrapped
 
     @property
     def recompile_reasons(self):
@@ -212,6 +228,9 @@ def reset():
 def graph_break():
     """Calling this inside a compiled function ends the graph there."""
     return None
+
+
+graph_break._dynjit_graph_break = True
 
 
 def is_nn_module(obj):

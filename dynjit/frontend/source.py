@@ -85,3 +85,19 @@ class DefaultSource(Source):
         if self.kw:
             return f"{self.base.expr()}.__kwdefaults__[{self.index!r}]"
         return f"{self.base.expr()}.__defaults__[{self.index}]"
+
+
+class CallSource(Source):
+    """The result of a helper function applied to a source (e.g. an iterator's remaining items)."""
+
+    def __init__(self, key, fn, base):
+        self.key = key
+        self.fn = fn
+        self.base = base
+
+    def expr(self):
+        return f"K[{self.key!r}]({self.base.expr()})"
+
+    def expr_with(self, guards):
+        guards.output.consts[self.key] = self.fn
+        return self.expr()

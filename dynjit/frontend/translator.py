@@ -101,6 +101,9 @@ class InstructionTranslator:
         self.returned = None
         self.yields = None
         self.current = None
+        self.steps = 0
+        self.stop_at_step = None      # restart analysis: stop before this root instruction
+        self.stopped = None
 
     # -- the main loop -------------------------------------------------------------------
     def run(self):
@@ -108,6 +111,10 @@ class InstructionTranslator:
         steps = 0
         while True:
             inst = insts[self.ip]
+            if self.stop_at_step is not None and self.steps == self.stop_at_step:
+                self.stopped = (self.ip, list(self.stack), dict(self.locals))
+                return None
+            self.steps += 1
             self.current = inst
             self.ip += 1
             handler = getattr(self, inst.opname, None)
@@ -119,6 +126,11 @@ class InstructionTranslator:
             except Unsupported as e:
                 if not hasattr(e, "_tx_location"):
                     e._tx_location = self.lineno()   # the innermost frame: the user's line
+                if self.parent is None:
+                    e._break_step = self.steps - 1
+                    e._break_index = self.ip - 1
+                else:
+                    e._in_inlined_call = True
                 raise
             steps += 1
             if steps > config.max_loop_unroll * 20:

@@ -29,6 +29,7 @@ def build(tx, value, source):
                             is_dynjit_callable, BoundMethodVariable)
     from .objects import (UserObjectVariable, ClassVariable, PythonModuleVariable, ModuleVariable)
     from .tensor import wrap_input_tensor
+    from .functions import GradModeRestorer
     guards = tx.output.guards
     if type(value) in (list, dict) or not (isinstance(value, (Tensor, tuple, type, types.FunctionType))
                                             or is_constant_value(value)):
@@ -70,6 +71,18 @@ def build(tx, value, source):
     if isinstance(value, types.FunctionType):
         guards.identity(source, value)
         return FunctionVariable(value, source=source)
+    if type(value) in ITERATOR_TYPES:
+        from .containers import IteratorVariable
+        from ..source import CallSource, ItemSource
+        remaining = iterator_items(value)
+        items_src = CallSource("iter_items", iterator_items, source)
+        guards.add(f"type({source.expr()}) is {guards.k(type(value))} and "
+                   f"len({items_src.expr_with(guards)}) == {len(remaining)}")
+        return IteratorVariable([build(tx, v, ItemSource(items_src, k)) for k, v in enumerate(remaining)])
+    if isinstance(value, types.MethodType) and isinstance(value.__self__, GradModeRestorer):
+        guards.type(source, value)
+        from .functions import GradModeExitVariable
+        return GradModeExitVariable(value.__self__.prev)
     if isinstance(value, types.MethodType):
         guards.identity(source, value.__func__)
         from ..source import AttrSource
@@ -92,6 +105,18 @@ def build(tx, value, source):
     var = UserObjectVariable(value, source=source)
     tx.output.side_effects.track_existing(value, var)
     return var
+
+
+ITERATOR_TYPES = (type(iter([])), type(iter(())), type(iter(range(0))))
+
+
+def iterator_items(it):
+    """The items a list/tuple/range iterator has left, read without consuming it."""
+    reduced = it.__reduce__()
+    if len(reduced) < 3:
+        return []
+    seq, pos = reduced[1][0], reduced[2]
+    return list(seq)[pos:]
 
 
 def _in(value, collection):

@@ -275,3 +275,6 @@ class IteratorVariable(VariableTracker):
         rest = self.items[self.index:]
         self.index = len(self.items)
         return rest
+
+    def reconstruct(self, cg):
+        return "iter([" + ", ".join(cg.value(v) for v in self.items[self.index:]) + "])"

@@ -27,6 +27,10 @@ class FunctionVariable(VariableTracker):
         return self.fn.__code__
 
     def call(self, tx, args, kwargs):
+        if getattr(self.fn, "_dynjit_graph_break", False):
+            unimplemented("dynjit.graph_break() called")
+        if getattr(self.fn, "_dynjit_disable", False):
+            unimplemented(f"call to {self.fn.__qualname__}, which is marked with dynjit.disable")
         return tx.inline_call(self, args, kwargs)
 
     def getattr(self, tx, name):
@@ -437,8 +441,35 @@ class GradModeVariable(VariableTracker):
         if name == "__enter__":
             return _Bound(lambda tx, args, kwargs: self.enter(tx))
         if name == "__exit__":
-            return _Bound(lambda tx, args, kwargs: self.exit(tx))
+            return GradModeExitVariable(self.prev)
         unimplemented(f"grad mode attribute {name}")
+
+
+class GradModeRestorer:
+    """The real object a grad-mode `with` block's exit becomes at a graph break."""
+
+    def __init__(self, prev):
+        self.prev = prev
+
+    def __exit__(self, *exc):
+        from ...autograd.grad_mode import state
+        state.enabled = self.prev
+        return False
+
+
+class GradModeExitVariable(VariableTracker):
+    """The bound __exit__ of a grad-mode block: calling it restores the previous mode."""
+
+    def __init__(self, prev):
+        super().__init__()
+        self.prev = prev
+
+    def call(self, tx, args, kwargs):
+        tx.output.set_grad_enabled(self.prev)
+        return ConstantVariable(None)
+
+    def reconstruct(self, cg):
+        return f"{cg.constant(GradModeRestorer)}({self.prev!r}).__exit__"
 
 
 class _Bound(VariableTracker):

@@ -1,0 +1,207 @@
+"""Bytecode for graph breaks, generated with the `bytecode` package.
+
+At a graph break before instruction i of a frame, the transformed function
+(Python source, see codegen.py) runs the graph, rebuilds the stack and the
+live locals, and calls a *break function*: a small code object that pushes
+the rebuilt stack, runs instruction i natively, and calls a *resume
+function* with the resulting stack and the locals. A resume function is the
+original code with a prologue that pushes its stack arguments and jumps to
+the instruction after i; it goes through the JIT in turn, so the rest of the
+frame is traced into its own graph. A conditional jump at i gets two resume
+functions, one per target.
+"""
+import dis
+import inspect
+import sys
+
+from bytecode import Bytecode, Instr, Label, BinaryOp, CellVar
+
+from .bytecode_info import PY313
+
+STACK_PREFIX = "___stack"
+_CALLS = ("CALL", "CALL_KW", "CALL_FUNCTION_EX", "PRECALL")
+_PSEUDO_SKIP = ("EXTENDED_ARG", "CACHE")
+
+
+def _abstract(code):
+    """The code's abstract instructions, and for each dis instruction its position in that list."""
+    bc = Bytecode.from_code(code)
+    items = list(bc)
+    positions = [k for k, item in enumerate(items) if isinstance(item, Instr)]
+    dis_insts = [i for i in dis.get_instructions(code) if i.opname not in _PSEUDO_SKIP]
+    if len(positions) != len(dis_insts):
+        raise NotImplementedError("cannot align this code's instructions for a graph break")
+    return bc, items, positions, dis_insts
+
+
+def _prefix_end(items):
+    """Index just after the first RESUME (cell creation and free-var copying stay before it)."""
+    for k, item in enumerate(items):
+        if isinstance(item, Instr) and item.name == "RESUME":
+            return k + 1
+    return 0
+
+
+def _push_callable(const):
+    if PY313:
+        return [Instr("LOAD_CONST", const), Instr("PUSH_NULL")]
+    return [Instr("PUSH_NULL"), Instr("LOAD_CONST", const)]
+
+
+def _load(name, cellvars):
+    return Instr("LOAD_DEREF", CellVar(name)) if name in cellvars else Instr("LOAD_FAST", name)
+
+
+def _call_resume(resume, depth, live, cellvars=(), tmp=STACK_PREFIX):
+    """Instructions: call resume(*stack, *live locals) and return its result."""
+    out = [Instr("BUILD_TUPLE", depth), Instr("STORE_FAST", tmp)]
+    out += _push_callable(resume)
+    out += [Instr("LOAD_FAST", tmp)]
+    out += [_load(name, cellvars) for name in live]
+    out += [Instr("BUILD_TUPLE", len(live)), Instr("BINARY_OP", BinaryOp.ADD),
+            Instr("CALL_FUNCTION_EX", 0), Instr("RETURN_VALUE")]
+    return out
+
+
+def _new_like(code, name, argnames):
+    bc = Bytecode()
+    src = Bytecode.from_code(code)
+    bc.name = name
+    bc.qualname = name
+    bc.filename = code.co_filename
+    bc.first_lineno = code.co_firstlineno
+    bc.argnames = list(argnames)
+    bc.argcount = len(argnames)
+    bc.posonlyargcount = 0
+    bc.kwonlyargcount = 0
+    bc.cellvars = list(src.cellvars)
+    bc.freevars = list(src.freevars)
+    bc.flags = code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR)
+    return bc
+
+
+def index_of_offset(code, offset):
+    """Position of the instruction at `offset` among the code's real instructions."""
+    _, _, _, dis_insts = _abstract(code)
+    for k, inst in enumerate(dis_insts):
+        if inst.offset == offset:
+            return k
+    raise ValueError(f"no instruction at offset {offset}")
+
+
+def stack_prefix(code):
+    """A name prefix for stack arguments that no local of `code` uses (resume functions nest)."""
+    n = 0
+    while any(v.startswith(f"{STACK_PREFIX}{n}_") for v in code.co_varnames):
+        n += 1
+    return f"{STACK_PREFIX}{n}_"
+
+
+def resume_code(code, dis_index, depth, live):
+    """The original code entered at dis instruction `dis_index` with `depth` stack values."""
+    bc, items, positions, _ = _abstract(code)
+    prefix = stack_prefix(code)
+    stack_args = [f"{prefix}{k}" for k in range(depth)]
+    new = _new_like(code, f"__resume_at_{dis_index}_{code.co_name}", stack_args + list(live))
+    target = Label()
+    start = _prefix_end(items)
+    body = list(items)
+    body.insert(positions[dis_index], target)
+    prologue = [Instr("LOAD_FAST", n) for n in stack_args] + [Instr("JUMP_FORWARD", target)]
+    new.extend(body[:start] + prologue + body[start:])
+    return new.to_code()
+
+
+def stack_depth_after(inst, depth, jump):
+    """Stack depth after `inst` runs (for the instructions a break can happen at)."""
+    name, arg = inst.opname, inst.arg
+    if name == "CALL":
+        return depth - (arg + 2) + 1
+    if name == "CALL_KW":
+        return depth - (arg + 3) + 1
+    if name == "CALL_FUNCTION_EX":
+        return depth - (3 + (arg & 1)) + 1
+    return depth + dis.stack_effect(inst.opcode, arg, jump=jump)
+
+
+def consumed_by(inst):
+    name, arg = inst.opname, inst.arg
+    if name == "CALL":
+        return arg + 2
+    if name == "CALL_KW":
+        return arg + 3
+    if name == "CALL_FUNCTION_EX":
+        return 3 + (arg & 1)
+    return max(1, -dis.stack_effect(inst.opcode, arg, jump=False))
+
+
+def break_code(code, dis_index, null_slots, live, make_resume):
+    """Code for: push the stack, run instruction `dis_index` natively, then resume.
+
+    `null_slots[k]` says stack slot k holds the NULL of a pending call (pushed
+    with PUSH_NULL, not passed as an argument). `make_resume(target_dis_index,
+    depth_after)` returns the callable to resume with.
+    """
+    bc, items, positions, dis_insts = _abstract(code)
+    inst = dis_insts[dis_index]
+    depth = len(null_slots)
+    prefix = stack_prefix(code)
+    stack_args = [f"{prefix}{k}" for k in range(depth) if not null_slots[k]]
+    new = _new_like(code, f"__break_at_{dis_index}_{code.co_name}", stack_args + list(live))
+    start = _prefix_end(items)
+    body = [item for item in items[:start]]
+    body += [Instr("PUSH_NULL") if null_slots[k] else Instr("LOAD_FAST", f"{prefix}{k}")
+             for k in range(depth)]
+    # instructions that must travel with the breaking one (3.11 PRECALL, KW_NAMES)
+    first = dis_index
+    while first > 0 and dis_insts[first - 1].opname in ("PRECALL", "KW_NAMES"):
+        first -= 1
+    for k in range(first, dis_index):
+        body.append(items[positions[k]].copy())
+    original = items[positions[dis_index]]
+    if inst.opname == "RETURN_VALUE" or inst.opname == "RETURN_CONST":
+        body.append(original.copy())
+    elif "JUMP" in inst.opname and isinstance(original.arg, Label):
+        taken = Label()
+        jump = Instr(original.name, taken)
+        body.append(jump)
+        after = stack_depth_after(inst, depth, jump=False)
+        body += _call_resume(make_resume(dis_index + 1, after), after, live, new.cellvars, prefix + "all")
+        body.append(taken)
+        target_index = _dis_index_of(items, positions, original.arg)
+        after_jump = stack_depth_after(inst, depth, jump=True)
+        body += _call_resume(make_resume(target_index, after_jump), after_jump, live, new.cellvars, prefix + "all")
+    else:
+        body.append(original.copy())
+        after = stack_depth_after(inst, depth, jump=False)
+        body += _call_resume(make_resume(dis_index + 1, after), after, live, new.cellvars, prefix + "all")
+    new.extend(body)
+    return new.to_code()
+
+
+def _dis_index_of(items, positions, label):
+    k = items.index(label)
+    for j, pos in enumerate(positions):
+        if pos > k:
+            return j
+    raise ValueError("jump target not found")
+
+
+_ = sys
+
+
+def in_try_block(code, offset):
+    """True if `offset` is protected by a try/except/finally handler (not just a `with` block).
+
+    A native instruction run at a break would escape that handler, so no break is made there.
+    """
+    parse = getattr(dis, "_parse_exception_table", None)
+    if parse is None:
+        return True
+    insts = {i.offset: i for i in dis.get_instructions(code)}
+    for entry in parse(code):
+        if entry.start <= offset < entry.end:
+            handler = [insts[o].opname for o in sorted(insts) if o >= entry.target][:4]
+            if "WITH_EXCEPT_START" not in handler:
+                return True
+    return False

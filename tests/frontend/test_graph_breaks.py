@@ -1,0 +1,120 @@
+"""Graph breaks: the graph so far is compiled, the unsupported instruction
+runs natively, and the rest of the frame resumes in a function that is
+traced in turn. Compiled results and side effects equal eager."""
+import dynjit
+from dynjit.testing import CompileCounter, same
+
+
+def compiled_with_counter(fn):
+    counter = CompileCounter()
+    return dynjit.compile(fn, backend=counter), counter
+
+
+def test_print_between_two_ops_gives_two_graphs(capsys):
+    def fn(x):
+        y = x + 1
+        print("between")
+        return y * 2
+
+    compiled, counter = compiled_with_counter(fn)
+    x = dynjit.randn(3)
+    assert same(compiled(x), fn(x))
+    assert capsys.readouterr().out == "between\nbetween\n"
+    assert (counter.frame_count, counter.op_count) == (2, 2)
+    assert same(compiled(x), fn(x))            # cached: no new graphs
+    assert counter.frame_count == 2
+    assert dynjit.utils.counters["graph_break"]["builtin: print"] >= 1
+
+
+def test_data_dependent_branch_resumes_in_the_branch_taken():
+    def fn(x):
+        y = x * 2
+        if y.sum() > 0:
+            return y + 1
+        return y - 1
+
+    compiled, counter = compiled_with_counter(fn)
+    pos, neg = dynjit.ones(3), -dynjit.ones(3)
+    assert same(compiled(pos), fn(pos))
+    assert counter.frame_count == 2            # before the branch, and the branch taken
+    assert same(compiled(neg), fn(neg))
+    assert counter.frame_count == 3            # the other branch's resume graph
+    assert same(compiled(pos), fn(pos)) and same(compiled(neg), fn(neg))
+    assert counter.frame_count == 3
+
+
+def _helper(y):
+    z = y.sin()
+    print("in helper")
+    return z.cos()
+
+
+def test_break_inside_an_inlined_call_breaks_at_the_call_site(capsys):
+    def fn(x):
+        a = x + 1
+        b = _helper(a)
+        return b * 3
+
+    compiled, counter = compiled_with_counter(fn)
+    x = dynjit.randn(3)
+    assert same(compiled(x), fn(x))
+    # the caller's graph before, the helper's two graphs, the caller's resume graph
+    assert counter.frame_count == 4
+    assert capsys.readouterr().out.count("in helper") == 2
+
+
+def test_break_inside_no_grad_keeps_the_grad_mode_right():
+    def fn(x):
+        with dynjit.no_grad():
+            y = x * 2
+            print("inside no_grad")
+            z = y * x
+        return z, x * 3
+
+    compiled, counter = compiled_with_counter(fn)
+    x = dynjit.randn(3).requires_grad_()
+    z, w = compiled(x)
+    assert not z.requires_grad and w.requires_grad
+    assert dynjit.is_grad_enabled()
+    ez, ew = fn(x)
+    assert same(z, ez) and same(w, ew)
+    assert counter.frame_count == 2
+
+
+def test_break_inside_a_loop_keeps_iterating(capsys):
+    def fn(x, n):
+        for i in range(n):
+            x = x + i
+            print(i)
+        return x
+
+    compiled, counter = compiled_with_counter(fn)
+    x = dynjit.randn(2)
+    assert same(compiled(x, 3), fn(x, 3))
+    assert capsys.readouterr().out == "0\n1\n2\n" * 2
+
+
+def test_side_effects_before_a_break_happen_once():
+    log = []
+
+    def fn(x):
+        log.append(1)
+        y = x + 1
+        print("break")
+        log.append(2)
+        return y
+
+    compiled, _ = compiled_with_counter(fn)
+    compiled(dynjit.ones(2))
+    assert log == [1, 2]
+
+
+def test_graph_break_function_call():
+    def fn(x):
+        x = x * 2
+        dynjit.graph_break()
+        return x + 1
+
+    compiled, counter = compiled_with_counter(fn)
+    assert same(compiled(dynjit.ones(2)), fn(dynjit.ones(2)))
+    assert counter.frame_count == 2
