@@ -1,2 +1,3 @@
 """dynjit's frontend: the bytecode JIT (entry points, translator, guards, code generation)."""
 from .eval_frame import compile, optimize, optimize_assert, disable, reset, graph_break, CompiledFunction
+from .explain import explain, ExplainOutput

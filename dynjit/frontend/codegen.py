@@ -57,9 +57,8 @@ class CodeGen:
 
     def graph_output(self, tvar):
         node = tvar.node
-        src = self.output.placeholder_sources.get(node)
-        if src is not None:
-            return src.expr()
+        if node.op == "placeholder":
+            return node.meta["source"].expr()
         i = self._out_index.get(node)
         if i is None:
             i = self._out_index[node] = len(self.graph_outputs)

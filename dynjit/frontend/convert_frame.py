@@ -45,7 +45,7 @@ def location(exc):
     return getattr(exc, "_tx_location", ("<unknown>", 0))
 
 
-def convert(fn, args, kwargs, backend, fullgraph=False, hook=None):
+def convert(fn, args, kwargs, backend, fullgraph=False, hook=None, dynamic=False):
     """Trace fn(*args, **kwargs) into a CompiledEntry; raises Unsupported if it cannot."""
     try:
         bound = inspect.signature(fn).bind(*args, **kwargs)
@@ -53,12 +53,13 @@ def convert(fn, args, kwargs, backend, fullgraph=False, hook=None):
         raise TypeError(f"{fn.__qualname__}() called with arguments that do not match its signature: {e}") from None
     bound.apply_defaults()
     try:
-        return _trace(fn, bound, backend)
+        return _trace(fn, bound, backend, dynamic=dynamic)
     except Unsupported as e:
         if fullgraph or getattr(e, "_break_step", None) is None or hook is None:
             raise
         try:
-            entry = _trace(fn, bound, backend, stop_at=e._break_step, break_exc=e, hook=hook)
+            entry = _trace(fn, bound, backend, stop_at=e._break_step, break_exc=e, hook=hook,
+                           dynamic=dynamic)
         except (Unsupported, NotImplementedError) as why:
             e.add_note(f"(no graph break possible here: {why})")
             raise e from None
@@ -66,9 +67,10 @@ def convert(fn, args, kwargs, backend, fullgraph=False, hook=None):
         return entry
 
 
-def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None):
+def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=False):
     code = fn.__code__
     output = OutputGraph(fn, backend)
+    output.dynamic = dynamic
     output._bound_args = dict(bound.arguments)
     rng = _random.get_rng_state()
     grad = _grad_state.enabled
@@ -87,6 +89,7 @@ def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None):
     signature = signature_source(code)
     if tx.stopped is not None:
         ret = _break_call(fn, tx, output, break_exc, hook)
+    output.prune_unused_inputs()
     src, outs = generate(output, ret, signature)
     output.graph.output(tuple(outs))
     ops = output.count_ops()
@@ -108,7 +111,9 @@ def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None):
         bytecode_log.debug("transformed %s:\n%s", fn.__qualname__, src)
     guard = output.guards.compile(signature, fn)
     counters["stats"]["frames_converted"] += 1
-    return CompiledEntry(guard, transformed, gm, output, ops)
+    entry = CompiledEntry(guard, transformed, gm, output, ops)
+    entry.dynamic = output.dynamic and not output.shape_specialized
+    return entry
 
 
 class _BreakCall(VariableTracker):

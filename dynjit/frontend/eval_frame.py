@@ -26,6 +26,7 @@ breaks_log = logging.getLogger("dynjit.graph_breaks")
 guards_log = logging.getLogger("dynjit.guards")
 
 _all_compiled = weakref.WeakSet()
+_recorders = []      # explain() sessions collecting the CompiledFunctions a call creates
 
 
 class CompiledFunction:
@@ -47,8 +48,11 @@ class CompiledFunction:
         self.entries = []
         self.eager_reason = None
         self._warned_limit = False
+        self._auto_dynamic = False
         functools.update_wrapper(self, fn)
         _all_compiled.add(self)
+        if _recorders:
+            _recorders[-1].append(self)
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -70,6 +74,8 @@ class CompiledFunction:
         if self.entries:
             reasons = [e.output.guards.failure_reason(e.guard, args, kwargs) for e in self.entries]
             reason = reasons[-1] or "unknown"
+            if self._dynamic is None and "___check_tensor(" in reason:
+                self._auto_dynamic = True     # a size changed: compile for dynamic sizes next
             counters["recompiles"][fn.__qualname__] += 1
             recompiles_log.debug("Recompiling function %s: guard failed: %s", fn.__qualname__, reason)
             self.recompile_reasons.append(reason)
@@ -82,7 +88,8 @@ class CompiledFunction:
                 self.eager_reason = "cache_size_limit reached"
                 return fn(*args, **kwargs)
         try:
-            entry = convert(fn, args, kwargs, self._backend, self._fullgraph, self._hook)
+            dynamic = self._dynamic is True or (self._dynamic is None and self._auto_dynamic)
+            entry = convert(fn, args, kwargs, self._backend, self._fullgraph, self._hook, dynamic)
         except Unsupported as e:
             filename, line = location(e)
             where = f"{filename}:{line}"
@@ -127,6 +134,7 @@ class CompiledFunction:
         self.entries = []
         self.eager_reason = None
         self._warned_limit = False
+        self._auto_dynamic = False
 
     # -- debug view ------------------------------------------------------------------------
     def debug_view(self):

@@ -13,6 +13,12 @@ def check_tensor(t, cls, np_dtype, shape, strides, requires_grad):
             and t._data.strides == strides and t._requires_grad is requires_grad)
 
 
+def check_tensor_dynamic(t, cls, np_dtype, ndim, requires_grad):
+    """The guard of a tensor whose sizes are dynamic: only type, dtype, rank and requires_grad."""
+    return (type(t) is cls and t._data.dtype == np_dtype and t._data.ndim == ndim
+            and t._requires_grad is requires_grad)
+
+
 class GuardBuilder:
     def __init__(self, output):
         self.output = output
@@ -20,8 +26,9 @@ class GuardBuilder:
         self._seen = set()
 
     def add(self, expr):
-        if expr not in self._seen:
-            self._seen.add(expr)
+        key = expr if isinstance(expr, str) else ("tensor", expr[1].expr())
+        if key not in self._seen:
+            self._seen.add(key)
             self.exprs.append(expr)
 
     def k(self, value):
@@ -52,13 +59,28 @@ class GuardBuilder:
         self.add(f"type({e}) is dict and list({e}) == {self.k(list(value))}")
 
     def tensor(self, source, t):
-        self.add(f"___check_tensor({source.expr()}, {self.k(type(t))}, {self.k(t._data.dtype)}, "
-                 f"{t._data.shape!r}, {t._data.strides!r}, {t._requires_grad!r})")
+        # placeholder, filled in at compile time: static or dynamic sizes
+        self.add(("tensor", source, t))
+
+    def _tensor_expr(self, source, t, dynamic):
+        if dynamic:
+            return (f"___check_tensor_dynamic({source.expr()}, {self.k(type(t))}, {self.k(t._data.dtype)}, "
+                    f"{t._data.ndim}, {t._requires_grad!r})")
+        return (f"___check_tensor({source.expr()}, {self.k(type(t))}, {self.k(t._data.dtype)}, "
+                f"{t._data.shape!r}, {t._data.strides!r}, {t._requires_grad!r})")
+
+    def finalize(self):
+        """Resolve tensor guards: dynamic sizes if asked for and the trace never read a size."""
+        dynamic = self.output.dynamic and not self.output.shape_specialized
+        self.exprs = [self._tensor_expr(e[1], e[2], dynamic) if isinstance(e, tuple) else e
+                      for e in self.exprs]
+        return dynamic
 
     def grad_mode(self, enabled):
         self.add(f"___grad_state.enabled is {enabled!r}")
 
     def compile(self, signature, fn):
+        self.finalize()
         body = " and ".join(f"({e})" for e in self.exprs) or "True"
         src = (f"def ___guard({signature}):\n"
                f"    try:\n        return {body}\n"
@@ -74,7 +96,7 @@ class GuardBuilder:
 
     def namespace(self, fn):
         return {"K": self.output.consts, "G": fn.__globals__, "___check_tensor": check_tensor,
-                "___grad_state": _grad_state}
+                "___check_tensor_dynamic": check_tensor_dynamic, "___grad_state": _grad_state}
 
     def failure_reason(self, guard, args, kwargs):
         """The first guard expression that is false for these arguments (for recompile logs)."""

@@ -36,11 +36,13 @@ class OutputGraph:
         self.guards = GuardBuilder(self)
         self.side_effects = SideEffects()
         self.inputs = {}              # id(real tensor) -> (tensor, source, TensorVariable)
-        self.example_inputs = []
+        self.placeholder_examples = {}
         self.grad_enabled = _grad_state.enabled
         self.guards.grad_mode(self.grad_enabled)
         self.backend_call = backend_call
         self.placeholder_sources = {}
+        self.dynamic = False             # guard input sizes by rank only (if no size was read)
+        self.shape_specialized = False   # the trace read a concrete size
 
     # -- constants stashed for generated code -------------------------------------------
     def stash(self, value):
@@ -100,7 +102,7 @@ class OutputGraph:
         node.meta["source"] = source
         var = TensorVariable(node, example, source=source)
         self.inputs[id(value)] = (value, source, var)
-        self.example_inputs.append(value)
+        self.placeholder_examples[node] = value
         self.placeholder_sources[node] = source
         return var
 
@@ -173,6 +175,17 @@ class OutputGraph:
             self_var.node = node
             return self_var
         return wrap_result(_Tx(self), node, value)
+
+    def prune_unused_inputs(self):
+        for node in list(self.graph.nodes):
+            if node.op == "placeholder" and not node.users:
+                self.graph.erase_node(node)
+                del self.placeholder_sources[node]
+                del self.placeholder_examples[node]
+
+    @property
+    def example_inputs(self):
+        return [self.placeholder_examples[n] for n in self.graph.nodes if n.op == "placeholder"]
 
     def count_ops(self):
         return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module"))

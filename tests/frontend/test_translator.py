@@ -405,3 +405,42 @@ def test_graph_module_handed_to_the_backend_is_readable():
     text = graphs[0].print_readable(print_output=False)
     assert 'L_x_: "f32[2, 3]"' in text and 'L_y_: "f32[3]"' in text
     assert "operator.mul(L_x_, L_y_)" in text and ".sin()" in text
+
+
+def test_automatic_dynamic_shapes_a_third_size_does_not_recompile():
+    def fn(x):
+        return (x * 2 + 1).sin()
+
+    counter = CompileCounter()
+    compiled = dynjit.compile(fn, backend=counter)
+    for n in (3, 4, 5, 6):
+        x = t(n)
+        assert same(compiled(x), fn(x))
+    assert counter.frame_count == 2      # static first, then dynamic sizes
+    assert compiled.entries[-1].dynamic
+
+
+def test_reading_a_size_keeps_sizes_static():
+    def fn(x):
+        return x.view(x.size(0), -1) * 2
+
+    counter = CompileCounter()
+    compiled = dynjit.compile(fn, backend=counter)
+    for n in (2, 3, 4):
+        x = t(n, 2)
+        assert same(compiled(x), fn(x))
+    assert counter.frame_count == 3
+
+
+def test_dynamic_false_always_specializes_and_true_never_does():
+    def fn(x):
+        return x + 1
+
+    static = CompileCounter()
+    c1 = dynjit.compile(fn, backend=static, dynamic=False)
+    dyn = CompileCounter()
+    c2 = dynjit.compile(fn, backend=dyn, dynamic=True)
+    for n in (2, 3, 4):
+        c1(t(n))
+        c2(t(n))
+    assert static.frame_count == 3 and dyn.frame_count == 1

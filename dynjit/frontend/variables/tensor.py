@@ -29,6 +29,7 @@ class TensorVariable(VariableTracker):
         raise DataDependent("data-dependent branching on a tensor's value (the truth value of a tensor)")
 
     def length(self, tx):
+        tx.output.shape_specialized = True
         if self.example.ndim == 0:
             unimplemented("len() of a 0-d tensor")
         return self.example.shape[0]
@@ -38,6 +39,8 @@ class TensorVariable(VariableTracker):
 
     def getattr(self, tx, name):
         if name in STATIC_ATTRS:
+            if name == "shape":
+                tx.output.shape_specialized = True
             return ConstantVariable(getattr(self.example, name))
         if name in GRAPH_ATTRS:
             return tx.output.record(getattr, [self, ConstantVariable(name)], {})
@@ -88,6 +91,8 @@ class TensorMethodVariable(VariableTracker):
         if name in DATA_DEPENDENT:
             raise DataDependent(f"Tensor.{name}() reads a tensor's data (data-dependent)")
         if name in STATIC_METHODS:
+            if name in ("size", "numel", "stride", "nelement"):
+                tx.output.shape_specialized = True
             a = [x.as_python_constant() for x in args]
             k = {n: v.as_python_constant() for n, v in kwargs.items()}
             return ConstantVariable(getattr(self.tensor.example, name)(*a, **k))
