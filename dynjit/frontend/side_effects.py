@@ -40,7 +40,7 @@ class SideEffects:
         for var in self._mutated:
             target = var.source.expr()
             if isinstance(var, ListVariable):
-                writes.append(f"{target}[:] = {cg.temp(cg.value(var.__class__(var.items)))}")
+                writes.append(f"{target}[:] = {cg.temp('[' + ', '.join(cg.value(v) for v in var.items) + ']')}")
             elif isinstance(var, DictVariable):
                 tmp = cg.temp("{" + ", ".join(f"{cg.constant(k)}: {cg.value(v)}" for k, v in var.items.items()) + "}")
                 writes.append(f"{target}.clear(); {target}.update({tmp})")

@@ -49,6 +49,8 @@ class BaseListVariable(VariableTracker):
             unimplemented(f"{self.python_cls.__name__} index {k} out of range (IndexError at trace time)")
 
     def reconstruct(self, cg):
+        if self.source is not None and self.python_cls is list:
+            return self.source.expr()      # the caller's own list (side effects are replayed into it)
         inner = ", ".join(cg.value(i) for i in self.items)
         if self.python_cls is tuple:
             return f"({inner},)" if len(self.items) == 1 else f"({inner})"
@@ -250,6 +252,8 @@ class DictVariable(VariableTracker):
         unimplemented(f"dict.{name}() inside a compiled function")
 
     def reconstruct(self, cg):
+        if self.source is not None:
+            return self.source.expr()
         return "{" + ", ".join(f"{cg.constant(k)}: {cg.value(v)}" for k, v in self.items.items()) + "}"
 
 
