@@ -3,6 +3,8 @@
 `backward` and `grad` run the engine (engine.py) over the graph of backward
 nodes that the dispatcher records (graph.py); `Function` defines custom ops.
 """
+import warnings
+
 import numpy as np
 
 from . import graph
@@ -10,7 +12,7 @@ from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,
                         is_grad_enabled, is_inference_mode_enabled)
 from .function import Function, FunctionCtx, once_differentiable, InplaceFunction
 from . import function
-from .engine import run_backward
+from .engine import run_backward, set_multithreading_enabled
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
@@ -73,8 +75,35 @@ def _root_edges(outputs, grads):
     return edges, root_grads
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    """Compute the sum of gradients of `tensors` w.r.t. graph leaves, accumulated into `.grad`."""
+def _input_edge(t, accumulate_grad):
+    """The edge whose incoming gradient is wanted for input `t` (a tensor or a GradientEdge)."""
+    Tensor = _tensor_cls()
+    if isinstance(t, graph.GradientEdge):
+        return tuple(t)
+    if not isinstance(t, Tensor):
+        raise TypeError(f"inputs must be Tensors or GradientEdges, got {type(t).__name__}")
+    if not t._requires_grad:
+        raise RuntimeError("One of the differentiated Tensors does not require grad")
+    if accumulate_grad and t.grad_fn is not None:
+        t.retain_grad()     # like PyTorch: a non-leaf input gets its .grad through retain_grad
+    return graph.edge_of(t)
+
+
+_CREATE_GRAPH_WARNING = (
+    "Using backward() with create_graph=True will create a reference cycle between the parameter "
+    "and its gradient which can cause a memory leak. We recommend using autograd.grad when "
+    "creating the graph to avoid this. If you have to use this function, make sure to reset the "
+    ".grad fields of your parameters to None after use to break the cycle and avoid the leak.")
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
+             inputs=None):
+    """Compute the sum of gradients of `tensors` w.r.t. graph leaves, accumulated into `.grad`.
+
+    With `inputs` (tensors or GradientEdges), only those receive gradients.
+    """
+    if grad_variables is not None:
+        grad_tensors = grad_variables
     tensors = _as_tuple(tensors)
     if grad_tensors is None:
         grad_tensors = (None,) * len(tensors)
@@ -83,33 +112,29 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         raise RuntimeError(f"got {len(grad_tensors)} gradients for {len(tensors)} tensors")
     if retain_graph is None:
         retain_graph = create_graph
+    if create_graph:
+        warnings.warn(_CREATE_GRAPH_WARNING, UserWarning, stacklevel=2)
+    input_edges = None
+    if inputs is not None:
+        inputs = (inputs,) if isinstance(inputs, (_tensor_cls(), graph.GradientEdge)) else tuple(inputs)
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        input_edges = [_input_edge(t, accumulate_grad=True) for t in inputs]
     grads = _make_grads(tensors, grad_tensors)
     edges, root_grads = _root_edges(tensors, grads)
-    if inputs is None:
-        run_backward(edges, root_grads, retain_graph, create_graph)
-        return
-    inputs = _as_tuple(inputs)
-    if not inputs:
-        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
-    captures = []
-    for t in inputs:
-        if not t._requires_grad:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
-        captures.append(graph.edge_of(t))
-    captured = run_backward(edges, root_grads, retain_graph, create_graph, captures=captures,
-                            accumulate_at_capture=True)
-    for t, g in zip(inputs, captured):
-        if t.grad_fn is not None and g is not None:   # non-leaf inputs accumulate into .grad too
-            t._grad = g if t._grad is None else t._grad + g
+    if edges:
+        run_backward(edges, root_grads, retain_graph, create_graph, inputs=input_edges)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    """Gradients of `outputs` w.r.t. `inputs`, returned (not accumulated into .grad)."""
+    """Gradients of `outputs` w.r.t. `inputs` (tensors or GradientEdges), returned, not
+    accumulated into .grad."""
     Tensor = _tensor_cls()
-    single_input = isinstance(inputs, Tensor)
     outputs = _as_tuple(outputs)
-    inputs = _as_tuple(inputs)
+    inputs = (inputs,) if isinstance(inputs, (Tensor, graph.GradientEdge)) else tuple(inputs)
+    if not inputs:
+        raise ValueError("grad requires non-empty inputs.")
     if is_grads_batched:
         raise NotImplementedError("is_grads_batched=True is not supported by dynjit")
     if allow_unused is None:
@@ -117,6 +142,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")
+    if materialize_grads and any(isinstance(t, graph.GradientEdge) for t in inputs):
+        raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)
     else:
@@ -126,15 +153,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                            f"grad_outputs for {len(outputs)} outputs")
     if retain_graph is None:
         retain_graph = create_graph
-    for t in inputs:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"grad() inputs must be Tensors, got {type(t).__name__}")
-        if not t._requires_grad:
-            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    input_edges = [_input_edge(t, accumulate_grad=False) for t in inputs]
     grads = _make_grads(outputs, grad_outputs)
     edges, root_grads = _root_edges(outputs, grads)
-    captures = [graph.edge_of(t) for t in inputs]
-    captured = run_backward(edges, root_grads, retain_graph, create_graph, captures=captures)
+    captured = (run_backward(edges, root_grads, retain_graph, create_graph, inputs=input_edges,
+                             accumulate_grad=False) if edges else [None] * len(inputs))
     result = []
     for t, g in zip(inputs, captured):
         if g is None:

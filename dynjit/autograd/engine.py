@@ -1,19 +1,59 @@
 """The autograd engine: runs backward nodes in dependency order.
 
-`run_backward` walks the graph from the roots, counts dependencies, and
-executes ready nodes (latest-created first, leaves' AccumulateGrad as soon as
-ready, like PyTorch), running tensor hooks, node pre/post hooks and
-retain_grad, and freeing saved tensors unless `retain_graph`. With `capture`
-it records the gradients flowing into given edges (autograd.grad) and only
-runs the part of the graph that leads to them.
+One call of `run_backward` is a *graph task* (as in PyTorch): it counts, for
+every node reachable from the roots, how many edges lead into it, then pops
+ready nodes from a heap (latest-created first; a leaf's AccumulateGrad as soon
+as it is ready) until none is left. Nothing here recurses over the graph, so
+graphs of any depth work. Per node it runs, in PyTorch's order: tensor
+pre-hooks (`Tensor.register_hook`), retain_grad, node pre-hooks, the node,
+node post-hooks.
+
+With `inputs` (autograd.grad, or backward(inputs=...)) only the nodes that
+lead to an input run ("needed"); autograd.grad captures the gradient flowing
+into each input's edge instead of accumulating it. Graph tasks nest: a
+backward started from inside a hook or a custom Function's backward
+(reentrant backward) runs to completion as its own task.
 """
 import heapq
+import itertools
+import threading
 
 import numpy as np
 
 from . import graph as _graph
 from .grad_mode import state as _grad_state
 from ..ops.dispatch import _modes as _dispatch_modes
+
+_task_ids = itertools.count()
+
+
+class _EngineState(threading.local):
+    def __init__(self):
+        self.tasks = []                  # the running graph tasks, innermost last
+        self.multithreading = True       # only a flag: dynjit's engine is single-threaded
+
+
+_state = _EngineState()
+
+
+class GraphTask:
+    """The state of one backward pass."""
+
+    def __init__(self, keep_graph, create_graph, accumulate_grad):
+        self.id = next(_task_ids)
+        self.keep_graph = keep_graph
+        self.create_graph = create_graph
+        self.accumulate_grad = accumulate_grad
+        self.root = None
+        self.deps = {}              # node -> number of edges into it not yet processed
+        self.initial_deps = None
+        self.needed = None          # None: run every node; else the set of nodes to run
+        self.captures = {}          # node -> [(input_nr, index into captured)]
+        self.captured = []
+        self.current_node = None
+
+    def should_execute(self, node):
+        return self.needed is None or node in self.needed or node in self.captures
 
 
 def _sum_grads(a, b, create_graph):
@@ -23,128 +63,147 @@ def _sum_grads(a, b, create_graph):
     return Tensor._make(np.add(a._data, b._data))
 
 
-def _reachability(roots, captures, accumulate_at_capture):
-    """Nodes to visit, with dependency counts; and which of them must run."""
-    deps = {}
+def _graph_root(root_edges, root_grads):
+    """The node the task starts from, and its incoming gradients.
+
+    One root edge starts at its node directly; several go through a
+    GraphRoot node whose outputs are the given gradients (like PyTorch)."""
+    if len(root_edges) == 1:
+        node, nr = root_edges[0]
+        grads = [None] * node.num_outputs()
+        grads[nr] = root_grads[0]
+        return node, grads
+    root = _graph.GraphRoot(root_edges)
+    return root, list(root_grads)
+
+
+def _post_order(root, deps):
+    """Nodes reachable from `root`, children before parents; fills `deps`."""
     order = []
-    seen = set()
-    stack = [n for n in roots]
+    seen = {root}
+    stack = [(root, iter(root.next_functions))]
     while stack:
-        node = stack.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        order.append(node)
-        for edge in node.next_functions:
-            if edge is not None:
-                stack.append(edge[0])
-    if captures is None:
-        for node in order:
-            for edge in node.next_functions:
-                if edge is not None:
-                    deps[edge[0]] = deps.get(edge[0], 0) + 1
-        return deps, None
-    capture_nodes = {e[0] for e in captures}
-    # reach: node leads to (or is) a capture point. Iterate to a fixed point in reverse DFS order.
-    reach = set(capture_nodes)
-    changed = True
-    while changed:
-        changed = False
-        for node in reversed(order):
-            if node in reach:
+        node, edges = stack[-1]
+        for edge in edges:
+            if edge is None:
                 continue
-            if any(e is not None and e[0] in reach for e in node.next_functions):
-                reach.add(node)
-                changed = True
-    run = set()
-    for node in reach:
-        if node._is_accumulate:
-            if accumulate_at_capture and node in capture_nodes:
-                run.add(node)
-        elif any(e is not None and e[0] in reach for e in node.next_functions):
-            run.add(node)
-    for node in run:
-        for edge in node.next_functions:
-            if edge is not None and edge[0] in reach:
-                deps[edge[0]] = deps.get(edge[0], 0) + 1
-    return deps, (reach, run)
+            child = edge[0]
+            deps[child] = deps.get(child, 0) + 1
+            if child not in seen:
+                seen.add(child)
+                stack.append((child, iter(child.next_functions)))
+                break
+        else:
+            stack.pop()
+            order.append(node)
+    return order
 
 
-def run_backward(root_edges, root_grads, keep_graph, create_graph, captures=None,
-                 accumulate_at_capture=False):
-    """Run backward from `root_edges` seeded with `root_grads`.
+def _mark_needed(task, order, input_edges):
+    """Which nodes must run so that every input edge receives its gradient."""
+    explicit = set()
+    for i, (node, nr) in enumerate(input_edges):
+        if task.accumulate_grad:
+            explicit.add(node)      # backward(inputs=...): the input's own node runs
+        else:
+            task.captures.setdefault(node, []).append((nr, i))
+    needed = set()
+    for node in order:     # children come first
+        if node in explicit or any(e is not None and (e[0] in needed or e[0] in task.captures)
+                                   for e in node.next_functions):
+            needed.add(node)
+    if not task.root._is_accumulate:    # a leaf's AccumulateGrad runs only if it is an input
+        needed.add(task.root)
+    task.needed = needed
 
-    Returns the gradients captured at `captures` (a list of edges), or None.
+
+def run_backward(root_edges, root_grads, keep_graph, create_graph, inputs=None,
+                 accumulate_grad=True):
+    """Run one backward pass from `root_edges` seeded with `root_grads`.
+
+    `inputs` is a list of edges (node, input_nr). With accumulate_grad=False
+    (autograd.grad) the gradients flowing into them are returned; with
+    accumulate_grad=True (backward(inputs=...)) only the part of the graph
+    leading to them runs.
     """
-    roots = []
-    buffers = {}
-    for (node, nr), g in zip(root_edges, root_grads):
-        buf = buffers.get(node)
-        if buf is None:
-            buf = buffers[node] = [None] * node.num_outputs()
-            roots.append(node)
-        buf[nr] = g if buf[nr] is None else _sum_grads(buf[nr], g, create_graph)
-    deps, sets = _reachability(roots, captures, accumulate_at_capture)
-    reach, run = sets if sets is not None else (None, None)
-    capture_at = {}
-    captured = None
-    if captures is not None:
-        captured = [None] * len(captures)
-        for i, (node, nr) in enumerate(captures):
-            capture_at.setdefault(node, []).append((i, nr))
+    task = GraphTask(keep_graph, create_graph, accumulate_grad)
+    root, root_buffer = _graph_root(root_edges, root_grads)
+    task.root = root
+    order = _post_order(root, task.deps)
+    task.initial_deps = dict(task.deps)
+    if inputs is not None:
+        task.captured = [None] * len(inputs)
+        _mark_needed(task, order, inputs)
+    del order
 
-    heap = []
-    for node in roots:
-        if deps.get(node, 0) == 0:
-            heapq.heappush(heap, (-node._seq, id(node), node))
+    buffers = {root: root_buffer}
+    tiebreak = itertools.count()
+    heap = [(-root._seq, 0, root)]
     prev_mode = _grad_state.enabled
     _grad_state.enabled = create_graph
+    _state.tasks.append(task)
     try:
         while heap:
-            _, _, node = heapq.heappop(heap)
-            grads = buffers.pop(node, None) or [None] * node.num_outputs()
-            grads = _run_pre_hooks(node, grads)
-            if capture_at:
-                for i, nr in capture_at.get(node, ()):
-                    g = grads[nr]
-                    captured[i] = g if captured[i] is None or g is None else _sum_grads(captured[i], g, create_graph)
-            if run is not None and node not in run:
-                outs = ()
-            elif all(g is None for g in grads):
-                outs = [None] * len(node.next_functions)
-            else:
-                outs = node.apply(grads)
-                if len(outs) != len(node.next_functions) and not node._is_accumulate:
-                    raise RuntimeError(f"{node.name()} returned {len(outs)} gradients for "
-                                       f"{len(node.next_functions)} inputs")
-                if node._post_hooks:
-                    for h in list(node._post_hooks.values()):
-                        r = h(tuple(outs), tuple(grads))
-                        if r is not None:
-                            outs = list(r)
-            if not keep_graph:
-                node.release()
+            node = heapq.heappop(heap)[2]
+            grads = buffers.pop(node)
+            outs = _evaluate(task, node, grads)
+            if outs is None:
+                continue
             for edge, g in zip(node.next_functions, outs):
                 if edge is None:
                     continue
                 child, nr = edge
-                if reach is not None and child not in reach:
+                left = task.deps[child] - 1
+                task.deps[child] = left
+                if not task.should_execute(child):
                     continue
+                buf = buffers.get(child)
+                if buf is None:
+                    buf = buffers[child] = [None] * child.num_outputs()
                 if g is not None:
-                    buf = buffers.get(child)
-                    if buf is None:
-                        buf = buffers[child] = [None] * child.num_outputs()
                     buf[nr] = g if buf[nr] is None else _sum_grads(buf[nr], g, create_graph)
-                left = deps[child] - 1
-                deps[child] = left
                 if left == 0:
-                    heapq.heappush(heap, (-child._seq, id(child), child))
+                    heapq.heappush(heap, (-child._seq, next(tiebreak), child))
     finally:
+        _state.tasks.pop()
         _grad_state.enabled = prev_mode
-    return captured
+    return task.captured if inputs is not None else None
 
 
-def _run_pre_hooks(node, grads):
+def _evaluate(task, node, grads):
+    """Run `node` (with its hooks) and return its outputs, or None if it does not run."""
+    task.current_node = node
+    try:
+        needed = task.needed is None or node in task.needed
+        captures = task.captures.get(node)
+        if captures:
+            if not needed:
+                grads = _call_tensor_pre_hooks(node, grads)
+            for nr, i in captures:
+                task.captured[i] = grads[nr]
+        if not needed:
+            return None
+        grads = _call_tensor_pre_hooks(node, grads)
+        grads = _call_pre_hooks(node, grads)
+        outs = node.apply(grads)
+        if not node._is_accumulate and len(outs) != len(node.next_functions):
+            raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
+                               f"(expected {len(node.next_functions)}, got {len(outs)})")
+        if not task.keep_graph:
+            node.release()
+        if node._post_hooks:
+            for hook in list(node._post_hooks.values()):
+                r = hook(tuple(outs), tuple(grads))
+                if r is not None:
+                    outs = _check_hook_outputs(node, r, len(outs))
+        return outs
+    finally:
+        task.current_node = None
+
+
+def _call_tensor_pre_hooks(node, grads):
+    """Hooks registered on the tensors this node produced (or, for AccumulateGrad, on
+    its leaf), then retain_grad, which thus sees what those hooks returned."""
     hooks = node._tensor_pre_hooks
     if hooks:
         for nr, hs in hooks.items():
@@ -162,15 +221,28 @@ def _run_pre_hooks(node, grads):
                 if r is not None:
                     grads[0] = _check_hook_result(r, grads[0])
     if node._retain_grad_hooks:
-        for nr, fn in node._retain_grad_hooks.items():
+        for nr, fn in list(node._retain_grad_hooks.items()):
             if grads[nr] is not None:
                 fn(grads[nr])
+    return grads
+
+
+def _call_pre_hooks(node, grads):
     if node._pre_hooks:
         for h in list(node._pre_hooks.values()):
             r = h(tuple(grads))
             if r is not None:
-                grads = list(r)
+                grads = _check_hook_outputs(node, r, len(grads))
     return grads
+
+
+def _check_hook_outputs(node, r, n):
+    if not isinstance(r, (tuple, list)):
+        raise TypeError(f"a hook of {node.name()} must return a tuple of gradients or None, "
+                        f"got {type(r).__name__}")
+    if len(r) != n:
+        raise RuntimeError(f"a hook of {node.name()} returned {len(r)} gradients, expected {n}")
+    return list(r)
 
 
 def _check_hook_result(r, old):
@@ -180,3 +252,80 @@ def _check_hook_result(r, old):
     if r._data.shape != old._data.shape:
         raise RuntimeError(f"hook changed the gradient's shape from {list(old.shape)} to {list(r.shape)}")
     return r
+
+
+# -- introspection of the running backward (PyTorch's torch._C helpers) -------
+
+def _current_task(what):
+    if not _state.tasks:
+        raise RuntimeError(f"{what} should only be called during the backward pass")
+    return _state.tasks[-1]
+
+
+def current_graph_task_id():
+    """The id of the running backward pass, or -1 outside backward."""
+    return _state.tasks[-1].id if _state.tasks else -1
+
+
+def current_autograd_node():
+    """The node whose hooks or backward are running now, or None."""
+    return _state.tasks[-1].current_node if _state.tasks else None
+
+
+def will_engine_execute_node(node):
+    """Whether the running backward pass will run (or has run) `node`."""
+    task = _current_task("_will_engine_execute_node")
+    if not isinstance(node, _graph.Node):
+        raise RuntimeError(f"_will_engine_execute_node expects an grad_fn (a backward Node), "
+                           f"got {type(node).__name__}")
+    if node not in task.initial_deps and node is not task.root:
+        return False
+    if task.needed is None:
+        return True
+    if node._is_accumulate and not task.accumulate_grad:
+        raise RuntimeError(
+            "_will_engine_execute_node was given an AccumulateGrad node while you are currently "
+            "running autograd.grad(): the gradients of leaves passed as inputs are returned, and "
+            "leaves' AccumulateGrad nodes never run. Ask about the leaf's consumer nodes instead.")
+    return task.should_execute(node)
+
+
+def current_graph_task_execution_order():
+    """The nodes of the running backward pass, in the order the engine runs them."""
+    task = _current_task("_current_graph_task_execution_order")
+    if _state.multithreading:
+        raise RuntimeError(
+            "_current_graph_task_execution_order expects the current backward to be executed with "
+            "multithreading disabled, e.g. by running:\n\n"
+            ">>> with dynjit.autograd.set_multithreading_enabled(False):\n"
+            "...     dynjit.autograd.grad(...)")
+    deps = dict(task.initial_deps)
+    out = []
+    tiebreak = itertools.count()
+    heap = [(-task.root._seq, 0, task.root)]
+    while heap:
+        node = heapq.heappop(heap)[2]
+        out.append(node)
+        for edge in node.next_functions:
+            if edge is None or not task.should_execute(edge[0]):
+                continue
+            deps[edge[0]] -= 1
+            if deps[edge[0]] == 0:
+                heapq.heappush(heap, (-edge[0]._seq, next(tiebreak), edge[0]))
+    return out
+
+
+class set_multithreading_enabled:
+    """Context manager kept for PyTorch compatibility: dynjit's engine always runs
+    on the calling thread; the flag is only recorded."""
+
+    def __init__(self, mode):
+        self.prev = _state.multithreading
+        _state.multithreading = bool(mode)
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        _state.multithreading = self.prev
+        return False

@@ -69,16 +69,42 @@ class SavedTensor:
         self.tensor = tensor
         self.version = tensor._version[0]
 
-    def unpack(self, node):
+    def unpack(self, node, lazy=False):
+        """The saved tensor; raises if it was modified in place since it was saved.
+
+        With `lazy`, a modified tensor is returned as a stand-in that raises only
+        when its values are read: an op's backward that computes just the
+        gradients it needs (see `needs` in the registry) then does not fail on a
+        saved tensor it does not use, as in PyTorch, which saves only those."""
         t = self.tensor
         if t._version[0] != self.version:
-            raise RuntimeError(
+            message = (
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [{t.type()} {list(t.shape)}], which is output "
                 f"{t._output_nr} of {node.name()}, is at version {t._version[0]}; expected "
                 f"version {self.version} instead. Hint: the backtrace further above shows the "
                 "operation that failed to compute its gradient.")
+            if lazy:
+                return _stale_tensor(message)
+            raise RuntimeError(message)
         return t
+
+
+_StaleTensor = None
+
+
+def _stale_tensor(message):
+    global _StaleTensor
+    if _StaleTensor is None:
+        class _StaleTensor(Tensor):
+            """Stands for a saved tensor modified in place: reading it raises."""
+
+            @property
+            def _data(self):
+                raise RuntimeError(self._message)
+    stale = object.__new__(_StaleTensor)
+    stale._message = message
+    return stale
 
 
 def edge_of(t):
@@ -146,7 +172,11 @@ class Node:
         self._freed = True
 
     def __call__(self, *grads):
-        return self.apply(list(grads))
+        """Call the backward function directly, one gradient per output of the forward."""
+        n = self.num_outputs()
+        if len(grads) != n:
+            raise TypeError(f"{self.name()}: expected {n} arguments, got {len(grads)} instead")
+        return tuple(self.apply(list(grads)))
 
 
 class OpBackward(Node):
@@ -207,18 +237,20 @@ class OpBackward(Node):
         if name == "result":
             s = self._saved_result
             if isinstance(s, list):
-                return [x.unpack(self) if isinstance(x, SavedTensor) else x for x in s]
-            return s.unpack(self)
+                return [x.unpack(self, lazy=True) if isinstance(x, SavedTensor) else x for x in s]
+            return s.unpack(self, lazy=True)
         i = self.op.index[name]
         s = self._saved.get(i)
         if s is None:
             return self.args[i]
         if isinstance(s, list):
-            return [x.unpack(self) if isinstance(x, SavedTensor) else x for x in s]
-        return s.unpack(self)
+            return [x.unpack(self, lazy=True) if isinstance(x, SavedTensor) else x for x in s]
+        return s.unpack(self, lazy=True)
 
     def apply(self, grads):
         op = self.op
+        if all(g is None for g in grads):     # no gradient flows in: none flows out
+            return [None] * len(self.next_functions)
         values = [self._unpack(p) for p in op.derivative_params]
         if self._n_outputs == 1:
             g = grads[0]
@@ -322,7 +354,8 @@ class AccumulateGrad(Node):
                 gd._version[0] += 1
         if self._post_acc_hooks:
             for h in list(self._post_acc_hooks.values()):
-                h(v)
+                if h(v) is not None:
+                    raise RuntimeError("post accumulate grad hooks should return None.")
         return []
 
     def __repr__(self):
@@ -330,8 +363,17 @@ class AccumulateGrad(Node):
 
 
 class GraphRoot(Node):
+    """The start of a backward pass from several roots: passes each root's gradient on."""
+
+    def __init__(self, root_edges):
+        super().__init__()
+        self.next_functions = tuple(root_edges)
+
+    def num_outputs(self):
+        return len(self.next_functions)
+
     def apply(self, grads):
-        return grads
+        return list(grads)
 
 
 def _no_grad_unless_create_graph():
@@ -355,6 +397,8 @@ class CopySlices(Node):
         self.next_functions = (base_edge,) + tuple(fn.next_functions[1:])
 
     def apply(self, grads):
+        if grads[0] is None:
+            return [None] * len(self.next_functions)
         # Written with dispatched ops so that tracing (make_fx, AOT) records it.
         res = grads[0].clone()
         region = self.view_fn(res)
@@ -386,6 +430,8 @@ class AsStridedBackward0(Node):
 
     def apply(self, grads):
         from ..ops import registry
+        if grads[0] is None:
+            return [None]
         shape, dtype = self.base_meta
         res = registry["zeros"](shape, dtype)
         region = self.view_fn(res)
@@ -446,3 +492,129 @@ def regenerate_view_grad_fn(view):
         view._output_nr = 0
         view._requires_grad = True
     view._view_version = view._version[0]
+
+
+# -- gradient edges, versions, and engine introspection (torch.autograd.graph) --
+
+class GradientEdge(tuple):
+    """Where a gradient flows: (node, output_nr). autograd.grad and backward accept
+    one in place of a tensor, to get the gradient flowing into that edge."""
+    __slots__ = ()
+
+    def __new__(cls, node, output_nr):
+        return tuple.__new__(cls, (node, output_nr))
+
+    node = property(lambda self: self[0])
+    output_nr = property(lambda self: self[1])
+
+    def __repr__(self):
+        return f"GradientEdge(node={self[0]!r}, output_nr={self[1]})"
+
+
+def get_gradient_edge(tensor):
+    """The GradientEdge of `tensor`: its grad_fn (or, for a leaf, its AccumulateGrad)
+    and its output number. It stays valid after `tensor` is modified in place."""
+    if not tensor._requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does "
+                           "not require gradients")
+    node, nr = edge_of(tensor)
+    return GradientEdge(node, nr)
+
+
+def increment_version(tensor):
+    """Bump `tensor`'s version counter, as an in-place op would (so saved copies of it
+    are detected as stale)."""
+    if tensor._is_inference and not _grad_state.inference:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed. "
+                           "You can make a clone to get a normal tensor before doing inplace update.")
+    tensor._version[0] += 1
+
+
+def _will_engine_execute_node(node):
+    from .engine import will_engine_execute_node
+    return will_engine_execute_node(node)
+
+
+def _current_graph_task_id():
+    from .engine import current_graph_task_id
+    return current_graph_task_id()
+
+
+def _current_graph_task_execution_order():
+    from .engine import current_graph_task_execution_order
+    return current_graph_task_execution_order()
+
+
+def _current_autograd_node():
+    from .engine import current_autograd_node
+    return current_autograd_node()
+
+
+# -- test helper functions with fixed backward behaviour (torch._C._functions) --
+
+class _DelayedErrorBackward(Node):
+    def __init__(self, msg, edges):
+        super().__init__()
+        self.msg = msg
+        self.next_functions = edges
+
+    def num_outputs(self):
+        return len(self.next_functions)
+
+    def name(self):
+        return "DelayedError"
+
+    def apply(self, grads):
+        raise RuntimeError(self.msg)
+
+
+class _UndefinedGradBackward(Node):
+    def __init__(self, edges):
+        super().__init__()
+        self.next_functions = edges
+
+    def num_outputs(self):
+        return len(self.next_functions)
+
+    def name(self):
+        return "UndefinedGradBackward"
+
+    def apply(self, grads):
+        return [None] * len(self.next_functions)
+
+
+def _pass_through(node_factory, tensors):
+    """Outputs aliasing `tensors` whose backward is a node made by `node_factory(edges)`."""
+    edges = tuple(edge_of(t) if t._requires_grad else None for t in tensors)
+    node = node_factory(edges) if any(e is not None for e in edges) else None
+    outs = []
+    for i, t in enumerate(tensors):
+        o = t.detach()
+        if node is not None and t._requires_grad:
+            o._grad_fn = node
+            o._output_nr = i
+            o._requires_grad = True
+        outs.append(o)
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+class DelayedError:
+    """DelayedError(msg, num_inputs)(*tensors): the tensors, unchanged, but any backward
+    through them raises RuntimeError(msg)."""
+
+    def __init__(self, msg, num_inputs):
+        self.msg = msg
+        self.num_inputs = num_inputs
+
+    def __call__(self, *tensors):
+        if len(tensors) != self.num_inputs:
+            raise TypeError(f"DelayedError: expected {self.num_inputs} tensors, got {len(tensors)}")
+        return _pass_through(lambda edges: _DelayedErrorBackward(self.msg, edges), tensors)
+
+
+class UndefinedGrad:
+    """UndefinedGrad()(*tensors): the tensors, unchanged, but the gradient they pass
+    back is undefined (None), whatever flows into them."""
+
+    def __call__(self, *tensors):
+        return _pass_through(_UndefinedGradBackward, tensors)

@@ -70,8 +70,8 @@ def mul(self, other):
 
 
 @mul.derivative
-def _(grad, self, other):
-    return grad * other, grad * self
+def _(grad, self, other, needs):
+    return (grad * other if needs[0] else None), (grad * self if needs[1] else None)
 
 
 @register("div", POINTWISE, dtype_rule=FLOAT)
