@@ -252,28 +252,8 @@ class Tensor:
         return self
 
     def retain_grad(self):
-        if self.grad_fn is None:
-            if not self._requires_grad:
-                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-            return
-        if self._retains_grad:
-            return
-        self._retains_grad = True
-        import weakref
-        ref = weakref.ref(self)
-
-        def retain(grad):
-            t = ref()
-            if t is None:
-                return
-            if t._grad is None:
-                t._grad = grad.detach().clone() if not _grad_state.enabled else grad
-            else:
-                t._grad = t._grad + grad
-        node = self._grad_fn
-        if node._retain_grad_hooks is None:
-            node._retain_grad_hooks = {}
-        node._retain_grad_hooks[self._output_nr] = retain
+        """Fill this non-leaf's .grad during backward (no-op on leaves)."""
+        _graph.retain_grad(self)
 
     @property
     def retains_grad(self):

@@ -51,6 +51,7 @@ class GraphTask:
         self.captures = {}          # node -> [(input_nr, index into captured)]
         self.captured = []
         self.current_node = None
+        self.retained = _graph.retained_grad_targets() if _graph._retaining else None
 
     def should_execute(self, node):
         return self.needed is None or node in self.needed or node in self.captures
@@ -178,12 +179,12 @@ def _evaluate(task, node, grads):
         captures = task.captures.get(node)
         if captures:
             if not needed:
-                grads = _call_tensor_pre_hooks(node, grads)
+                grads = _call_tensor_pre_hooks(node, grads, task.retained)
             for nr, i in captures:
                 task.captured[i] = grads[nr]
         if not needed:
             return None
-        grads = _call_tensor_pre_hooks(node, grads)
+        grads = _call_tensor_pre_hooks(node, grads, task.retained)
         grads = _call_pre_hooks(node, grads)
         outs = node.apply(grads)
         if not node._is_accumulate and len(outs) != len(node.next_functions):
@@ -201,7 +202,7 @@ def _evaluate(task, node, grads):
         task.current_node = None
 
 
-def _call_tensor_pre_hooks(node, grads):
+def _call_tensor_pre_hooks(node, grads, retained):
     """Hooks registered on the tensors this node produced (or, for AccumulateGrad, on
     its leaf), then retain_grad, which thus sees what those hooks returned."""
     hooks = node._tensor_pre_hooks
@@ -220,10 +221,12 @@ def _call_tensor_pre_hooks(node, grads):
                 r = h(grads[0])
                 if r is not None:
                     grads[0] = _check_hook_result(r, grads[0])
-    if node._retain_grad_hooks:
-        for nr, fn in list(node._retain_grad_hooks.items()):
-            if grads[nr] is not None:
-                fn(grads[nr])
+    if retained:
+        for nr, g in enumerate(grads):
+            ref = retained.get((node, nr)) if g is not None else None
+            t = ref() if ref is not None else None
+            if t is not None:
+                _graph.fill_retained_grad(t, g)
     return grads
 
 

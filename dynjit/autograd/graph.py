@@ -107,6 +107,38 @@ def _stale_tensor(message):
     return stale
 
 
+_retaining = weakref.WeakValueDictionary()   # id -> non-leaf tensor whose .grad backward fills
+
+
+def retain_grad(t):
+    """Make backward fill non-leaf `t`'s .grad. The engine looks `t` up by its
+    grad_fn *at backward time*, so this follows `t` through in-place ops (which
+    give it a new grad_fn), and does not keep `t` alive."""
+    if t.grad_fn is None:
+        if not t._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        return
+    t._retains_grad = True
+    _retaining[id(t)] = t
+
+
+def retained_grad_targets():
+    """{(grad_fn, output_nr): weakref to tensor} for every live tensor retaining grad."""
+    targets = {}
+    for t in list(_retaining.values()):
+        fn = t.grad_fn
+        if fn is not None:
+            targets[(fn, t._output_nr)] = weakref.ref(t)
+    return targets
+
+
+def fill_retained_grad(t, grad):
+    if t._grad is None:
+        t._grad = grad.clone()      # keeps history only under create_graph (grad mode)
+    else:
+        t._grad = t._grad + grad
+
+
 def edge_of(t):
     """The (node, input_nr) that a gradient for tensor `t` flows into, or None."""
     if t._grad_fn is not None or t._base is not None:
@@ -128,7 +160,6 @@ class Node:
         self._pre_hooks = None        # node pre-hooks: fn(grad_outputs)
         self._post_hooks = None       # fn(grad_inputs, grad_outputs)
         self._tensor_pre_hooks = None  # {output_nr: _HookDict} from Tensor.register_hook
-        self._retain_grad_hooks = None  # {output_nr: fn}
         self._metadata = None
         self._freed = False
 
@@ -185,9 +216,28 @@ class OpBackward(Node):
 
     def __init__(self, op, args, tensors, result):
         super().__init__()
-        self.args = args
+        self._inputs = tensors_meta = []
+        edges = []
+        for t in tensors:
+            edges.append(edge_of(t) if t._requires_grad else None)
+            tensors_meta.append((t._data.shape, t.dtype))
+        self.next_functions = tuple(edges)
+        self._positions = _tensor_positions(op, args)
+        conditions = op.__dict__.get("_save_conditions")
+        if conditions is None:
+            conditions = op._save_conditions = save_conditions(op)
+        needs = self._needs() if conditions else None
+        # Tensors are reachable only through what is saved (version-checked), never
+        # through the raw arguments, so an unneeded input is not kept alive.
+        self.args = tuple(None if isinstance(a, Tensor) else
+                          [None if isinstance(t, Tensor) else t for t in a] if i in op.tensor_lists else a
+                          for i, a in enumerate(args))
         saved = {}
+        params = op.params
         for i in op.saved:
+            if needs is not None and params[i] in conditions and \
+                    not any(needs[k] for k in conditions[params[i]]):
+                continue        # read only for gradients nobody wants
             a = args[i]
             if isinstance(a, Tensor):
                 saved[i] = SavedTensor(a)
@@ -196,13 +246,8 @@ class OpBackward(Node):
         self._saved = saved
         self._shapes = {name: args[i]._data.shape for name, i in op.shape_params}
         self._saved_result = None
-        self._inputs = tensors_meta = []
-        edges = []
-        for t in tensors:
-            edges.append(edge_of(t) if t._requires_grad else None)
-            tensors_meta.append((t._data.shape, t.dtype))
-        self.next_functions = tuple(edges)
-        self._positions = _tensor_positions(op, args)
+        self._wants_result = needs is None or "result" not in conditions or \
+            any(needs[k] for k in conditions["result"])
         self._n_outputs = len(result) if isinstance(result, (tuple, list)) else 1
         self._result_meta = _result_meta(result)
 
@@ -210,6 +255,8 @@ class OpBackward(Node):
         return self._n_outputs
 
     def save_result(self, result):
+        if not self._wants_result:
+            return
         if isinstance(result, Tensor):
             self._saved_result = SavedTensor(result)
         else:
@@ -222,20 +269,26 @@ class OpBackward(Node):
             self._saved = None
             self._saved_result = None
 
+    def _needs(self):
+        """Per op parameter: does any tensor in it want a gradient?"""
+        needs = [False] * self.op.nparams
+        for (i, _), edge in zip(self._positions, self.next_functions):
+            if edge is not None:
+                needs[i] = True
+        return needs
+
     def _unpack(self, name):
         shape = self._shapes.get(name)
         if shape is not None:
             return shape
         if name == "needs":
-            needs = [False] * self.op.nparams
-            for (i, _), edge in zip(self._positions, self.next_functions):
-                if edge is not None:
-                    needs[i] = True
-            return needs
+            return self._needs()
         if self._saved is None:
             raise RuntimeError(FREED_MESSAGE)
         if name == "result":
             s = self._saved_result
+            if s is None:          # not saved: no wanted gradient reads it
+                return None
             if isinstance(s, list):
                 return [x.unpack(self, lazy=True) if isinstance(x, SavedTensor) else x for x in s]
             return s.unpack(self, lazy=True)
@@ -259,6 +312,62 @@ class OpBackward(Node):
                  for i in range(self._n_outputs)]
         out = op.derivative_fn(g, *values)
         return _align_grads(self, out)
+
+
+def save_conditions(op):
+    """When each value the derivative of `op` reads must be saved.
+
+    PyTorch saves an input for backward only if a gradient that needs it is
+    wanted (`x * y` with only x requiring grad saves y, not x). dynjit reads
+    that off the derivative's source: a parameter read only inside
+    `... if needs[k] else ...` or `if needs[k]:` is needed only when input k
+    wants a gradient. Returns {name: indices k} for such parameters; any other
+    parameter is always saved.
+    """
+    import ast
+    import inspect
+    import textwrap
+    fn = op.derivative_fn
+    if fn is None or "needs" not in op.derivative_params:
+        return {}
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    names = set(op.derivative_params) - {"needs"}
+    always, guarded = set(), {}
+
+    def guard_of(test):
+        if (isinstance(test, ast.Subscript) and isinstance(test.value, ast.Name)
+                and test.value.id == "needs" and isinstance(test.slice, ast.Constant)
+                and isinstance(test.slice.value, int)):
+            return test.slice.value
+        return None
+
+    def visit(node, guard):
+        if isinstance(node, (ast.IfExp, ast.If)):
+            k = guard_of(node.test)
+            visit(node.test, guard)
+            inner = guard if k is None else k
+            for part in (node.body if isinstance(node.body, list) else [node.body]):
+                visit(part, inner)
+            for part in (node.orelse if isinstance(node.orelse, list) else [node.orelse]):
+                visit(part, guard)
+            return
+        if isinstance(node, ast.Name) and node.id in names:
+            if guard is None:
+                always.add(node.id)
+            else:
+                guarded.setdefault(node.id, set()).add(guard)
+        for child in ast.iter_child_nodes(node):
+            visit(child, guard)
+
+    func = tree.body[0]
+    if not isinstance(func, ast.FunctionDef):
+        return {}
+    for stmt in func.body:
+        visit(stmt, None)
+    return {name: frozenset(ks) for name, ks in guarded.items() if name not in always}
 
 
 def _zeros_for(meta):
