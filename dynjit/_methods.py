@@ -78,6 +78,17 @@ def _max_min(full, dim_op, binary):
     return method
 
 
+def _div(op, mode_op):
+    def method(self, other, *, rounding_mode=None):
+        if rounding_mode is None:
+            return dispatch(op, (self, other), {})
+        return dispatch(mode_op, (self, other, rounding_mode), {})
+    return method
+
+
+Tensor.div = _div(R["div"], R["div_mode"])
+Tensor.div_ = _div(R["div_"], R["div_mode_"])
+
 Tensor.max = _max_min(R["max"], R["max_dim"], R["maximum"])
 Tensor.min = _max_min(R["min"], R["min_dim"], R["minimum"])
 

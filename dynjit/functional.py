@@ -28,6 +28,16 @@ for _name in SAME_NAME + ("where", "cat", "stack", "linear", "addmm", "einsum_",
         globals()[_name] = _function(R[_name])
         __all__.append(_name)
 
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    if out is not None:
+        _no_out()
+    if rounding_mode is None:
+        return dispatch(R["div"], (input, other), {})
+    return dispatch(R["div_mode"], (input, other, rounding_mode), {})
+
+
 concat = concatenate = globals()["cat"]
 true_divide = divide = globals()["div"]
 multiply = globals()["mul"]

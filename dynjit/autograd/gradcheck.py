@@ -25,8 +25,8 @@ def _numerical_jacobian(fn, inputs, wrt, eps):
     for t in wrt:
         data = t._data
         cols = []
-        flat = data.reshape(-1)
-        for i in range(flat.size):
+        flat = data.flat     # writes through for non-contiguous inputs too
+        for i in range(data.size):
             orig = flat[i]
             with no_grad():
                 flat[i] = orig + eps
@@ -124,10 +124,12 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     diff_in = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t._requires_grad]
 
     def first_grad(*args):
-        ins, gos = args[:n_in], args[n_in:]
-        outs = [o for o in _flat_outputs(func(*ins)) if o._requires_grad]
-        wrt = [ins[i] for i in diff_in]
-        grads = autograd_grad(outs, wrt, gos, create_graph=True, allow_unused=True)
+        from .grad_mode import enable_grad
+        with enable_grad():     # the numerical Jacobian calls this under no_grad
+            ins, gos = args[:n_in], args[n_in:]
+            outs = [o for o in _flat_outputs(func(*ins)) if o._requires_grad]
+            wrt = [ins[i] for i in diff_in]
+            grads = autograd_grad(outs, wrt, gos, create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(first_grad, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,

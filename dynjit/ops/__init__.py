@@ -10,7 +10,7 @@ from . import dispatch as _dispatch
 from . import pointwise, reductions, shape, linalg, factories, nn, aliasing  # noqa: F401  (registers ops)
 
 INPLACE_OF = (
-    "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos",
+    "add", "sub", "mul", "div", "div_mode", "pow", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos",
     "tan", "tanh", "sigmoid", "relu", "sign", "reciprocal", "square", "floor", "ceil", "trunc",
     "round", "frac", "clamp", "fmod", "remainder", "lerp", "masked_fill", "copy", "fill", "zero",
     "index_put", "scatter", "scatter_add", "exp2", "expm1", "log1p", "log2", "log10", "atan",

@@ -1,11 +1,14 @@
 """Factory ops: tensors made from sizes and values (zeros, ones, full, empty,
 arange, eye, linspace) and from the random generator (rand, randn, randint,
 randperm, bernoulli, normal). Their kernels take plain Python values."""
+import math
+
 import numpy as np
 
 from .. import _dtype
 from ..random import default_generator
 from .registry import register, FACTORY
+from .meta import same_as
 
 
 def _np_dtype(dtype, default=None):
@@ -20,6 +23,14 @@ def _size(size):
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
     return size
+
+
+def _dt(dtype, default=None):
+    return _dtype.to_dtype(dtype) if dtype is not None else (default or _dtype.get_default_dtype())
+
+
+def _sized_meta(size, dtype=None):
+    return _size(size), _dt(dtype)
 
 
 @register("zeros", FACTORY, differentiable=False)
@@ -38,6 +49,11 @@ def empty(size, dtype=None):
     return np.zeros(_size(size), dtype=_np_dtype(dtype))
 
 
+zeros.meta_fn(_sized_meta)
+ones.meta_fn(_sized_meta)
+empty.meta_fn(_sized_meta)
+
+
 @register("full", FACTORY, differentiable=False)
 def full(size, fill_value, dtype=None):
     if dtype is None:
@@ -45,26 +61,63 @@ def full(size, fill_value, dtype=None):
     return np.full(_size(size), fill_value, dtype=_np_dtype(dtype))
 
 
-@register("arange", FACTORY, differentiable=False)
-def arange(start, end=None, step=1, dtype=None):
+full.meta_fn(lambda size, fill_value, dtype: (_size(size), _dt(dtype, _dtype.scalar_dtype(fill_value))))
+
+
+def _arange_args(start, end, step, dtype):
+    """(start, end, step, dtype, length) after PyTorch's checks."""
     if end is None:
         start, end = 0, start
     if step == 0:
         raise RuntimeError("arange: step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError(f"arange: upper bound ({end}) and lower bound ({start}) inconsistent with "
+                           f"step sign ({step})")
     if dtype is None:
-        is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
+        is_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (start, end, step))
         dtype = _dtype.int64 if is_int else _dtype.get_default_dtype()
-    return np.arange(start, end, step).astype(_np_dtype(dtype))
+    length = max(0, math.ceil((end - start) / step))
+    return start, end, step, _dtype.to_dtype(dtype), length
+
+
+@register("arange", FACTORY, differentiable=False)
+def arange(start, end=None, step=1, dtype=None):
+    start, end, step, dtype, length = _arange_args(start, end, step, dtype)
+    return (start + np.arange(length) * step).astype(dtype.np)
+
+
+@arange.meta_fn
+def _(start, end, step, dtype):
+    *_, dtype, length = _arange_args(start, end, step, dtype)
+    return (length,), dtype
+
+
+def _check_steps(steps):
+    if steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    return int(steps)
 
 
 @register("linspace", FACTORY, differentiable=False)
 def linspace(start, end, steps, dtype=None):
-    return np.linspace(start, end, int(steps)).astype(_np_dtype(dtype))
+    return np.linspace(start, end, _check_steps(steps)).astype(_np_dtype(dtype))
+
+
+linspace.meta_fn(lambda start, end, steps, dtype: ((_check_steps(steps),), _dt(dtype)))
+
+
+def _eye_shape(n, m):
+    shape = (n, n if m is None else m)
+    _size(shape)
+    return shape
 
 
 @register("eye", FACTORY, differentiable=False)
 def eye(n, m=None, dtype=None):
-    return np.eye(n, m, dtype=_np_dtype(dtype))
+    return np.eye(*_eye_shape(n, m), dtype=_np_dtype(dtype))
+
+
+eye.meta_fn(lambda n, m, dtype: (_eye_shape(n, m), _dt(dtype)))
 
 
 @register("rand", FACTORY, differentiable=False)
@@ -77,9 +130,16 @@ def randn(size, dtype=None):
     return default_generator.np.standard_normal(_size(size)).astype(_np_dtype(dtype))
 
 
+rand.meta_fn(_sized_meta)
+randn.meta_fn(_sized_meta)
+
+
 @register("randint", FACTORY, differentiable=False)
 def randint(low, high, size, dtype=None):
     return default_generator.np.integers(low, high, _size(size)).astype(_np_dtype(dtype, _dtype.int64))
+
+
+randint.meta_fn(lambda low, high, size, dtype: (_size(size), _dt(dtype, _dtype.int64)))
 
 
 @register("randperm", FACTORY, differentiable=False)
@@ -87,7 +147,13 @@ def randperm(n, dtype=None):
     return default_generator.np.permutation(n).astype(_np_dtype(dtype, _dtype.int64))
 
 
+randperm.meta_fn(lambda n, dtype: (_size((n,)), _dt(dtype, _dtype.int64)))
+
+
 @register("bernoulli", FACTORY, differentiable=False)
 def bernoulli(self, p=None):
     prob = self if p is None else np.full(np.shape(self), p)
     return (default_generator.np.random(np.shape(self)) < prob).astype(np.asarray(self).dtype)
+
+
+bernoulli.meta_fn(lambda self, p: same_as(self))

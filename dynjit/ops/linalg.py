@@ -2,21 +2,45 @@
 linear, addmm, dot, outer, einsum)."""
 import numpy as np
 
+from .. import _dtype
 from .registry import register, EXTERN
+from .meta import broadcast_shapes
+
+
+def _name(d):
+    return d.name if isinstance(d, _dtype.dtype) else _dtype.from_numpy_dtype(d).name
+
+
+def check_same_dtype(da, db, name):
+    if _name(da) != _name(db):
+        raise RuntimeError(f"{name}: expected both operands to have the same dtype, but got: "
+                           f"{_name(da)} != {_name(db)}; convert one with .to(dtype)")
+
+
+def matmul_shape(a, b, name="matmul"):
+    """matmul's output shape from its operands' shapes (1-D operands, batch broadcasting)."""
+    a, b = tuple(a), tuple(b)
+    if not a or not b:
+        raise RuntimeError(f"both arguments to {name} need to be at least 1D, but they are "
+                           f"{len(a)}D and {len(b)}D")
+    ka = a[-1]
+    kb = b[0] if len(b) == 1 else b[-2]
+    if ka != kb:
+        sa = "x".join(map(str, a if len(a) > 1 else (1,) + a))
+        sb = "x".join(map(str, b))
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa} and {sb})")
+    if len(a) == 1 and len(b) == 1:
+        return ()
+    if len(a) == 1:
+        return b[:-2] + b[-1:]
+    if len(b) == 1:
+        return a[:-1]
+    return broadcast_shapes(a[:-2], b[:-2]) + (a[-2], b[-1])
 
 
 def _check_matmul(a, b, name):
-    if a.ndim == 0 or b.ndim == 0:
-        raise RuntimeError(f"both arguments to {name} need to be at least 1D, but they are "
-                           f"{a.ndim}D and {b.ndim}D")
-    ka = a.shape[-1]
-    kb = b.shape[0] if b.ndim == 1 else b.shape[-2]
-    if ka != kb:
-        sa = "x".join(map(str, a.shape if a.ndim > 1 else (1,) + a.shape))
-        sb = "x".join(map(str, b.shape))
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa} and {sb})")
-    if a.dtype != b.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}")
+    matmul_shape(a.shape, b.shape, name)
+    check_same_dtype(a.dtype, b.dtype, name)
 
 
 @register("matmul", EXTERN)
@@ -24,6 +48,12 @@ def matmul(self, other):
     a, b = np.asarray(self), np.asarray(other)
     _check_matmul(a, b, "matmul")
     return np.matmul(a, b)
+
+
+@matmul.meta_fn
+def _(self, other):
+    check_same_dtype(self.dtype, other.dtype, "matmul")
+    return matmul_shape(self.shape, other.shape), self.dtype
 
 
 @matmul.derivative
@@ -51,13 +81,24 @@ def _(grad, self, other, needs):
     return ga, gb
 
 
+def _check_ndim(name, ndim, a, b):
+    if len(a.shape) != ndim or len(b.shape) != ndim:
+        raise RuntimeError(f"{name}: expected {ndim}D tensors, got {len(a.shape)}D and {len(b.shape)}D")
+
+
 @register("mm", EXTERN)
 def mm(self, mat2):
     a, b = np.asarray(self), np.asarray(mat2)
-    if a.ndim != 2 or b.ndim != 2:
-        raise RuntimeError(f"mm: expected 2D tensors, got {a.ndim}D and {b.ndim}D")
+    _check_ndim("mm", 2, a, b)
     _check_matmul(a, b, "mm")
     return a @ b
+
+
+@mm.meta_fn
+def _(self, mat2):
+    _check_ndim("mm", 2, self, mat2)
+    check_same_dtype(self.dtype, mat2.dtype, "mm")
+    return matmul_shape(self.shape, mat2.shape, "mm"), self.dtype
 
 
 @mm.derivative
@@ -65,15 +106,22 @@ def _(grad, self, mat2, needs):
     return (grad.mm(mat2.t()) if needs[0] else None), (self.t().mm(grad) if needs[1] else None)
 
 
+def _check_bmm(a, b):
+    _check_ndim("bmm", 3, a, b)
+    if a.shape[0] != b.shape[0]:
+        raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {a.shape[0]} and {b.shape[0]}")
+    check_same_dtype(a.dtype, b.dtype, "bmm")
+    return matmul_shape(a.shape, b.shape, "bmm")
+
+
 @register("bmm", EXTERN)
 def bmm(self, mat2):
     a, b = np.asarray(self), np.asarray(mat2)
-    if a.ndim != 3 or b.ndim != 3:
-        raise RuntimeError(f"batch1 must be a 3D tensor (got {a.ndim}D and {b.ndim}D)")
-    if a.shape[0] != b.shape[0]:
-        raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {a.shape[0]} and {b.shape[0]}")
-    _check_matmul(a, b, "bmm")
+    _check_bmm(a, b)
     return np.matmul(a, b)
+
+
+bmm.meta_fn(lambda self, mat2: (_check_bmm(self, mat2), self.dtype))
 
 
 @bmm.derivative
@@ -82,17 +130,38 @@ def _(grad, self, mat2, needs):
            (self.transpose(1, 2).bmm(grad) if needs[1] else None)
 
 
+def linear_shape(x, w, b):
+    if not x or len(w) != 2:
+        raise RuntimeError(f"linear: expected an input of at least 1D and a 2D weight "
+                           f"(out_features, in_features), got shapes {list(x)} and {list(w)}")
+    if x[-1] != w[-1]:
+        rows = int(np.prod(x[:-1]))
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{x[-1]} and "
+                           f"{w[1]}x{w[0]})")
+    out = tuple(x[:-1]) + tuple(w[:-1])
+    if b is not None and broadcast_shapes(b, out) != out:
+        raise RuntimeError(f"linear: the bias of shape {list(b)} does not broadcast to the output shape {list(out)}")
+    return out
+
+
 @register("linear", EXTERN)
 def linear(input, weight, bias=None):
     x, w = np.asarray(input), np.asarray(weight)
-    if x.shape[-1] != w.shape[-1]:
-        rows = int(np.prod(x.shape[:-1]))
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{x.shape[-1]} and "
-                           f"{w.shape[1]}x{w.shape[0]})")
+    linear_shape(x.shape, w.shape, None if bias is None else np.shape(bias))
+    check_same_dtype(x.dtype, w.dtype, "linear")
     out = x @ w.T
     if bias is not None:
-        out += bias
+        check_same_dtype(x.dtype, np.asarray(bias).dtype, "linear")
+        out = out + bias
     return out
+
+
+@linear.meta_fn
+def _(input, weight, bias):
+    check_same_dtype(input.dtype, weight.dtype, "linear")
+    if bias is not None:
+        check_same_dtype(input.dtype, bias.dtype, "linear")
+    return linear_shape(input.shape, weight.shape, None if bias is None else bias.shape), input.dtype
 
 
 @linear.derivative
@@ -107,10 +176,25 @@ def _(grad, input, weight, bias, needs):
     return g_in, g_w, g_b
 
 
+def _check_addmm(self, mat1, mat2):
+    _check_ndim("addmm", 2, mat1, mat2)
+    check_same_dtype(mat1.dtype, mat2.dtype, "addmm")
+    check_same_dtype(self.dtype, mat1.dtype, "addmm")
+    out = matmul_shape(mat1.shape, mat2.shape, "addmm")
+    if broadcast_shapes(self.shape, out) != out:
+        raise RuntimeError(f"addmm: the input of shape {list(self.shape)} does not broadcast to the "
+                           f"product's shape {list(out)}")
+    return out
+
+
 @register("addmm", EXTERN)
 def addmm(self, mat1, mat2, beta=1, alpha=1):
+    _check_addmm(np.asarray(self), np.asarray(mat1), np.asarray(mat2))
     prod = np.asarray(mat1) @ np.asarray(mat2)
     return (self if beta == 1 else np.multiply(self, beta)) + (prod if alpha == 1 else prod * alpha)
+
+
+addmm.meta_fn(lambda self, mat1, mat2, beta, alpha: (_check_addmm(self, mat1, mat2), mat1.dtype))
 
 
 @addmm.derivative
@@ -120,32 +204,99 @@ def _(grad, mat1, mat2, beta, alpha, needs):
             (mat1.t().mm(grad) * alpha) if needs[2] else None)
 
 
-@register("dot", EXTERN)
-def dot(self, other):
-    a, b = np.asarray(self), np.asarray(other)
-    if a.ndim != 1 or b.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
-    if a.shape != b.shape:
+def _check_dot(a, b):
+    if len(a.shape) != 1 or len(b.shape) != 1:
+        raise RuntimeError(f"1D tensors expected, but got {len(a.shape)}D and {len(b.shape)}D tensors")
+    if tuple(a.shape) != tuple(b.shape):
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
                            f"[{b.shape[0]}] to have the same number of elements, but got "
                            f"{a.shape[0]} and {b.shape[0]} elements respectively")
+    check_same_dtype(a.dtype, b.dtype, "dot")
+    return ()
+
+
+@register("dot", EXTERN)
+def dot(self, other):
+    a, b = np.asarray(self), np.asarray(other)
+    _check_dot(a, b)
     return np.dot(a, b)
+
+
+dot.meta_fn(lambda self, other: (_check_dot(self, other), self.dtype))
 
 
 dot.derivative(lambda grad, self, other: (grad * other, grad * self))
 
 
+def _check_outer(a, b):
+    for name, v in (("self", a), ("vec2", b)):
+        if len(v.shape) != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {len(v.shape)}-D")
+    return (a.shape[0], b.shape[0])
+
+
 @register("outer", EXTERN)
 def outer(self, vec2):
+    _check_outer(np.asarray(self), np.asarray(vec2))
     return np.outer(self, vec2)
 
 
-outer.derivative(lambda grad, self, vec2: (grad @ vec2, grad.t() @ self))
+outer.meta_fn(lambda self, vec2: (_check_outer(self, vec2), _dtype.promote_types(self.dtype, vec2.dtype)))
+
+
+@outer.derivative
+def _(grad, self, vec2, needs):
+    return ((grad * vec2).sum(1) if needs[0] else None,
+            (grad * self.unsqueeze(1)).sum(0) if needs[1] else None)
+
+
+def einsum_shape(equation, shapes):
+    """einsum's output shape; checks the equation against the operands' shapes."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, out = eq.partition("->")
+    specs = lhs.split(",")
+    if len(specs) != len(shapes):
+        raise ValueError(f"einsum(): the equation {equation!r} names {len(specs)} operands but "
+                         f"{len(shapes)} were given")
+    sizes, ellipsis = {}, ()
+    for k, (spec, shape) in enumerate(zip(specs, shapes)):
+        shape = tuple(shape)
+        pre, dots, post = spec.partition("...")
+        n_ell = len(shape) - len(pre) - len(post)
+        if n_ell < 0 or (not dots and n_ell):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(pre) + len(post)}) "
+                               f"does not match the number of dimensions ({len(shape)}) for operand {k}"
+                               + ("" if dots else " and no ellipsis was given"))
+        if dots:
+            ellipsis = broadcast_shapes(ellipsis, shape[len(pre):len(pre) + n_ell])
+        for c, n in list(zip(pre, shape)) + list(zip(post, shape[len(pre) + n_ell:])):
+            seen = sizes.get(c, n)
+            if seen != n and 1 not in (seen, n):
+                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {k} which does not "
+                                   f"broadcast with previously seen size {seen}")
+            sizes[c] = max(seen, n) if 1 in (seen, n) else n
+    if not arrow:
+        letters = lhs.replace(",", "").replace("...", "")
+        out = ("..." if "..." in lhs else "") + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    pre, dots, post = out.partition("...")
+    for c in pre + post:
+        if c not in sizes:
+            raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input operand")
+    return tuple(sizes[c] for c in pre) + (ellipsis if dots else ()) + tuple(sizes[c] for c in post)
 
 
 @register("einsum", EXTERN, tensor_lists=("operands",))
 def einsum(equation, operands):
+    einsum_shape(equation, [np.shape(o) for o in operands])
     return np.einsum(equation, *operands, optimize=True)
+
+
+@einsum.meta_fn
+def _(equation, operands):
+    dtype = operands[0].dtype
+    for o in operands[1:]:
+        dtype = _dtype.promote_types(dtype, o.dtype)
+    return einsum_shape(equation, [o.shape for o in operands]), dtype
 
 
 @einsum.derivative

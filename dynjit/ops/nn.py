@@ -2,13 +2,10 @@
 softmax, log_softmax, nll_loss and dropout."""
 import numpy as np
 
+from .. import _dtype
 from ..random import default_generator
 from .registry import register, OTHER
-from .reductions import normalize_dims
-
-
-def _dim(dim, ndim):
-    return normalize_dims(dim, ndim)[0] if ndim else 0
+from .meta import wrap_dim as _dim, float_dtype
 
 
 @register("softmax", OTHER)
@@ -16,12 +13,20 @@ def softmax(self, dim):
     x = np.asarray(self)
     if x.dtype.kind != "f":
         x = x.astype(np.float32)
+    d = _dim(dim, x.ndim)
     if x.ndim == 0:
         return np.ones_like(x)
-    d = _dim(dim, x.ndim)
     m = np.max(x, axis=d, keepdims=True) if x.size else 0
     e = np.exp(x - np.where(np.isfinite(m), m, 0))
     return e / np.sum(e, axis=d, keepdims=True)
+
+
+def _softmax_meta(self, dim):
+    _dim(dim, len(self.shape))
+    return tuple(self.shape), float_dtype(self.dtype)
+
+
+softmax.meta_fn(_softmax_meta)
 
 
 @softmax.derivative
@@ -35,12 +40,15 @@ def log_softmax(self, dim):
     x = np.asarray(self)
     if x.dtype.kind != "f":
         x = x.astype(np.float32)
+    d = _dim(dim, x.ndim)
     if x.ndim == 0:
         return np.zeros_like(x)
-    d = _dim(dim, x.ndim)
     m = np.max(x, axis=d, keepdims=True) if x.size else 0
     s = x - np.where(np.isfinite(m), m, 0)
     return s - np.log(np.sum(np.exp(s), axis=d, keepdims=True))
+
+
+log_softmax.meta_fn(_softmax_meta)
 
 
 @log_softmax.derivative
@@ -49,21 +57,42 @@ def _(grad, dim, result):
     return grad - result.exp() * grad.sum(d, keepdim=True)
 
 
+REDUCTIONS = ("none", "mean", "sum")
+
+
+def nll_loss_shape(x, t, weight, reduction):
+    """nll_loss's output shape; checks input (C,) or (N, C) against target () or (N,)."""
+    if len(x) not in (1, 2):
+        raise NotImplementedError(f"nll_loss supports inputs of shape (C,) or (N, C); got {list(x)}")
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    n = 1 if len(x) == 1 else x[0]
+    if len(t) != len(x) - 1 or (t and t[0] != n):
+        raise ValueError(f"Expected input batch_size ({n}) to match target batch_size "
+                         f"({t[0] if t else 1}) (input shape {list(x)}, target shape {list(t)}).")
+    if weight is not None and tuple(weight) != (x[-1],):
+        raise RuntimeError(f"weight tensor should be defined either for all {x[-1]} classes or no classes "
+                           f"but got weight tensor of shape: {list(weight)}")
+    return tuple(t) if reduction == "none" else ()
+
+
+def _check_target(dtype):
+    if dtype.is_floating_point or dtype is _dtype.bool_:
+        raise RuntimeError(f"expected an integer (int64) target for nll_loss, but found {dtype.name}")
+
+
 @register("nll_loss", OTHER)
 def nll_loss(self, target, weight=None, reduction="mean", ignore_index=-100):
     x, t = np.asarray(self), np.asarray(target)
-    if t.dtype.kind not in "iu":
-        raise RuntimeError(f"expected scalar type Long but found {t.dtype} for the target of nll_loss")
-    if x.ndim not in (1, 2):
-        raise NotImplementedError(f"nll_loss supports inputs of shape (C,) or (N, C); got {list(x.shape)}")
+    _check_target(_dtype.from_numpy_dtype(t.dtype))
+    nll_loss_shape(x.shape, t.shape, None if weight is None else np.shape(weight), reduction)
     x2 = x.reshape(1, -1) if x.ndim == 1 else x
     t1 = t.reshape(-1)
-    if x2.shape[0] != t1.shape[0]:
-        raise ValueError(f"Expected input batch_size ({x2.shape[0]}) to match target batch_size ({t1.shape[0]}).")
     valid = t1 != ignore_index
     safe_t = np.where(valid, t1, 0)
-    if valid.any() and (safe_t.min() < 0 or safe_t.max() >= x2.shape[1]):
-        raise IndexError(f"Target {int(safe_t.max())} is out of bounds.")
+    bad = safe_t[valid & ((safe_t < 0) | (safe_t >= x2.shape[1]))]
+    if bad.size:
+        raise IndexError(f"Target {int(bad[0])} is out of bounds (nll_loss has {x2.shape[1]} classes).")
     w = np.ones(x2.shape[1], dtype=x.dtype) if weight is None else np.asarray(weight)
     sample_w = w[safe_t] * valid
     picked = -x2[np.arange(x2.shape[0]), safe_t] * sample_w
@@ -74,6 +103,13 @@ def nll_loss(self, target, weight=None, reduction="mean", ignore_index=-100):
     if reduction == "mean":
         return np.asarray(picked.sum() / sample_w.sum(), dtype=x.dtype)
     raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+@nll_loss.meta_fn
+def _(self, target, weight, reduction, ignore_index):
+    _check_target(target.dtype)
+    return nll_loss_shape(self.shape, target.shape, None if weight is None else weight.shape,
+                          reduction), self.dtype
 
 
 @nll_loss.derivative
@@ -103,6 +139,10 @@ def native_dropout(self, p, train):
         return np.zeros_like(x), np.zeros(x.shape, dtype=np.bool_)
     mask = default_generator.np.random(x.shape) >= p
     return (x * mask / (1 - p)).astype(x.dtype), mask
+
+
+native_dropout.meta_fn(lambda self, p, train: [(tuple(self.shape), self.dtype),
+                                                (tuple(self.shape), _dtype.bool_)])
 
 
 @native_dropout.derivative

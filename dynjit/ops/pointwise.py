@@ -8,7 +8,9 @@ import math
 
 import numpy as np
 
+from .. import _dtype
 from .registry import register, POINTWISE, FLOAT, BOOL, KEEP
+from .meta import broadcast_error, pointwise_meta
 
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)
@@ -18,12 +20,43 @@ def _is_float_tensor(x):
     return hasattr(x, "_data") and x.dtype.is_floating_point
 
 
+def _ignore_fp_errors():
+    """A cheap stand-in for `np.errstate(all="ignore")` (which costs ~1us per call):
+    numpy 2 keeps the error state in a context variable that can be set directly."""
+    try:
+        from numpy._core import _ufunc_config as cfg
+        var, ignore = cfg._extobj_contextvar, cfg._make_extobj(all="ignore")
+    except (ImportError, AttributeError, TypeError):
+        return lambda: np.errstate(all="ignore")
+
+    class Ignore:
+        __slots__ = ("token",)
+
+        def __enter__(self):
+            self.token = var.set(ignore)
+
+        def __exit__(self, *exc):
+            var.reset(self.token)
+    return Ignore
+
+
+_ignore = _ignore_fp_errors()
+
+
+def clear_broadcast_error(error, *operands):
+    """numpy's broadcasting ValueError as PyTorch's RuntimeError naming the sizes."""
+    return broadcast_error(*operands) or error
+
+
 def quiet(kernel):
     """Silence numpy's floating-point warnings (log(0), 0/0, ...): like PyTorch,
-    dynjit returns inf/nan without warning."""
+    dynjit returns inf/nan without warning. Broadcasting errors get a clear message."""
     def run(*args):
-        with np.errstate(all="ignore"):
-            return kernel(*args)
+        with _ignore():
+            try:
+                return kernel(*args)
+            except ValueError as e:
+                raise clear_broadcast_error(e, *args) from None
     run.__signature__ = inspect.signature(kernel)
     run.__name__ = getattr(kernel, "__name__", "kernel")
     return run
@@ -33,7 +66,10 @@ def quiet(kernel):
 
 @register("add", POINTWISE)
 def add(self, other, alpha=1):
-    return np.add(self, other if alpha == 1 else np.multiply(other, alpha))
+    try:
+        return np.add(self, other if alpha == 1 else np.multiply(other, alpha))
+    except ValueError as e:
+        raise clear_broadcast_error(e, self, other) from None
 
 
 @add.derivative
@@ -41,12 +77,31 @@ def _(grad, alpha):
     return grad, (grad if alpha == 1 else grad * alpha)
 
 
+_SUB_BOOL = ("Subtraction, the `-` operator, with two bool tensors is not supported. "
+             "Use the `^` or `logical_xor()` operator instead.")
+
+
+def _is_bool(x):
+    return getattr(x, "dtype", None) in (np.bool_, _dtype.bool_) or isinstance(x, bool)
+
+
 @register("sub", POINTWISE)
 def sub(self, other, alpha=1):
-    if getattr(self, "dtype", None) == np.bool_ and getattr(other, "dtype", None) == np.bool_:
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
-                           "Use the `^` or `logical_xor()` operator instead.")
-    return np.subtract(self, other if alpha == 1 else np.multiply(other, alpha))
+    try:
+        return np.subtract(self, other if alpha == 1 else np.multiply(other, alpha))
+    except ValueError as e:
+        raise clear_broadcast_error(e, self, other) from None
+    except TypeError:
+        if _is_bool(self) and _is_bool(other):
+            raise RuntimeError(_SUB_BOOL) from None
+        raise
+
+
+@sub.meta_fn
+def _(self, other, alpha):
+    if _is_bool(self) and _is_bool(other):
+        raise RuntimeError(_SUB_BOOL)
+    return pointwise_meta(sub, (self, other, alpha))
 
 
 @sub.derivative
@@ -55,8 +110,14 @@ def _(grad, alpha):
 
 
 @register("rsub", POINTWISE)
+@quiet
 def rsub(self, other, alpha=1):
+    if _is_bool(self) and _is_bool(other):
+        raise RuntimeError(_SUB_BOOL)
     return np.subtract(other, self if alpha == 1 else np.multiply(self, alpha))
+
+
+rsub.meta_fn(sub._meta)
 
 
 @rsub.derivative
@@ -66,7 +127,10 @@ def _(grad, alpha):
 
 @register("mul", POINTWISE)
 def mul(self, other):
-    return np.multiply(self, other)
+    try:
+        return np.multiply(self, other)
+    except ValueError as e:
+        raise clear_broadcast_error(e, self, other) from None
 
 
 @mul.derivative
@@ -76,21 +140,33 @@ def _(grad, self, other, needs):
 
 @register("div", POINTWISE, dtype_rule=FLOAT)
 @quiet
-def div(self, other, rounding_mode=None):
-    if rounding_mode is None:
-        return np.true_divide(self, other)
-    if rounding_mode == "floor":
-        return np.floor_divide(self, other)
-    if rounding_mode == "trunc":
-        return np.trunc(np.true_divide(self, other)).astype(np.result_type(self, other))
-    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found {rounding_mode!r}")
+def div(self, other):
+    return np.true_divide(self, other)
 
 
 @div.derivative
-def _(grad, self, other, rounding_mode):
-    if rounding_mode is not None:
-        return grad * 0, grad * 0
-    return grad / other, -grad * self / (other * other)
+def _(grad, self, other, needs):
+    g_other = -grad * self / (other * other) if needs[1] else None
+    return (grad / other if needs[0] else None), g_other
+
+
+@register("div_mode", POINTWISE)
+@quiet
+def div_mode(self, other, rounding_mode):
+    """Division rounded to an integer value (`div(..., rounding_mode=)`): keeps integer dtypes."""
+    if rounding_mode == "floor":
+        return np.floor_divide(self, other)
+    if rounding_mode == "trunc":
+        if np.result_type(self, other).kind in "biu":
+            q = np.floor_divide(self, other)
+            inexact = (np.remainder(self, other) != 0) & ((np.less(self, 0)) != (np.less(other, 0)))
+            return q + inexact
+        return np.trunc(np.true_divide(self, other))
+    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                     f"{rounding_mode!r}")
+
+
+div_mode.derivative(lambda grad: (grad * 0, grad * 0))
 
 
 @register("floor_divide", POINTWISE, differentiable=False)
@@ -163,6 +239,7 @@ def _(grad, self, other):
 
 
 @register("maximum", POINTWISE)
+@quiet
 def maximum(self, other):
     return np.maximum(self, other)
 
@@ -175,6 +252,7 @@ def _(grad, self, other):
 
 
 @register("minimum", POINTWISE)
+@quiet
 def minimum(self, other):
     return np.minimum(self, other)
 
@@ -322,13 +400,12 @@ def erf(self):
     return _erf(np.asarray(self))
 
 
+_erf_elementwise = np.frompyfunc(math.erf, 1, 1)
+
+
 def _erf(x):
-    # W. J. Cody's rational approximations are overkill here; this is the
-    # Abramowitz-Stegun 7.1.26 form refined to ~1e-7 absolute error by
-    # computing in float64.
-    x64 = x.astype(np.float64)
-    vec = np.frompyfunc(math.erf, 1, 1)
-    return vec(x64).astype(np.float64)
+    """erf in float64, element by element with the C library's math.erf (exact to 1 ulp)."""
+    return np.asarray(_erf_elementwise(np.asarray(x, dtype=np.float64)), dtype=np.float64)
 
 
 @erf.derivative
@@ -389,6 +466,7 @@ frac.derivative(lambda grad: grad)
 
 
 @register("clamp", POINTWISE, operands=("self", "min", "max"))
+@quiet
 def clamp(self, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
@@ -414,9 +492,24 @@ def _(grad, self, min, max):
     return g_self, g_min, g_max
 
 
+def _check_bool_mask(dtype, what):
+    if dtype not in (np.bool_, _dtype.bool_):
+        name = dtype.name if isinstance(dtype, _dtype.dtype) else _dtype.from_numpy_dtype(dtype).name
+        raise RuntimeError(f"{what} must be a bool tensor, but got {name}; compare to get one "
+                           "(e.g. `x > 0`) or convert it with .bool()")
+
+
 @register("where", POINTWISE, operands=("self", "other"))
+@quiet
 def where(condition, self, other):
+    _check_bool_mask(np.asarray(condition).dtype, "where(): the condition")
     return np.where(condition, self, other)
+
+
+@where.meta_fn
+def _(condition, self, other):
+    _check_bool_mask(condition.dtype, "where(): the condition")
+    return pointwise_meta(where, (condition, self, other))
 
 
 @where.derivative
@@ -425,12 +518,26 @@ def _(grad, condition):
     return None, where(condition, grad, zero), where(condition, zero, grad)
 
 
+def _check_fill_value(value):
+    if np.ndim(value) or (hasattr(value, "shape") and len(value.shape)):
+        raise RuntimeError(f"masked_fill only supports a 0-dimensional value tensor, but got tensor "
+                           f"with {len(np.shape(value))} dimension(s).")
+
+
 @register("masked_fill", POINTWISE, dtype_rule=KEEP)
+@quiet
 def masked_fill(self, mask, value):
-    if np.asarray(mask).dtype != np.bool_:
-        raise RuntimeError(f"masked_fill only supports boolean masks, but got mask with dtype "
-                           f"{np.asarray(mask).dtype}")
+    _check_bool_mask(np.asarray(mask).dtype, "masked_fill(): the mask")
+    _check_fill_value(value)
     return np.where(mask, value, self)
+
+
+@masked_fill.meta_fn
+def _(self, mask, value):
+    _check_bool_mask(mask.dtype, "masked_fill(): the mask")
+    if hasattr(value, "shape") and len(value.shape):
+        _check_fill_value(np.empty(value.shape))
+    return pointwise_meta(masked_fill, (self, mask, value))
 
 
 @masked_fill.derivative
@@ -443,42 +550,71 @@ def _(grad, mask, value):
 
 # -- comparisons and logic (not differentiable) -----------------------------
 
+def _binary_kernel(np_fn):
+    def kernel(self, other):
+        try:
+            return np_fn(self, other)
+        except ValueError as e:
+            raise clear_broadcast_error(e, self, other) from None
+    return kernel
+
+
 def _cmp(name, kernel):
     return register(name, POINTWISE, dtype_rule=BOOL, differentiable=False)(kernel)
 
 
-eq = _cmp("eq", lambda self, other: np.equal(self, other))
-ne = _cmp("ne", lambda self, other: np.not_equal(self, other))
-lt = _cmp("lt", lambda self, other: np.less(self, other))
-le = _cmp("le", lambda self, other: np.less_equal(self, other))
-gt = _cmp("gt", lambda self, other: np.greater(self, other))
-ge = _cmp("ge", lambda self, other: np.greater_equal(self, other))
+eq = _cmp("eq", _binary_kernel(np.equal))
+ne = _cmp("ne", _binary_kernel(np.not_equal))
+lt = _cmp("lt", _binary_kernel(np.less))
+le = _cmp("le", _binary_kernel(np.less_equal))
+gt = _cmp("gt", _binary_kernel(np.greater))
+ge = _cmp("ge", _binary_kernel(np.greater_equal))
 logical_not = _cmp("logical_not", lambda self: np.logical_not(self))
-logical_and = _cmp("logical_and", lambda self, other: np.logical_and(self, other))
-logical_or = _cmp("logical_or", lambda self, other: np.logical_or(self, other))
-logical_xor = _cmp("logical_xor", lambda self, other: np.logical_xor(self, other))
+logical_and = _cmp("logical_and", _binary_kernel(np.logical_and))
+logical_or = _cmp("logical_or", _binary_kernel(np.logical_or))
+logical_xor = _cmp("logical_xor", _binary_kernel(np.logical_xor))
 isnan = _cmp("isnan", lambda self: np.isnan(self))
 isinf = _cmp("isinf", lambda self: np.isinf(self))
 isfinite = _cmp("isfinite", lambda self: np.isfinite(self))
 
 
-def _bitwise(name, kernel):
-    def checked(self, other=None):
-        for a in (self, other):
-            if isinstance(a, np.ndarray) and a.dtype.kind == "f":
-                raise RuntimeError(f"\"{name}\" is only defined for integer and bool tensors, got {a.dtype}")
-        return kernel(self, other)
-    checked.__name__ = name
-    return register(name, POINTWISE, differentiable=False)(checked)
+def _check_integral(name, operands):
+    for a in operands:
+        dt = getattr(a, "dtype", None)
+        if isinstance(a, float) or (dt is not None and (dt.is_floating_point if isinstance(dt, _dtype.dtype)
+                                                         else np.dtype(dt).kind == "f")):
+            raise RuntimeError(f"{name} is only defined for integer and bool tensors and scalars, "
+                               f"got a floating point operand")
 
 
-bitwise_and = _bitwise("bitwise_and", lambda a, b: np.bitwise_and(a, b))
-bitwise_or = _bitwise("bitwise_or", lambda a, b: np.bitwise_or(a, b))
-bitwise_xor = _bitwise("bitwise_xor", lambda a, b: np.bitwise_xor(a, b))
+def _bitwise(name, np_fn):
+    def kernel(self, other):
+        _check_integral(name, (self, other))
+        try:
+            return np_fn(self, other)
+        except ValueError as e:
+            raise clear_broadcast_error(e, self, other) from None
+    op = register(name, POINTWISE, differentiable=False)(kernel)
+
+    @op.meta_fn
+    def meta(self, other):
+        _check_integral(name, (self, other))
+        return pointwise_meta(op, (self, other))
+    return op
+
+
+bitwise_and = _bitwise("bitwise_and", np.bitwise_and)
+bitwise_or = _bitwise("bitwise_or", np.bitwise_or)
+bitwise_xor = _bitwise("bitwise_xor", np.bitwise_xor)
 
 
 @register("bitwise_not", POINTWISE, differentiable=False)
 def bitwise_not(self):
-    if np.asarray(self).dtype.kind == "f":
-        raise RuntimeError("bitwise_not is only defined for integer and bool tensors")
+    _check_integral("bitwise_not", (self,))
     return np.invert(self)
+
+
+@bitwise_not.meta_fn
+def _(self):
+    _check_integral("bitwise_not", (self,))
+    return pointwise_meta(bitwise_not, (self,))

@@ -10,26 +10,9 @@ import numpy as np
 
 from .. import _dtype
 from .registry import register, REDUCTION
+from .meta import normalize_dims, reduced_shape, accumulate_dtype, float_dtype, same_as
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
-
-
-def normalize_dims(dim, ndim):
-    """A tuple of non-negative dims (all dims when dim is None or empty)."""
-    if dim is None:
-        return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
-    if not dims:
-        return tuple(range(ndim))
-    n = max(ndim, 1)
-    out = []
-    for d in dims:
-        if not -n <= d < n:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
-        out.append(d % n if ndim else 0)
-    if len(set(out)) != len(out):
-        raise RuntimeError(f"dim {out} appears multiple times in the list of dims")
-    return tuple(out)
 
 
 def _np_axis(x, dim):
@@ -66,11 +49,16 @@ def _(grad, self_shape, dim, keepdim):
     return _unreduce(grad, self_shape, dim, keepdim)
 
 
+@sum_op.meta_fn
+def _(self, dim, keepdim, dtype):
+    return reduced_shape(self.shape, dim, keepdim), accumulate_dtype(self.dtype, dtype)
+
+
 @register("sum_to_size", REDUCTION)
 def sum_to_size(self, size):
     size = tuple(size)
     lead = self.ndim - len(size)
-    if lead < 0:
+    if lead < 0 or any(s != 1 and s != x for s, x in zip(size, self.shape[lead:])):
         raise RuntimeError(f"size {list(size)} is not expandable to size {list(self.shape)}")
     axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(size)
                                       if s == 1 and self.shape[lead + i] != 1)
@@ -81,6 +69,15 @@ def sum_to_size(self, size):
 @sum_to_size.derivative
 def _(grad, self_shape):
     return grad.expand(self_shape)
+
+
+@sum_to_size.meta_fn
+def _(self, size):
+    size = tuple(size)
+    lead = len(self.shape) - len(size)
+    if lead < 0 or any(s != 1 and s != x for s, x in zip(size, self.shape[lead:])):
+        raise RuntimeError(f"size {list(size)} is not expandable to size {list(self.shape)}")
+    return size, self.dtype
 
 
 @register("mean", REDUCTION)
@@ -101,6 +98,14 @@ def _(grad, self_shape, dim, keepdim):
     return _unreduce(grad, self_shape, dim, keepdim) / max(n, 1)
 
 
+@mean.meta_fn
+def _(self, dim, keepdim, dtype):
+    if dtype is None and not self.dtype.is_floating_point:
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
+                           f"floating point or complex dtype. Got: {self.dtype.name}")
+    return reduced_shape(self.shape, dim, keepdim), _dtype.to_dtype(dtype) if dtype is not None else self.dtype
+
+
 @register("prod", REDUCTION)
 def prod(self, dim=None, keepdim=False, dtype=None):
     return np.prod(self, axis=_np_axis(self, dim), keepdims=keepdim, dtype=_acc_dtype(self, dtype))
@@ -114,6 +119,9 @@ def _(grad, self, dim, keepdim):
     if self.ndim == 0:
         return g
     return g * _prod_of_others(self, normalize_dims(dim, self.ndim))
+
+
+prod.meta_fn(sum_op._meta)
 
 
 def _prod_of_others(x, dims):
@@ -188,6 +196,14 @@ def _(grad, self, result):
     return grad * mask / mask.sum()
 
 
+@max_op.meta_fn
+def _(self):
+    if 0 in self.shape:
+        raise RuntimeError("max(): Expected reduction dim to be specified for input.numel() == 0. "
+                           "Specify the reduction dim with the 'dim' argument.")
+    return (), self.dtype
+
+
 @register("min", REDUCTION)
 def min_op(self):
     return _minmax(np.min)(self)
@@ -197,6 +213,9 @@ def min_op(self):
 def _(grad, self, result):
     mask = self == result
     return grad * mask / mask.sum()
+
+
+min_op.meta_fn(max_op._meta)
 
 
 def _dim_kernel(arg_fn):
@@ -228,6 +247,18 @@ max_dim.derivative(_select_backward)
 min_dim.derivative(_select_backward)
 
 
+@max_dim.meta_fn
+def _(self, dim, keepdim):
+    shape = reduced_shape(self.shape, dim, keepdim)
+    if self.shape and self.shape[normalize_dims(dim, len(self.shape))[0]] == 0:
+        raise IndexError(f"max(): Expected reduction dim {normalize_dims(dim, len(self.shape))[0]} "
+                         "to have non-zero size.")
+    return [(shape, self.dtype), (shape, _dtype.int64)]
+
+
+min_dim.meta_fn(max_dim._meta)
+
+
 @register("value_selecting_backward", REDUCTION)
 def value_selecting_backward(grad, indices, shape, dim, keepdim):
     shape = tuple(shape)
@@ -251,6 +282,11 @@ def _(grad, indices, dim, keepdim):
     return out if keepdim or grad.ndim == 0 else out.squeeze(d)
 
 
+@value_selecting_backward.meta_fn
+def _(grad, indices, shape, dim, keepdim):
+    return tuple(shape), grad.dtype
+
+
 def _arg(np_fn, name):
     def kernel(self, dim=None, keepdim=False):
         x = np.asarray(self)
@@ -264,16 +300,31 @@ def _arg(np_fn, name):
             return np.zeros((), dtype=np.int64)
         d = normalize_dims(dim, x.ndim)[0]
         return np.asarray(np_fn(x, axis=d, keepdims=keepdim), dtype=np.int64)
-    return register(name, REDUCTION, differentiable=False)(kernel)
+    op = register(name, REDUCTION, differentiable=False)(kernel)
+
+    @op.meta_fn
+    def meta(self, dim, keepdim):
+        if 0 in self.shape:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+        if dim is None:
+            return ((1,) * len(self.shape) if keepdim else ()), _dtype.int64
+        return reduced_shape(self.shape, dim, keepdim), _dtype.int64
+    return op
 
 
 argmax = _arg(np.argmax, "argmax")
 argmin = _arg(np.argmin, "argmin")
 
 
+def _require_float(dtype, message):
+    if not dtype.is_floating_point:
+        raise RuntimeError(f"{message}; got a {dtype.name} tensor (convert it with .double() or .float())")
+
+
 @register("var", REDUCTION)
 def var(self, dim=None, correction=1, keepdim=False):
     x = np.asarray(self)
+    _require_float(_dtype.from_numpy_dtype(x.dtype), "std and var only support floating point dtypes")
     return np.var(x, axis=_np_axis(x, dim), ddof=correction, keepdims=keepdim)
 
 
@@ -289,6 +340,7 @@ def _(grad, self, dim, correction, keepdim):
 @register("std", REDUCTION)
 def std(self, dim=None, correction=1, keepdim=False):
     x = np.asarray(self)
+    _require_float(_dtype.from_numpy_dtype(x.dtype), "std and var only support floating point dtypes")
     return np.std(x, axis=_np_axis(x, dim), ddof=correction, keepdims=keepdim)
 
 
@@ -300,6 +352,15 @@ def _(grad, self, dim, correction, keepdim, result):
     centered = self - self.mean(dim, keepdim=True) if self.ndim else self * 0
     r = _unreduce(result, self.shape, dim, keepdim)
     return _unreduce(grad, self.shape, dim, keepdim) * centered / (r * max(n - correction, 0))
+
+
+@var.meta_fn
+def _(self, dim, correction, keepdim):
+    _require_float(self.dtype, "std and var only support floating point dtypes")
+    return reduced_shape(self.shape, dim, keepdim), self.dtype
+
+
+std.meta_fn(var._meta)
 
 
 @register("logsumexp", REDUCTION)
@@ -321,9 +382,15 @@ def _(grad, self, dim, keepdim, result):
     return _unreduce(grad, self.shape, dim, keepdim) * (self - _unreduce(result, self.shape, dim, keepdim)).exp()
 
 
+@logsumexp.meta_fn
+def _(self, dim, keepdim):
+    return reduced_shape(self.shape, dim, keepdim), float_dtype(self.dtype)
+
+
 @register("norm", REDUCTION)
 def norm(self, p=2, dim=None, keepdim=False):
     x = np.asarray(self)
+    _require_float(_dtype.from_numpy_dtype(x.dtype), "norm expects a floating point tensor")
     axis = _np_axis(x, dim)
     a = np.abs(x)
     if p == float("inf"):
@@ -340,6 +407,8 @@ def norm(self, p=2, dim=None, keepdim=False):
 @norm.derivative
 def _(grad, self, p, dim, keepdim, result):
     g = _unreduce(grad, self.shape, dim, keepdim)
+    if p == 0:      # counts nonzeros: piecewise constant
+        return g * 0
     r = _unreduce(result, self.shape, dim, keepdim)
     if p == 2:
         return (g * self / r).masked_fill(r == 0, 0.0)
@@ -352,6 +421,12 @@ def _(grad, self, p, dim, keepdim, result):
     return (g * self.sign() * self.abs().pow(p - 1) / r.pow(p - 1)).masked_fill(r == 0, 0.0)
 
 
+@norm.meta_fn
+def _(self, p, dim, keepdim):
+    _require_float(self.dtype, "norm expects a floating point tensor")
+    return reduced_shape(self.shape, dim, keepdim), self.dtype
+
+
 @register("all", REDUCTION, differentiable=False)
 def all_op(self, dim=None, keepdim=False):
     return np.all(self, axis=_np_axis(self, dim), keepdims=keepdim)
@@ -362,12 +437,26 @@ def any_op(self, dim=None, keepdim=False):
     return np.any(self, axis=_np_axis(self, dim), keepdims=keepdim)
 
 
+@all_op.meta_fn
+def _(self, dim, keepdim):
+    return reduced_shape(self.shape, dim, keepdim), _dtype.bool_
+
+
+any_op.meta_fn(all_op._meta)
+
+
 @register("cumsum", REDUCTION)
 def cumsum(self, dim, dtype=None):
     x = np.asarray(self)
     if x.ndim == 0:
         return x.astype(_acc_dtype(x, dtype))
     return np.cumsum(x, axis=normalize_dims(dim, x.ndim)[0], dtype=_acc_dtype(x, dtype))
+
+
+@cumsum.meta_fn
+def _(self, dim, dtype):
+    normalize_dims(dim, len(self.shape))
+    return tuple(self.shape), accumulate_dtype(self.dtype, dtype)
 
 
 @cumsum.derivative
@@ -383,6 +472,9 @@ def cumprod(self, dim, dtype=None):
     if x.ndim == 0:
         return x.astype(_acc_dtype(x, dtype))
     return np.cumprod(x, axis=normalize_dims(dim, x.ndim)[0], dtype=_acc_dtype(x, dtype))
+
+
+cumprod.meta_fn(cumsum._meta)
 
 
 @cumprod.derivative

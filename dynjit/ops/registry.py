@@ -105,6 +105,11 @@ class OpDef:
         self._meta = fn
         return fn
 
+    def meta(self, args, kwargs=None):
+        """Output (shape, dtype), or a list of them, from input shapes and dtypes (see meta.py)."""
+        from .meta import run_meta
+        return run_meta(self, args, kwargs)
+
     def normalize(self, args, kwargs):
         """Full positional argument tuple, defaults filled in."""
         n = len(args)

@@ -6,8 +6,9 @@ clone, contiguous copies, dtype conversion.
 import numpy as np
 
 from .. import _dtype
-from .registry import register, VIEW, OTHER, EXTERN
-from .reductions import normalize_dims
+from .registry import register, VIEW, OTHER
+from .meta import (normalize_dims, wrap_dim, same_as, describe, dummy, is_tensor_like,
+                   DataDependentOutputError)
 
 
 def infer_shape(shape, numel):
@@ -30,8 +31,7 @@ def infer_shape(shape, numel):
     return shape
 
 
-def _dim(d, ndim):
-    return normalize_dims(d, ndim)[0] if ndim else normalize_dims(d, 0) and 0
+_dim = wrap_dim
 
 
 @register("view", VIEW)
@@ -220,6 +220,21 @@ def index(self, indices):
 index.derivative(lambda grad, self_shape, indices: index_backward(grad, self_shape, tuple(indices), True))
 
 
+@index.meta_fn
+def _(self, indices):
+    idx = []
+    for i in indices:
+        if is_tensor_like(i):
+            if i.dtype.name == "bool":
+                raise DataDependentOutputError("indexing with a bool mask: the output's shape depends "
+                                               "on how many elements of the mask are True")
+            i = dummy(i)
+        elif isinstance(i, (list, tuple)) and np.asarray(i).dtype == np.bool_:
+            i = np.asarray(i)
+        idx.append(i)
+    return describe(dummy(self)[tuple(idx)])
+
+
 @register("index_backward", OTHER, tensor_lists=("index",))
 def index_backward(grad, shape, index, accumulate):
     """Scatter `grad` into zeros of `shape` at `index` (the gradient of indexing)."""
@@ -237,6 +252,11 @@ def _(grad, index, accumulate):
     idx = tuple(index) if isinstance(index, (tuple, list)) else (index,)
     basic = all(isinstance(i, (int, slice, type(None), type(Ellipsis))) and not isinstance(i, bool) for i in idx)
     return getitem(grad, idx) if basic else globals()["index"](grad, list(idx))
+
+
+@index_backward.meta_fn
+def _(grad, shape, index, accumulate):
+    return tuple(shape), grad.dtype
 
 
 @register("index_put", OTHER, tensor_lists=("indices",))
@@ -258,6 +278,9 @@ def _(grad, indices, values, accumulate):
     if hasattr(values, "_data"):
         g_values = index(grad, idx)
     return g_self, None, g_values
+
+
+index_put.meta_fn(lambda self, indices, values, accumulate=False: same_as(self))
 
 
 def _split_sizes(size, split_size):
@@ -302,23 +325,51 @@ def _(grads, dim):
     return stack(list(grads), dim)
 
 
+def _is_legacy_empty(shape):
+    return len(shape) == 1 and shape[0] == 0
+
+
+def cat_shape(shapes, dim):
+    """cat's output shape; like PyTorch, 1-D empty tensors are skipped."""
+    if not shapes:
+        raise RuntimeError("cat(): expected a non-empty list of Tensors")
+    nonempty = [(i, s) for i, s in enumerate(shapes) if not _is_legacy_empty(s)] or [(0, shapes[0])]
+    ref = nonempty[0][1]
+    if not ref:
+        raise RuntimeError(f"zero-dimensional tensor (at position {nonempty[0][0]}) cannot be concatenated")
+    d = _dim(dim, len(ref))
+    for i, s in nonempty:
+        if len(s) != len(ref):
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {len(ref)} and {len(s)} "
+                               f"(tensor number {i} in the list)")
+        if any(s[k] != ref[k] for k in range(len(s)) if k != d):
+            raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                               f"{list(ref)} but got size {list(s)} for tensor number {i} in the list.")
+    return ref[:d] + (sum(s[d] for _, s in nonempty),) + ref[d + 1:]
+
+
+def _promote_all(dtypes):
+    out = dtypes[0]
+    for d in dtypes[1:]:
+        out = _dtype.promote_types(out, d)
+    return out
+
+
 @register("cat", OTHER, tensor_lists=("tensors",))
 def cat(tensors, dim=0):
     arrays = [np.asarray(a) for a in tensors]
-    if not arrays:
-        raise RuntimeError("cat(): expected a non-empty list of Tensors")
-    # like PyTorch, 1-D empty tensors are skipped
-    nonempty = [a for a in arrays if not (a.ndim == 1 and a.shape[0] == 0)] or arrays[:1]
-    ref = nonempty[0]
-    if ref.ndim == 0:
-        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
-    d = _dim(dim, ref.ndim)
+    shape = cat_shape([a.shape for a in arrays], dim)
     dt = np.result_type(*arrays)
-    for i, a in enumerate(nonempty):
-        if a.ndim != ref.ndim or any(a.shape[k] != ref.shape[k] for k in range(a.ndim) if k != d):
-            raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
-                               f"{list(ref.shape)} but got size {list(a.shape)} for tensor number {i} in the list.")
-    return np.concatenate(nonempty, axis=d).astype(dt, copy=False)
+    nonempty = [a for a in arrays if not _is_legacy_empty(a.shape)]
+    if not nonempty:
+        return np.zeros(shape, dtype=dt)
+    return np.concatenate(nonempty, axis=_dim(dim, len(shape))).astype(dt, copy=False)
+
+
+@cat.meta_fn
+def _(tensors, dim):
+    shape = cat_shape([tuple(t.shape) for t in tensors], dim)
+    return shape, _promote_all([t.dtype for t in tensors])
 
 
 @cat.derivative
@@ -336,19 +387,30 @@ def _(grad, tensors, dim):
     return (grads,)
 
 
+def stack_shape(shapes, dim):
+    if not shapes:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, s in enumerate(shapes):
+        if s != shapes[0]:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shapes[0])} "
+                               f"at entry 0 and {list(s)} at entry {i}")
+    n = len(shapes[0]) + 1
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    d = dim % n
+    return shapes[0][:d] + (len(shapes),) + shapes[0][d:]
+
+
 @register("stack", OTHER, tensor_lists=("tensors",))
 def stack(tensors, dim=0):
     arrays = [np.asarray(a) for a in tensors]
-    if not arrays:
-        raise RuntimeError("stack expects a non-empty TensorList")
-    for i, a in enumerate(arrays):
-        if a.shape != arrays[0].shape:
-            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(arrays[0].shape)} "
-                               f"at entry 0 and {list(a.shape)} at entry {i}")
-    n = arrays[0].ndim + 1
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
-    return np.stack(arrays, axis=dim % n).astype(np.result_type(*arrays), copy=False)
+    shape = stack_shape([a.shape for a in arrays], dim)
+    return np.stack(arrays, axis=dim % len(shape)).astype(np.result_type(*arrays), copy=False)
+
+
+@stack.meta_fn
+def _(tensors, dim):
+    return stack_shape([tuple(t.shape) for t in tensors], dim), _promote_all([t.dtype for t in tensors])
 
 
 @stack.derivative
@@ -362,6 +424,7 @@ def clone(self, memory_format=None):
 
 
 clone.derivative(lambda grad: grad)
+clone.meta_fn(lambda self, memory_format=None: same_as(self))
 
 
 @register("to_dtype", OTHER)
@@ -370,14 +433,16 @@ def to_dtype(self, dtype):
 
 
 to_dtype.derivative(lambda grad: grad)
+to_dtype.meta_fn(lambda self, dtype: same_as(self, _dtype.to_dtype(dtype)))
 
 
 @register("contiguous_copy", OTHER)
 def contiguous_copy(self):
-    return np.ascontiguousarray(self)
+    return np.array(self, copy=True, order="C")
 
 
 contiguous_copy.derivative(lambda grad: grad)
+contiguous_copy.meta_fn(same_as)
 
 
 @register("flip", OTHER)
@@ -389,9 +454,37 @@ def flip(self, dims):
 flip.derivative(lambda grad, dims: grad.flip(dims))
 
 
+@flip.meta_fn
+def _(self, dims):
+    if self.shape:
+        normalize_dims(tuple(dims), len(self.shape))
+    return same_as(self)
+
+
+def _check_roll(shifts, dims, ndim):
+    if dims is None:
+        if isinstance(shifts, (tuple, list)) and len(shifts) != 1:
+            raise RuntimeError(f"roll: with dims=None, shifts must be a single int, got {list(shifts)}")
+        return
+    n_shifts = len(shifts) if isinstance(shifts, (tuple, list)) else 1
+    n_dims = len(dims) if isinstance(dims, (tuple, list)) else 1
+    if n_shifts != n_dims:
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {n_shifts}, dims:{n_dims}")
+    normalize_dims(dims, ndim)
+
+
 @register("roll", OTHER)
 def roll(self, shifts, dims=None):
+    _check_roll(shifts, dims, self.ndim)
+    if dims is None:
+        shifts = shifts[0] if isinstance(shifts, (tuple, list)) else shifts
     return np.roll(self, shifts, axis=dims)
+
+
+@roll.meta_fn
+def _(self, shifts, dims):
+    _check_roll(shifts, dims, len(self.shape))
+    return same_as(self)
 
 
 @roll.derivative
@@ -400,12 +493,24 @@ def _(grad, shifts, dims):
     return grad.roll(neg, dims)
 
 
+def repeat_shape(shape, repeats):
+    repeats = tuple(int(r) for r in repeats)
+    if len(repeats) < len(shape):
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
+                           f"dimensions of tensor (repeats {list(repeats)} for a tensor of shape {list(shape)})")
+    if any(r < 0 for r in repeats):
+        raise RuntimeError(f"Trying to create tensor with negative dimension: repeats {list(repeats)}")
+    padded = (1,) * (len(repeats) - len(shape)) + tuple(shape)
+    return tuple(s * r for s, r in zip(padded, repeats))
+
+
 @register("repeat", OTHER)
 def repeat(self, repeats):
-    repeats = tuple(repeats)
-    if len(repeats) < self.ndim:
-        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
-    return np.tile(self, repeats)
+    shape = repeat_shape(self.shape, repeats)
+    return np.tile(self, tuple(repeats)).reshape(shape)
+
+
+repeat.meta_fn(lambda self, repeats: (repeat_shape(self.shape, repeats), self.dtype))
 
 
 @repeat.derivative
@@ -421,9 +526,21 @@ def _(grad, self_shape, repeats):
     return g.reshape(self_shape)
 
 
+def _check_matrix(name, ndim):
+    if ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions, got {ndim}")
+
+
 @register("tril", OTHER)
 def tril(self, diagonal=0):
+    _check_matrix("tril", self.ndim)
     return np.tril(self, diagonal)
+
+
+@tril.meta_fn
+def _(self, diagonal):
+    _check_matrix("tril", len(self.shape))
+    return same_as(self)
 
 
 tril.derivative(lambda grad, diagonal: grad.tril(diagonal))
@@ -431,16 +548,66 @@ tril.derivative(lambda grad, diagonal: grad.tril(diagonal))
 
 @register("triu", OTHER)
 def triu(self, diagonal=0):
+    _check_matrix("triu", self.ndim)
     return np.triu(self, diagonal)
+
+
+@triu.meta_fn
+def _(self, diagonal):
+    _check_matrix("triu", len(self.shape))
+    return same_as(self)
 
 
 triu.derivative(lambda grad, diagonal: grad.triu(diagonal))
 
 
+def _check_index_tensor(name, self_shape, dim, index_shape, index_dtype):
+    """gather/scatter's rules: an integer index with self's number of dims, no larger than
+    self in the other dims. Returns the wrapped dim."""
+    d = _dim(dim, len(self_shape))
+    if _as_dtype(index_dtype).is_floating_point or _as_dtype(index_dtype) is _dtype.bool_:
+        raise RuntimeError(f"{name}(): Expected dtype int64 for index, got {_as_dtype(index_dtype).name}")
+    if len(index_shape) != len(self_shape) and (len(index_shape) > 1 or len(self_shape) > 1):
+        raise RuntimeError(f"Index tensor must have the same number of dimensions as input tensor "
+                           f"({name}: index has {len(index_shape)}, input has {len(self_shape)})")
+    for k, (i, s) in enumerate(zip(index_shape, self_shape)):
+        if k != d and i > s:
+            raise RuntimeError(f"Size does not match at dimension {k} expected index {list(index_shape)} "
+                               f"to be smaller than self {list(self_shape)} apart from dimension {d}")
+    return d
+
+
+def _as_dtype(d):
+    """A dynjit dtype from a dynjit or numpy dtype."""
+    return d if isinstance(d, _dtype.dtype) else _dtype.from_numpy_dtype(d)
+
+
+def _index_grids(idx, d):
+    grids = list(np.indices(idx.shape, sparse=True))
+    grids[d] = idx
+    return tuple(grids)
+
+
+def _bounds_checked(fn, *args):
+    try:
+        return fn(*args)
+    except IndexError as e:
+        raise IndexError(str(e).replace("axis", "dimension")) from None
+
+
 @register("gather", OTHER)
 def gather(self, dim, index):
-    d = _dim(dim, np.ndim(self))
-    return np.take_along_axis(self, np.asarray(index), axis=d)
+    x, idx = np.asarray(self), np.asarray(index)
+    d = _check_index_tensor("gather", x.shape, dim, idx.shape, idx.dtype)
+    if x.ndim == 0:
+        return _bounds_checked(lambda: x.reshape(1)[idx.reshape(-1)].reshape(idx.shape))
+    return _bounds_checked(lambda: x[_index_grids(idx, d)])
+
+
+@gather.meta_fn
+def _(self, dim, index):
+    _check_index_tensor("gather", self.shape, dim, index.shape, index.dtype)
+    return tuple(index.shape), self.dtype
 
 
 @gather.derivative
@@ -449,78 +616,169 @@ def _(grad, self_shape, dim, index):
     return scatter_add(zeros(self_shape, dtype=grad.dtype), dim, index, grad)
 
 
-@register("scatter_add", OTHER)
-def scatter_add(self, dim, index, src):
+def _scatter_source(src, idx):
+    if isinstance(src, np.ndarray) and src.ndim:
+        return src[tuple(slice(0, s) for s in idx.shape)]
+    return src
+
+
+def _scatter_into(name, self, dim, index, src, accumulate):
     out = np.array(self, copy=True)
     idx = np.asarray(index)
-    d = _dim(dim, out.ndim)
-    src = np.asarray(src)
-    grids = list(np.indices(idx.shape, sparse=True))
-    grids[d] = idx
-    np.add.at(out, tuple(grids), src[tuple(slice(0, s) for s in idx.shape)])
+    d = _check_index_tensor(name, out.shape, dim, idx.shape, idx.dtype)
+    target = out.reshape(1) if out.ndim == 0 else out    # a view: writes land in `out`
+    if out.ndim == 0:
+        idx = idx.reshape(-1)
+        src = np.reshape(src, -1) if np.ndim(src) else src
+    grids, values = _index_grids(idx, d), _scatter_source(src, idx)
+    if accumulate:
+        _bounds_checked(np.add.at, target, grids, values)
+    else:
+        _bounds_checked(target.__setitem__, grids, values)
     return out
 
 
+@register("scatter_add", OTHER)
+def scatter_add(self, dim, index, src):
+    return _scatter_into("scatter_add", self, dim, index, np.asarray(src), True)
+
+
+def _pad_to(g, shape):
+    """`g` in the leading corner of zeros of `shape` (for sources larger than the index)."""
+    if tuple(g.shape) == tuple(shape):
+        return g
+    return index_backward(g, tuple(shape), tuple(slice(0, s) for s in g.shape), False)
+
+
 @scatter_add.derivative
-def _(grad, dim, index):
-    return grad, None, None, grad.gather(dim, index)
+def _(grad, dim, index, src_shape):
+    return grad, None, None, _pad_to(grad.gather(dim, index), src_shape)
 
 
 @register("scatter", OTHER)
 def scatter(self, dim, index, src):
-    out = np.array(self, copy=True)
-    idx = np.asarray(index)
-    d = _dim(dim, out.ndim)
-    if isinstance(src, np.ndarray) and src.ndim:
-        src = src[tuple(slice(0, s) for s in idx.shape)]
-    np.put_along_axis(out, idx, src, axis=d)
-    return out
+    return _scatter_into("scatter", self, dim, index, src, False)
+
+
+def _scatter_meta(name):
+    def meta(self, dim, index, src):
+        _check_index_tensor(name, self.shape, dim, index.shape, index.dtype)
+        return same_as(self)
+    return meta
+
+
+scatter.meta_fn(_scatter_meta("scatter"))
+scatter_add.meta_fn(_scatter_meta("scatter_add"))
 
 
 @scatter.derivative
 def _(grad, dim, index, src):
     g_self = scatter(grad, dim, index, 0.0)
-    g_src = grad.gather(dim, index) if hasattr(src, "_data") else None
+    g_src = _pad_to(grad.gather(dim, index), src.shape) if hasattr(src, "_data") else None
     return g_self, None, None, g_src
+
+
+def _index_select_shape(shape, dim, index_shape, index_dtype):
+    if _as_dtype(index_dtype).is_floating_point or _as_dtype(index_dtype) is _dtype.bool_:
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    if len(index_shape) > 1:
+        raise IndexError(f"index_select(): Index is supposed to be a vector, got shape {list(index_shape)}")
+    if not shape:
+        return ()
+    d = _dim(dim, len(shape))
+    n = index_shape[0] if index_shape else 1
+    return tuple(shape[:d]) + (n,) + tuple(shape[d + 1:])
 
 
 @register("index_select", OTHER)
 def index_select(self, dim, index):
-    d = _dim(dim, np.ndim(self))
-    return np.take(self, np.asarray(index).reshape(-1), axis=d)
+    idx = np.asarray(index)
+    shape = _index_select_shape(np.shape(self), dim, idx.shape, idx.dtype)
+    if not shape:
+        return _bounds_checked(lambda: np.asarray(self).reshape(1)[idx.reshape(-1)].reshape(()))
+    return _bounds_checked(np.take, self, idx.reshape(-1), _dim(dim, len(shape)))
+
+
+index_select.meta_fn(lambda self, dim, index: (_index_select_shape(self.shape, dim, index.shape, index.dtype),
+                                                self.dtype))
 
 
 @index_select.derivative
 def _(grad, self_shape, dim, index):
+    if not self_shape:
+        return grad
     d = _dim(dim, len(self_shape))
     return index_backward(grad, self_shape, (slice(None),) * d + (index.reshape(-1),), True)
+
+
+def _check_one_hot_input(dtype):
+    if _as_dtype(dtype).is_floating_point or _as_dtype(dtype) is _dtype.bool_:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
 
 
 @register("one_hot", OTHER, differentiable=False)
 def one_hot(self, num_classes=-1):
     idx = np.asarray(self)
-    if idx.dtype.kind not in "iu":
-        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    n = int(idx.max()) + 1 if num_classes == -1 else num_classes
+    _check_one_hot_input(idx.dtype)
+    if num_classes == -1:
+        if not idx.size:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        n = int(idx.max()) + 1
+    else:
+        n = num_classes
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         raise RuntimeError("Class values must be smaller than num_classes.")
     return (idx[..., None] == np.arange(n)).astype(np.int64)
 
 
+@one_hot.meta_fn
+def _(self, num_classes):
+    _check_one_hot_input(self.dtype)
+    if num_classes == -1:
+        raise DataDependentOutputError("one_hot with num_classes=-1: the number of classes is the "
+                                       "largest value in the input plus one; pass num_classes")
+    return tuple(self.shape) + (num_classes,), _dtype.int64
+
+
+def _check_broadcast_to(src_shape, shape):
+    from .meta import broadcast_shapes
+    if tuple(src_shape) != tuple(shape) and broadcast_shapes(src_shape, shape) != tuple(shape):
+        raise RuntimeError(f"copy_: the source of shape {list(src_shape)} can't be broadcast to the "
+                           f"destination's shape {list(shape)}")
+
+
 @register("copy", OTHER)
 def copy(self, src):
     """The functional form of copy_: `src` broadcast to self's shape in self's dtype."""
+    _check_broadcast_to(np.shape(src), np.shape(self))
     return np.broadcast_to(np.asarray(src).astype(np.asarray(self).dtype, copy=False), np.shape(self)).copy()
+
+
+@copy.meta_fn
+def _(self, src):
+    _check_broadcast_to(src.shape if is_tensor_like(src) else (), self.shape)
+    return same_as(self)
 
 
 copy.derivative(lambda grad: (None, grad))
 
 
+def _check_fill_value(value):
+    ndim = len(value.shape) if hasattr(value, "shape") else 0
+    if ndim:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {ndim} dimensions.")
+
+
 @register("fill", OTHER)
 def fill(self, value):
-    if isinstance(value, np.ndarray) and value.ndim:
-        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
+    _check_fill_value(value)
     return np.full(np.shape(self), value, dtype=np.asarray(self).dtype)
+
+
+@fill.meta_fn
+def _(self, value):
+    _check_fill_value(value)
+    return same_as(self)
 
 
 fill.derivative(lambda grad: (None, grad.sum()))
@@ -531,6 +789,7 @@ def zero(self):
     return np.zeros_like(self)
 
 
+zero.meta_fn(same_as)
 zero.derivative(lambda grad: grad * 0)
 
 
@@ -558,3 +817,4 @@ def diagonal_backward(grad, shape, offset, dim1, dim2):
 
 
 diagonal_backward.derivative(lambda grad, offset, dim1, dim2: grad.diagonal(offset, dim1, dim2))
+diagonal_backward.meta_fn(lambda grad, shape, offset, dim1, dim2: (tuple(shape), grad.dtype))

@@ -1,0 +1,371 @@
+"""Sample inputs for every op in dynjit's registry (an OpInfo-style table).
+
+`SAMPLES[op_name]` is a list of `S(...)`: the op's positional and keyword
+arguments, with numpy arrays standing for tensors (float arrays are float64,
+so the same samples serve gradcheck). Markers:
+
+- `NC(arr)`: pass a non-contiguous tensor holding `arr`'s values (a
+  transposed or strided view of a contiguous leaf);
+- `C(arr)`: a float tensor that never requires grad (e.g. nll_loss's weight).
+
+`materialize(sample)` turns a sample into leaf tensors plus a function that
+rebuilds the op's arguments from the leaves, which is what gradcheck needs.
+"""
+import numpy as np
+
+import dynjit
+from dynjit.ops.registry import registry
+
+R = registry
+_rng = np.random.default_rng(20240601)
+
+
+def r(*shape):
+    return _rng.standard_normal(shape)
+
+
+def pos(*shape):
+    return _rng.uniform(0.5, 2.0, shape)
+
+
+def unit(*shape):
+    return _rng.uniform(-0.9, 0.9, shape)
+
+
+def away(*shape):
+    """Nonzero values of either sign, |x| in [0.5, 2]."""
+    return pos(*shape) * np.where(_rng.random(shape) < 0.5, -1.0, 1.0)
+
+
+def ints(*shape, low=-5, high=6):
+    return _rng.integers(low, high, shape, dtype=np.int64)
+
+
+def bools(*shape):
+    return _rng.random(shape) < 0.5
+
+
+def distinct(*shape):
+    """Floats without ties (for max/min/argmax along a dim)."""
+    n = int(np.prod(shape)) if shape else 1
+    return (_rng.permutation(n).astype(np.float64) * 0.37 + r(n) * 0.01).reshape(shape)
+
+
+class NC:
+    """A tensor argument passed as a non-contiguous view with these values."""
+
+    def __init__(self, arr):
+        self.arr = np.asarray(arr)
+
+
+class C:
+    """A float tensor argument that does not take part in gradient checks."""
+
+    def __init__(self, arr):
+        self.arr = np.asarray(arr)
+
+
+class S:
+    """One sample: positional and keyword arguments of an op call."""
+
+    def __init__(self, *args, **kwargs):
+        self.args = args
+        self.kwargs = kwargs
+
+    def __repr__(self):
+        def show(a):
+            if isinstance(a, (NC, C)):
+                return f"{type(a).__name__}({show(a.arr)})"
+            if isinstance(a, np.ndarray):
+                return f"{a.dtype.name}{list(a.shape)}"
+            if isinstance(a, (list, tuple)):
+                inner = ", ".join(show(x) for x in a)
+                return f"[{inner}]" if isinstance(a, list) else f"({inner})"
+            return repr(a)
+        parts = [show(a) for a in self.args] + [f"{k}={show(v)}" for k, v in self.kwargs.items()]
+        return "(" + ", ".join(parts) + ")"
+
+
+def materialize(sample, requires_grad=False):
+    """(leaves, build): leaf tensors for every tensor in the sample (float ones
+    requiring grad if asked, except C(...)), and build(leaves) -> (args, kwargs)."""
+    leaves, makers = [], []
+
+    def leaf_for(value):
+        if isinstance(value, NC):
+            arr = value.arr
+            if arr.ndim >= 2:
+                data, view = arr.swapaxes(-1, -2).copy(), (lambda t: t.transpose(-1, -2))
+            elif arr.ndim == 1:
+                data, view = np.repeat(arr, 2), (lambda t: t[::2])
+            else:
+                data, view = arr.copy(), (lambda t: t)
+            grad = True
+        else:
+            arr = value.arr if isinstance(value, C) else value
+            data, view, grad = np.array(arr, copy=True), (lambda t: t), not isinstance(value, C)
+        t = dynjit.from_numpy(data)
+        if requires_grad and grad and t.dtype.is_floating_point:
+            t.requires_grad_(True)
+        leaves.append(t)
+        index = len(leaves) - 1
+        return lambda ls: view(ls[index])
+
+    def plan(value):
+        if isinstance(value, (np.ndarray, NC, C)):
+            return leaf_for(value)
+        if isinstance(value, list):
+            parts = [plan(v) for v in value]
+            return lambda ls: [p(ls) for p in parts]
+        if isinstance(value, tuple) and any(isinstance(v, (np.ndarray, NC, C)) for v in value):
+            parts = [plan(v) for v in value]
+            return lambda ls: tuple(p(ls) for p in parts)
+        return lambda ls: value
+
+    arg_plans = [plan(a) for a in sample.args]
+    kw_plans = {k: plan(v) for k, v in sample.kwargs.items()}
+
+    def build(ls):
+        return [p(ls) for p in arg_plans], {k: p(ls) for k, p in kw_plans.items()}
+    return leaves, build
+
+
+def call(op, sample, requires_grad=False):
+    leaves, build = materialize(sample, requires_grad)
+    args, kwargs = build(leaves)
+    return op(*args, **kwargs)
+
+
+def inplace_samples(inplace_op):
+    """The functional op's samples whose result fits into `self` (same shape, a dtype
+    it can be cast to): the samples its in-place variant runs on."""
+    fop = inplace_op.functional
+    out = []
+    for sample in SAMPLES.get(fop.name, []):
+        first = sample.args[0] if sample.args else None
+        arr = getattr(first, "arr", first)
+        if not isinstance(arr, np.ndarray):
+            continue
+        try:
+            with dynjit.no_grad():
+                result = call(fop, sample)
+        except (RuntimeError, IndexError, ValueError):
+            continue
+        self_dtype = dynjit.from_numpy(arr.copy()).dtype
+        if tuple(result.shape) == arr.shape and result.dtype._category <= self_dtype._category:
+            out.append(sample)
+    return out
+
+
+# -- the table ---------------------------------------------------------------
+
+SAMPLES = {}
+
+
+def add(name, *samples):
+    SAMPLES.setdefault(name, []).extend(samples)
+
+
+def unary(name, dom=r, int_input=True):
+    samples = [S(dom(2, 3)), S(dom()), S(NC(dom(3, 4))), S(dom(0, 2))]
+    if int_input:
+        samples.append(S(ints(4, low=1, high=4)))
+    add(name, *samples)
+
+
+for _n in ("exp", "exp2", "expm1", "sin", "cos", "atan", "sinh", "cosh", "tanh", "sigmoid", "erf"):
+    unary(_n)
+for _n in ("log", "log2", "log10", "log1p", "sqrt", "rsqrt"):
+    unary(_n, pos)
+for _n in ("tan", "asin", "acos"):
+    unary(_n, unit)
+for _n in ("neg", "abs", "sign", "square", "floor", "ceil", "trunc", "frac", "relu"):
+    unary(_n, away)
+unary("reciprocal", away)
+unary("silu", int_input=False)
+add("round", S(r(2, 3) * 3), S(r(3) * 3, decimals=2), S(NC(r(2, 2))), S(ints(3)))
+add("gelu", S(r(2, 3)), S(r(3), approximate="tanh"), S(NC(r(3, 2))), S(r()))
+add("softplus", S(r(2, 3)), S(r(4) * 5, beta=2, threshold=4), S(r()))
+add("leaky_relu", S(away(2, 3)), S(away(4), 0.2), S(NC(away(2, 2))), S(away()))
+add("elu", S(away(2, 3)), S(away(4), alpha=0.5), S(NC(away(2, 2))))
+
+
+def binary(name, lhs=r, rhs=r, scalar=2.5, int_ok=True):
+    samples = [
+        S(lhs(2, 3), rhs(2, 3)),
+        S(lhs(2, 3), rhs(3)),                   # broadcasting
+        S(lhs(2, 1), rhs(1, 3)),                # both sides broadcast
+        S(lhs(), rhs(2, 3)),                    # 0-d with a dimensioned tensor
+        S(lhs(2, 3), scalar),                   # Python scalar operand
+        S(NC(lhs(3, 2)), rhs(3, 2)),            # non-contiguous
+    ]
+    if int_ok:
+        samples.append(S(ints(3, low=1), ints(3, low=1)))
+    add(name, *samples)
+
+
+binary("add")
+add("add", S(r(2, 3), r(3), alpha=2), S(np.array([True, False]), np.array([True, True])))
+binary("sub")
+add("sub", S(r(2, 3), r(2, 3), alpha=-0.5))
+binary("rsub")
+add("rsub", S(r(3), 2.0, alpha=3))
+binary("mul")
+binary("div", rhs=away)
+add("div_mode", S(r(2, 3) * 4, away(2, 3), "trunc"), S(r(2, 3) * 4, away(3), "floor"),
+    S(ints(4), ints(4, low=1), "trunc"), S(-ints(4, low=1), ints(4, low=1), rounding_mode="floor"),
+    S(ints(3), 2, "floor"))
+add("floor_divide", S(r(2, 3) * 4, away(2, 3)), S(ints(4), ints(4, low=1)), S(r(3) * 4, 1.5),
+    S(NC(r(2, 2)), away(2)))
+binary("remainder", rhs=pos, scalar=1.5)
+binary("fmod", rhs=pos, scalar=1.5)
+add("pow", S(pos(2, 3), r(2, 3)), S(pos(2, 3), 3), S(pos(3), 0.5), S(pos(2, 3), r(3)), S(2.0, r(3)),
+    S(pos(), r(2, 2)), S(NC(pos(2, 2)), 2), S(ints(3, low=0), 2), S(r(3), 0))
+binary("atan2", rhs=away)
+binary("maximum")
+binary("minimum")
+add("lerp", S(r(2, 3), r(2, 3), 0.3), S(r(2, 3), r(3), r(2, 3)), S(r(3), r(2, 3), r()),
+    S(NC(r(2, 2)), r(2, 2), 0.75))
+add("clamp", S(r(2, 3), -0.5, 0.5), S(r(2, 3), min=-0.2), S(r(2, 3), max=0.1), S(r(2, 3), r(3) - 0.5, r(3) + 0.5),
+    S(ints(4), 0, 2), S(NC(r(3, 2)), -1.0), S(r(), 0.0, 1.0))
+add("where", S(bools(2, 3), r(2, 3), r(2, 3)), S(bools(3), r(2, 3), 0.0), S(bools(2, 1), r(1, 3), r(2, 3)),
+    S(bools(3), ints(3), ints(3)), S(np.array(True), r(2), r()))
+add("masked_fill", S(r(2, 3), bools(2, 3), 1.5), S(r(2, 3), bools(3), -2.0), S(r(2, 3), bools(2, 3), r()),
+    S(ints(3), bools(3), 7), S(NC(r(2, 2)), bools(2, 2), 0.0))
+
+for _n in ("eq", "ne", "lt", "le", "gt", "ge"):
+    binary(_n, lhs=lambda *s: np.round(r(*s)), rhs=lambda *s: np.round(r(*s)), scalar=0.0)
+for _n in ("logical_and", "logical_or", "logical_xor"):
+    add(_n, S(bools(2, 3), bools(2, 3)), S(bools(2, 3), bools(3)), S(r(3), bools(3)), S(ints(3), 0))
+add("logical_not", S(bools(2, 3)), S(r(3)), S(ints(3)))
+_special = np.array([1.0, np.nan, np.inf, -np.inf, 0.0])
+for _n in ("isnan", "isinf", "isfinite"):
+    add(_n, S(_special), S(ints(3)), S(r(2, 2)))
+for _n in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+    add(_n, S(ints(2, 3), ints(2, 3)), S(ints(2, 3), ints(3)), S(bools(3), bools(3)), S(ints(3), 6))
+add("bitwise_not", S(ints(2, 3)), S(bools(3)))
+
+# -- reductions
+add("sum", S(r(2, 3)), S(r(2, 3), 1), S(r(2, 3, 4), (0, 2)), S(r(2, 3), -1, True), S(r()),
+    S(ints(2, 3)), S(bools(4)), S(NC(r(3, 2)), 0), S(r(2, 3), dtype=dynjit.float32), S(r(0, 3), 0))
+add("sum_to_size", S(r(2, 3), (1, 3)), S(r(2, 3), (3,)), S(r(4, 2, 3), (2, 1)), S(r(2, 3), (2, 3)))
+add("mean", S(r(2, 3)), S(r(2, 3), 0), S(r(2, 3, 4), (-1, 0), True), S(r()), S(NC(r(3, 2)), 1),
+    S(ints(3), dtype=dynjit.float64))
+add("prod", S(r(2, 3)), S(r(2, 3), 1), S(r(2, 3), -1, True), S(np.array([[2.0, 0.0, 3.0], [1.5, 0.5, -1.0]]), 1),
+    S(np.array([0.0, 0.0, 2.0])), S(r()), S(ints(4, low=1, high=3)))
+for _n in ("amax", "amin"):
+    add(_n, S(distinct(2, 3)), S(distinct(2, 3), 1), S(distinct(2, 3, 2), (0, 2), True),
+        S(np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.5]]), 1), S(r()), S(ints(4)))
+for _n in ("max", "min"):
+    add(_n, S(distinct(2, 3)), S(r()), S(np.array([1.0, 4.0, 4.0, -4.0, -4.0])), S(ints(5)))
+for _n in ("max_dim", "min_dim"):
+    add(_n, S(distinct(2, 3), 1), S(distinct(2, 3), 0, True), S(distinct(3, 2), -1), S(r(), 0), S(ints(2, 3), 1),
+        S(NC(distinct(3, 2)), 1))
+for _n in ("argmax", "argmin"):
+    add(_n, S(distinct(2, 3)), S(distinct(2, 3), 1), S(distinct(2, 3), 0, True), S(distinct(2, 3), keepdim=True),
+        S(r(), 0), S(ints(2, 3), -1))
+for _n in ("var", "std"):
+    add(_n, S(r(2, 3)), S(r(2, 3), 1), S(r(2, 3, 2), (0, 2), 0, True), S(r(4), correction=0),
+        S(NC(r(3, 4)), 0))
+add("logsumexp", S(r(2, 3), 1), S(r(2, 3), (0, 1)), S(r(2, 3), -1, True), S(r(), 0), S(ints(3), 0))
+add("norm", S(r(2, 3)), S(r(2, 3), 1), S(r(2, 3), 2, 1, True), S(distinct(2, 3), float("inf"), 1),
+    S(r(2, 3), 3, -1), S(away(2, 3), 1, 0), S(r(3), 0))
+for _n in ("all", "any"):
+    add(_n, S(bools(2, 3)), S(bools(2, 3), 1), S(bools(2, 3), 0, True), S(r(3)), S(ints(2, 2), 1),
+        S(np.array(True)))
+add("cumsum", S(r(2, 3), 1), S(r(2, 3), 0), S(r(2, 3), -1), S(r(), 0), S(ints(4), 0),
+    S(r(3), 0, dtype=dynjit.float32), S(NC(r(3, 2)), 1))
+add("cumprod", S(r(2, 3), 1), S(away(2, 3), 0), S(away(4), -1), S(r(), 0), S(ints(4, low=1, high=3), 0))
+add("value_selecting_backward", S(r(2), np.array([1, 0]), (2, 3), 1, False),
+    S(r(1, 3), np.array([[0, 1, 1]]), (2, 3), 0, True), S(r(), np.array(0), (), 0, False))
+
+# -- views and shape ops
+add("view", S(r(2, 3), (3, 2)), S(r(2, 3), (-1,)), S(r(6), (2, 1, 3)), S(r(), (1,)), S(r(1), ()))
+add("reshape", S(r(2, 3), (3, 2)), S(NC(r(3, 2)), (-1,)), S(r(2, 3, 2), (6, -1)), S(r(), (1, 1)))
+add("t", S(r(2, 3)), S(r(3)), S(r()))
+add("transpose", S(r(2, 3), 0, 1), S(r(2, 3, 4), -1, 0), S(r(2, 3), 1, 1), S(r(), 0, -1))
+add("permute", S(r(2, 3, 4), (2, 0, 1)), S(r(2, 3), (-1, 0)), S(r(), ()))
+add("unsqueeze", S(r(2, 3), 0), S(r(2, 3), -1), S(r(2, 3), 1), S(r(), 0))
+add("squeeze", S(r(2, 1, 3, 1)), S(r(2, 1, 3), 1), S(r(2, 1, 3), 0), S(r(1, 1), (0, 1)), S(r(), 0))
+add("expand", S(r(3, 1), (3, 4)), S(r(3), (2, 3)), S(r(1, 3), (-1, 3)), S(r(), (2, 2)), S(r(2, 1), (2, 2, 3)))
+add("narrow", S(r(4, 3), 0, 1, 2), S(r(4, 3), -1, 0, 2), S(r(4, 3), 0, -3, 2), S(NC(r(3, 4)), 1, 1, 2))
+add("select", S(r(3, 4), 0, 1), S(r(3, 4), 1, -1), S(r(2, 3, 4), -2, 2), S(r(3), 0, 2))
+add("getitem", S(r(4, 3), (slice(1, 3),)), S(r(4, 3), (1,)), S(r(4, 3), (slice(None, None, 2), -1)),
+    S(r(2, 3, 4), (Ellipsis, 1)), S(r(2, 3), (None, slice(None), 0)), S(r(3), (slice(5, 8),)),
+    S(r(), (None,)))
+add("index", S(r(4, 3), [np.array([0, 2, 2])]), S(r(4, 3), [np.array([3, 0]), np.array([1, 2])]),
+    S(r(4, 3), [slice(None), np.array([2, 0])]), S(r(3, 2), [np.array([True, False, True])]),
+    S(r(4, 3), [np.array([[0, 1], [3, 3]])]))
+add("index_backward", S(r(3, 3), (4, 3), [np.array([0, 2, 2])], True), S(r(3), (4, 3), (1,), False),
+    S(r(2, 2), (3, 2), [np.array([True, False, True])], False))
+add("index_put", S(r(4, 3), [np.array([0, 2])], r(2, 3)), S(r(4, 3), [np.array([0, 2, 0])], r(3, 3), True),
+    S(r(4, 3), [np.array([1, 3]), np.array([0, 2])], r(2)), S(r(4, 3), [np.array([0, 1])], 0.5),
+    S(r(3, 2), [np.array([True, False, True])], r(2)))
+add("split_with_sizes", S(r(5, 2), [2, 3]), S(r(2, 5), [1, 1, 3], 1), S(r(2, 4), [4, 0], -1))
+add("unbind", S(r(3, 2)), S(r(3, 2), 1), S(r(2, 3, 2), -1), S(NC(r(2, 3)), 0))
+add("cat", S([r(2, 3), r(1, 3)]), S([r(2, 3), r(2, 1)], 1), S([r(2), r(3), r(1)]), S([r(2, 2), r(0), r(1, 2)]),
+    S([r(2, 2), ints(1, 2)], -2), S([NC(r(2, 2)), r(2, 2)], 1))
+add("stack", S([r(2, 3), r(2, 3)]), S([r(2), r(2), r(2)], 1), S([r(2, 3), r(2, 3)], -1), S([r(), r()]),
+    S([ints(2), r(2)]))
+add("clone", S(r(2, 3)), S(NC(r(3, 2))), S(r()), S(ints(3)))
+add("to_dtype", S(r(2, 3), dynjit.float32), S(ints(3), dynjit.float64), S(r(3) * 3, dynjit.int64),
+    S(r(2), dynjit.float64), S(bools(3), dynjit.float64))
+add("contiguous_copy", S(NC(r(3, 2))), S(r(2, 3)), S(r()))
+add("flip", S(r(2, 3), (0,)), S(r(2, 3), (0, 1)), S(r(2, 3, 2), (-1,)), S(r(), ()))
+add("roll", S(r(5), 2), S(r(2, 3), 1, 1), S(r(2, 3), (1, -1), (0, 1)), S(r(2, 3), -4))
+add("repeat", S(r(2, 3), (2, 1)), S(r(3), (2, 2)), S(r(), (3,)), S(r(2, 1), (1, 1, 2)))
+for _n in ("tril", "triu"):
+    add(_n, S(r(3, 3)), S(r(3, 4), 1), S(r(2, 3, 3), -1), S(NC(r(4, 3))))
+add("gather", S(r(3, 4), 1, np.array([[0, 3], [1, 1], [2, 0]])), S(r(3, 4), 0, np.array([[2, 0, 1, 1]])),
+    S(r(4), 0, np.array([3, 0, 0])), S(r(3, 4), -1, np.array([[1], [2]])))
+add("scatter_add", S(r(3, 4), 1, np.array([[0, 3], [1, 1], [2, 0]]), r(3, 2)),
+    S(r(3, 4), 0, np.array([[2, 0, 1, 1]]), r(2, 4)), S(r(4), 0, np.array([3, 0, 0]), r(3)))
+add("scatter", S(r(3, 4), 1, np.array([[0, 3], [1, 2], [2, 0]]), r(3, 2)),
+    S(r(3, 4), 0, np.array([[2, 0, 1, 1]]), r(1, 4)), S(r(4), 0, np.array([3, 0]), 1.5))
+add("index_select", S(r(4, 3), 0, np.array([0, 2, 2])), S(r(4, 3), 1, np.array([2])), S(r(4, 3), -1, np.array([1, 0])),
+    S(r(3), 0, np.array(1)))
+add("one_hot", S(np.array([0, 2, 1])), S(np.array([[1, 0], [3, 2]]), 5), S(np.array(2), 3))
+add("copy", S(r(2, 3), r(2, 3)), S(r(2, 3), r(3)), S(r(2, 3), ints(2, 3)), S(r(2, 2), r()), S(NC(r(2, 2)), r(2, 2)))
+add("fill", S(r(2, 3), 1.5), S(r(2, 3), r()), S(ints(3), 4), S(r(), -1.0))
+add("zero", S(r(2, 3)), S(ints(3)), S(r()))
+add("diagonal", S(r(3, 3)), S(r(3, 4), 1), S(r(4, 3), -1), S(r(2, 3, 3), 0, 1, 2), S(r(3, 2, 3), 0, -1, 0))
+add("diagonal_backward", S(r(3), (3, 3), 0, 0, 1), S(r(2), (3, 3), 1, 0, 1), S(r(2, 3), (2, 3, 3), 0, 1, 2))
+
+# -- matrix products
+add("matmul", S(r(2, 3), r(3, 4)), S(r(3), r(3)), S(r(3), r(3, 2)), S(r(2, 3), r(3)), S(r(2, 2, 3), r(3, 4)),
+    S(r(2, 1, 2, 3), r(3, 3, 2)), S(NC(r(3, 2)), r(2, 3)), S(ints(2, 2), ints(2, 2)))
+add("mm", S(r(2, 3), r(3, 4)), S(NC(r(3, 2)), NC(r(2, 4))), S(ints(2, 2), ints(2, 3)))
+add("bmm", S(r(2, 2, 3), r(2, 3, 1)), S(NC(r(2, 2, 3)), r(2, 3, 2)))
+add("linear", S(r(2, 3), r(4, 3)), S(r(2, 3), r(4, 3), r(4)), S(r(3), r(2, 3), r(2)), S(r(2, 2, 3), r(4, 3), r()))
+add("addmm", S(r(2, 4), r(2, 3), r(3, 4)), S(r(4), r(2, 3), r(3, 4), beta=0.5, alpha=2), S(r(), r(2, 3), r(3, 2)))
+add("dot", S(r(3), r(3)), S(ints(3), ints(3)), S(NC(r(3)), r(3)))
+add("outer", S(r(3), r(2)), S(ints(2), r(3)), S(NC(r(2)), r(2)))
+add("einsum", S("ij,jk->ik", [r(2, 3), r(3, 4)]), S("bij,bjk->bik", [r(2, 2, 3), r(2, 3, 2)]),
+    S("i,i->", [r(3), r(3)]), S("ij,jk", [r(2, 3), r(3, 2)]), S("ij->j", [r(2, 3)]), S("i,j->ij", [r(2), r(3)]))
+
+# -- neural-network ops
+for _n in ("softmax", "log_softmax"):
+    add(_n, S(r(2, 3), 1), S(r(2, 3), 0), S(r(2, 3, 2), -1), S(r(), 0), S(NC(r(3, 2)), 1), S(ints(3), 0))
+add("nll_loss", S(r(3, 4), np.array([0, 3, 1])), S(r(3, 4), np.array([0, 3, 1]), reduction="sum"),
+    S(r(3, 4), np.array([0, 3, 1]), reduction="none"), S(r(4), np.array(2)),
+    S(r(3, 4), np.array([2, -100, 1]), C(pos(4))), S(r(3, 4), np.array([2, 1, 1]), C(pos(4)), "none", 1))
+add("native_dropout", S(r(4, 5), 0.3, True), S(r(3), 0.5, False), S(r(2, 2), 0.0, True), S(r(3), 1.0, True))
+
+# -- factories
+for _n in ("zeros", "ones", "empty"):
+    add(_n, S((2, 3)), S((3,), dynjit.int64), S((), dynjit.float64), S((0, 2)))
+add("full", S((2, 3), 1.5), S((2,), 7), S((3,), True), S((2, 2), 2, dynjit.float64))
+add("arange", S(5), S(1, 4), S(0, 1, 0.25), S(10, 0, -3), S(0, 5, 2, dynjit.float64), S(2.5))
+add("linspace", S(0, 1, 5), S(-1.0, 1.0, 3, dynjit.float64), S(2, 2, 1), S(0, 1, 0))
+add("eye", S(3), S(2, 4), S(3, None, dynjit.int64))
+add("rand", S((2, 3)), S((4,), dynjit.float64))
+add("randn", S((2, 3)), S((4,), dynjit.float64))
+add("randint", S(0, 5, (3, 2)), S(-3, 3, (4,), dynjit.int32))
+add("randperm", S(5), S(3, dynjit.float32))
+add("bernoulli", S(_rng.uniform(0, 1, (3, 4))), S(r(2, 3), 0.0), S(r(2, 3), 1.0))
+
+# -- aliasing ops
+add("detach", S(r(2, 3)), S(NC(r(3, 2))), S(ints(2)))
+add("view_scatter", S(r(4, 3), r(2, 3), ((R["narrow"], (0, 1, 2), None),)),
+    S(r(3, 4), r(3), ((R["select"], (1, 2), None),)),
+    S(r(2, 3), r(2), ((R["unbind"], (1,), 1),)))

@@ -1,0 +1,116 @@
+"""gradcheck (and gradgradcheck) of every differentiable op on every sample of
+the op table, in float64: the analytical backward from the registry's
+derivative must match central finite differences, and, since derivatives are
+written with registered ops, backward must itself be differentiable."""
+import numpy as np
+import pytest
+
+import dynjit
+from dynjit.autograd import gradcheck, gradgradcheck
+from dynjit.ops.registry import registry, INPLACE
+
+from opinfo_samples import SAMPLES, materialize, inplace_samples
+
+RANDOM = {"native_dropout"}     # reseeded before every call so the mask is the same
+
+DIFFERENTIABLE = sorted(n for n, op in registry.items() if op.backward_cls is not None and op.kind != INPLACE)
+
+
+def _all_float64(out):
+    if isinstance(out, (tuple, list)):
+        return all(_all_float64(o) for o in out)
+    return not out.dtype.is_floating_point or out.dtype is dynjit.float64
+
+
+def _checkable(op, sample):
+    """The function and leaves to gradcheck, or None when the sample has nothing
+    to differentiate or gives non-float64 outputs (finite differences need float64)."""
+    leaves, build = materialize(sample, requires_grad=True)
+    if not any(t.requires_grad for t in leaves):
+        return None
+
+    def fn(*ls):
+        if op.name in RANDOM:
+            dynjit.manual_seed(0)
+        a, kw = build(ls)
+        return op(*a, **kw)
+    with dynjit.no_grad():
+        if not _all_float64(fn(*leaves)):
+            return None
+    return fn, leaves
+
+
+CASES = [(n, i) for n in DIFFERENTIABLE for i in range(len(SAMPLES.get(n, ())))]
+
+
+def test_every_differentiable_op_is_gradchecked():
+    checked = {n for n, i in CASES if _checkable(registry[n], SAMPLES[n][i]) is not None}
+    missing = sorted(set(DIFFERENTIABLE) - checked)
+    assert not missing, f"differentiable ops without a float64 sample to gradcheck: {missing}"
+
+
+@pytest.mark.parametrize("name,i", CASES, ids=[f"{n}-{i}" for n, i in CASES])
+def test_gradcheck(name, i):
+    op = registry[name]
+    checkable = _checkable(op, SAMPLES[name][i])
+    if checkable is None:
+        return      # nothing differentiable in this sample (covered by the test above)
+    fn, leaves = checkable
+    assert gradcheck(fn, leaves, eps=1e-6, atol=1e-5, rtol=1e-3)
+
+
+INPLACE_DIFFERENTIABLE = sorted(n for n, op in registry.items()
+                                if op.kind == INPLACE and op.functional.backward_cls is not None)
+
+
+def _inplace_fn(op, build, on_view):
+    """Run the in-place op on a copy of the first input (or on a view of that copy,
+    which goes through CopySlices) and return the copy."""
+    def fn(*ls):
+        a, kw = build(ls)
+        copy = a[0] * 1.0 if a[0].dtype.is_floating_point else a[0].clone()
+        target = copy[...] if on_view else copy
+        op(target, *a[1:], **kw)
+        return copy
+    return fn
+
+
+@pytest.mark.parametrize("on_view", [False, True], ids=["on_copy", "on_view"])
+@pytest.mark.parametrize("name", INPLACE_DIFFERENTIABLE)
+def test_gradcheck_inplace(name, on_view):
+    op = registry[name]
+    checked = 0
+    for sample in inplace_samples(op):
+        leaves, build = materialize(sample, requires_grad=True)
+        fn = _inplace_fn(op, build, on_view)
+        with dynjit.no_grad():
+            out = fn(*leaves)
+        if not any(t.requires_grad for t in leaves) or out.dtype is not dynjit.float64:
+            continue
+        assert gradcheck(fn, leaves), f"{name}{sample}"
+        checked += 1
+    assert checked, f"no float64 sample to gradcheck {name} on"
+
+
+# Ops whose double backward is not checked, and why.
+NO_GRADGRAD = {}
+
+
+def _first_checkable(name, count):
+    out = []
+    for sample in SAMPLES.get(name, ()):
+        c = _checkable(registry[name], sample)
+        if c is not None:
+            out.append(c)
+        if len(out) == count:
+            break
+    return out
+
+
+GRADGRAD = [n for n in DIFFERENTIABLE if n not in NO_GRADGRAD]
+
+
+@pytest.mark.parametrize("name", GRADGRAD)
+def test_gradgradcheck(name):
+    for fn, leaves in _first_checkable(name, 2):
+        assert gradgradcheck(fn, leaves, eps=1e-6, atol=1e-5, rtol=1e-3)
