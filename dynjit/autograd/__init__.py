@@ -161,8 +161,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     result = []
     for t, g in zip(inputs, captured):
         if g is None:
-            if materialize_grads:
-                g = Tensor._make(np.zeros(t._data.shape, dtype=t.dtype.np))
+            if materialize_grads:     # like PyTorch: zeros that can be differentiated again
+                g = Tensor._make(np.zeros(t._data.shape, dtype=t.dtype.np)).requires_grad_()
             elif not allow_unused:
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used in "
                                    "the graph. Set allow_unused=True if this is the desired behavior.")

@@ -113,8 +113,6 @@ def _mark_needed(task, order, input_edges):
         if node in explicit or any(e is not None and (e[0] in needed or e[0] in task.captures)
                                    for e in node.next_functions):
             needed.add(node)
-    if not task.root._is_accumulate:    # a leaf's AccumulateGrad runs only if it is an input
-        needed.add(task.root)
     task.needed = needed
 
 
@@ -277,10 +275,10 @@ def current_autograd_node():
 
 def will_engine_execute_node(node):
     """Whether the running backward pass will run (or has run) `node`."""
-    task = _current_task("_will_engine_execute_node")
     if not isinstance(node, _graph.Node):
         raise RuntimeError(f"_will_engine_execute_node expects an grad_fn (a backward Node), "
                            f"got {type(node).__name__}")
+    task = _current_task("_will_engine_execute_node")
     if node not in task.initial_deps and node is not task.root:
         return False
     if task.needed is None:
