@@ -1,11 +1,13 @@
 """Grad mode: whether ops record autograd history (thread-local, like PyTorch).
 
 `no_grad`, `enable_grad`, `set_grad_enabled` and `inference_mode` work both as
-context managers and as decorators (on functions and on classes' methods).
+context managers and as decorators (on functions, methods and generators;
+`no_grad` and `enable_grad` also without parentheses).
 """
 import functools
 import inspect
 import threading
+import warnings
 
 
 class _GradState(threading.local):
@@ -26,15 +28,37 @@ def is_inference_mode_enabled():
 
 
 class _DecoratorContextManager:
-    """Base for grad-mode context managers that also decorate functions."""
+    """Base for grad-mode context managers that also decorate functions.
+
+    A decorated function runs inside a fresh copy of the context manager; a
+    decorated generator (or generator-based coroutine) runs in the mode only
+    while its own code runs, and values, thrown exceptions and close() are
+    forwarded to it, so the caller keeps its own mode between steps.
+    """
 
     def __call__(self, fn):
         if inspect.isclass(fn):
-            raise TypeError(f"{type(self).__name__} cannot decorate a class; decorate its methods instead")
+            warnings.warn(
+                "Decorating classes is deprecated and will be disabled in future versions. You "
+                "should only decorate functions or methods. To preserve the current behavior of "
+                "class decoration, you can directly decorate the `__init__` method and nothing else.",
+                FutureWarning, stacklevel=2)
+            fn.__init__ = self(fn.__init__)
+            return fn
         if inspect.isgeneratorfunction(fn):
-            @functools.wraps(fn)
-            def gen_wrapper(*args, **kwargs):
-                gen = fn(*args, **kwargs)
+            return self._wrap_generator(fn)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def _wrap_generator(self, fn):
+        @functools.wraps(fn)
+        def gen_wrapper(*args, **kwargs):
+            gen = fn(*args, **kwargs)
+            try:
                 with self.clone():
                     response = gen.send(None)
                 while True:
@@ -44,24 +68,31 @@ class _DecoratorContextManager:
                         with self.clone():
                             gen.close()
                         raise
-                    with self.clone():
-                        try:
+                    except BaseException as exc:    # thrown in by our caller: pass it on
+                        with self.clone():
+                            response = gen.throw(exc)
+                    else:
+                        with self.clone():
                             response = gen.send(request)
-                        except StopIteration as e:
-                            return e.value
-            return gen_wrapper
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self.clone():
-                return fn(*args, **kwargs)
-        return wrapper
+            except StopIteration as done:
+                return done.value
+        return gen_wrapper
 
     def clone(self):
         return type(self)()
 
 
-class no_grad(_DecoratorContextManager):
+class _NoParamDecoratorContextManager(_DecoratorContextManager):
+    """A grad-mode manager without arguments, so that it also decorates without
+    parentheses: `@no_grad` as well as `@no_grad()`."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContextManager):
     """Disable gradient recording inside the block."""
 
     def __init__(self):
@@ -77,7 +108,7 @@ class no_grad(_DecoratorContextManager):
         return False
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(_NoParamDecoratorContextManager):
     """Enable gradient recording inside the block (even within no_grad)."""
 
     def __init__(self):
