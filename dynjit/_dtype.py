@@ -92,10 +92,15 @@ def to_dtype(d):
 import builtins as _b
 builtins_float, builtins_int, builtins_bool = _b.float, _b.int, _b.bool
 
-_PROMOTE = {}
-for _a in _ALL:
-    for _c in _ALL:
-        _PROMOTE[_a, _c] = from_numpy_dtype(np.promote_types(_a.np, _c.np))
+def _promote_pair(a, b):
+    # Across categories the higher category's dtype wins as it is (int64 with float16 is
+    # float16, unlike numpy's float64); within a category numpy's rules match PyTorch's.
+    if a._category != b._category:
+        return a if a._category > b._category else b
+    return from_numpy_dtype(np.promote_types(a.np, b.np))
+
+
+_PROMOTE = {(_a, _c): _promote_pair(_a, _c) for _a in _ALL for _c in _ALL}
 
 
 def promote_types(a, b):

@@ -1,5 +1,7 @@
 """Extern ops: matrix products, computed by numpy/BLAS (matmul, mm, bmm,
 linear, addmm, dot, outer, einsum)."""
+import string
+
 import numpy as np
 
 from .. import _dtype
@@ -9,6 +11,14 @@ from .meta import broadcast_shapes
 
 def _name(d):
     return d.name if isinstance(d, _dtype.dtype) else _dtype.from_numpy_dtype(d).name
+
+
+def _promoted(*arrays):
+    """The numpy dtype PyTorch's promotion gives these arrays (numpy's differs for int with float16)."""
+    d = _dtype.from_numpy_dtype(arrays[0].dtype)
+    for a in arrays[1:]:
+        d = _dtype.promote_types(d, _dtype.from_numpy_dtype(a.dtype))
+    return d.np
 
 
 def check_same_dtype(da, db, name):
@@ -237,8 +247,9 @@ def _check_outer(a, b):
 
 @register("outer", EXTERN)
 def outer(self, vec2):
-    _check_outer(np.asarray(self), np.asarray(vec2))
-    return np.outer(self, vec2)
+    a, b = np.asarray(self), np.asarray(vec2)
+    _check_outer(a, b)
+    return np.outer(a, b).astype(_promoted(a, b), copy=False)
 
 
 outer.meta_fn(lambda self, vec2: (_check_outer(self, vec2), _dtype.promote_types(self.dtype, vec2.dtype)))
@@ -287,8 +298,9 @@ def einsum_shape(equation, shapes):
 
 @register("einsum", EXTERN, tensor_lists=("operands",))
 def einsum(equation, operands):
-    einsum_shape(equation, [np.shape(o) for o in operands])
-    return np.einsum(equation, *operands, optimize=True)
+    arrays = [np.asarray(o) for o in operands]
+    einsum_shape(equation, [a.shape for a in arrays])
+    return np.asarray(np.einsum(equation, *arrays, optimize=True)).astype(_promoted(*arrays), copy=False)
 
 
 @einsum.meta_fn
@@ -299,31 +311,49 @@ def _(equation, operands):
     return einsum_shape(equation, [o.shape for o in operands]), dtype
 
 
+def explicit_einsum(equation, ndims):
+    """(operand specs, output spec, unused letters) with '...' spelled out as letters
+    and the implicit output (no '->') made explicit, as numpy defines it."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, out = eq.partition("->")
+    specs = lhs.split(",")
+    free = [c for c in string.ascii_letters if c not in eq]
+    n_ell = max([n - len(s.replace("...", "")) for s, n in zip(specs, ndims) if "..." in s] or [0])
+    ell, free = "".join(free[:n_ell]), free[n_ell:]
+    specs = [s.replace("...", ell[n_ell - (n - len(s) + 3):]) if "..." in s else s for s, n in zip(specs, ndims)]
+    if arrow:
+        out = out.replace("...", ell)
+    else:
+        letters = "".join(specs)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
+    return specs, out, free
+
+
 @einsum.derivative
 def _(grad, equation, operands):
-    eq = equation.replace(" ", "")
-    if "..." in eq:
-        raise NotImplementedError("einsum backward with '...' is not supported yet")
-    lhs, _, out = eq.partition("->")
-    ins = lhs.split(",")
-    if not _:
-        letters = sorted(c for c in set(lhs.replace(",", "")) if lhs.replace(",", "").count(c) == 1)
-        out = "".join(letters)
+    from .factories import eye
+    specs, out, free = explicit_einsum(equation, [o.ndim for o in operands])
     grads = []
-    for i, spec in enumerate(ins):
-        others = [ins[j] for j in range(len(ins)) if j != i]
-        sub = ",".join([out] + others) + "->" + spec
-        if len(set(spec)) != len(spec):
-            raise NotImplementedError("einsum backward with a repeated index in one operand is not supported yet")
-        # indices of spec that appear nowhere else are summed in forward: broadcast them back
-        missing = [c for c in spec if c not in out and all(c not in o for o in others)]
-        if missing:
-            shape = operands[i].shape
-            sub_spec = "".join(c for c in spec if c not in missing)
-            sub = ",".join([out] + others) + "->" + sub_spec
-            g = einsum(sub, [grad] + [operands[j] for j in range(len(ins)) if j != i])
-            view_shape = [1 if c in missing else s for c, s in zip(spec, shape)]
-            grads.append(g.reshape(view_shape).expand(shape))
-        else:
-            grads.append(einsum(sub, [grad] + [operands[j] for j in range(len(ins)) if j != i]))
+    for i, spec in enumerate(specs):
+        shape = operands[i].shape
+        # a letter repeated within this operand (a diagonal): its later occurrences get
+        # fresh letters tied to the first by an identity matrix
+        target, extra_specs, extra_ops = [], [], []
+        for c, size in zip(spec, shape):
+            if c in target:
+                new = free.pop(0)
+                extra_specs.append(c + new)
+                extra_ops.append(eye(size, dtype=grad.dtype))
+                target.append(new)
+            else:
+                target.append(c)
+        others = [specs[j] for j in range(len(specs)) if j != i]
+        available = set(out).union(*others, *extra_specs)
+        kept = "".join(c for c in target if c in available)
+        sub = ",".join([out] + others + extra_specs) + "->" + kept
+        g = einsum(sub, [grad] + [operands[j] for j in range(len(specs)) if j != i] + extra_ops)
+        if len(kept) != len(target):
+            # letters only in this operand were summed away in forward: broadcast back along them
+            g = g.reshape([s if c in available else 1 for c, s in zip(target, shape)]).expand(shape)
+        grads.append(g)
     return None, grads

@@ -359,7 +359,7 @@ def _promote_all(dtypes):
 def cat(tensors, dim=0):
     arrays = [np.asarray(a) for a in tensors]
     shape = cat_shape([a.shape for a in arrays], dim)
-    dt = np.result_type(*arrays)
+    dt = _promote_all([_dtype.from_numpy_dtype(a.dtype) for a in arrays]).np
     nonempty = [a for a in arrays if not _is_legacy_empty(a.shape)]
     if not nonempty:
         return np.zeros(shape, dtype=dt)
@@ -405,7 +405,8 @@ def stack_shape(shapes, dim):
 def stack(tensors, dim=0):
     arrays = [np.asarray(a) for a in tensors]
     shape = stack_shape([a.shape for a in arrays], dim)
-    return np.stack(arrays, axis=dim % len(shape)).astype(np.result_type(*arrays), copy=False)
+    dt = _promote_all([_dtype.from_numpy_dtype(a.dtype) for a in arrays]).np
+    return np.stack(arrays, axis=dim % len(shape)).astype(dt, copy=False)
 
 
 @stack.meta_fn

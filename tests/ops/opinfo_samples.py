@@ -339,9 +339,12 @@ add("bmm", S(r(2, 2, 3), r(2, 3, 1)), S(NC(r(2, 2, 3)), r(2, 3, 2)))
 add("linear", S(r(2, 3), r(4, 3)), S(r(2, 3), r(4, 3), r(4)), S(r(3), r(2, 3), r(2)), S(r(2, 2, 3), r(4, 3), r()))
 add("addmm", S(r(2, 4), r(2, 3), r(3, 4)), S(r(4), r(2, 3), r(3, 4), beta=0.5, alpha=2), S(r(), r(2, 3), r(3, 2)))
 add("dot", S(r(3), r(3)), S(ints(3), ints(3)), S(NC(r(3)), r(3)))
-add("outer", S(r(3), r(2)), S(ints(2), r(3)), S(NC(r(2)), r(2)))
+add("outer", S(r(3), r(2)), S(ints(2), r(3)), S(NC(r(2)), r(2)), S(ints(2), r(3).astype(np.float16)))
 add("einsum", S("ij,jk->ik", [r(2, 3), r(3, 4)]), S("bij,bjk->bik", [r(2, 2, 3), r(2, 3, 2)]),
-    S("i,i->", [r(3), r(3)]), S("ij,jk", [r(2, 3), r(3, 2)]), S("ij->j", [r(2, 3)]), S("i,j->ij", [r(2), r(3)]))
+    S("i,i->", [r(3), r(3)]), S("ij,jk", [r(2, 3), r(3, 2)]), S("ij->j", [r(2, 3)]), S("i,j->ij", [r(2), r(3)]),
+    S("i,j->ij", [ints(2), r(3).astype(np.float16)]), S("...ij,jk->...ik", [r(2, 2, 3), r(3, 2)]),
+    S("ii->i", [r(3, 3)]), S("ii", [r(3, 3)]), S("bii,bj->bij", [r(2, 2, 2), r(2, 3)]), S("i...->...", [r(2, 3)]),
+    S("ij,j", [r(2, 3), r(3)]), S("ijk->", [r(2, 1, 2)]))
 
 # -- neural-network ops
 for _n in ("softmax", "log_softmax"):

@@ -1,0 +1,467 @@
+"""Every op's eager result against a numpy reference written here, on every
+sample of the op table (random ops are checked by their defining properties)."""
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import dynjit
+from dynjit.ops.registry import registry, INPLACE
+
+from opinfo_samples import SAMPLES, NC, C, call, materialize, inplace_samples
+
+
+def _axis(dim):
+    return None if dim is None or dim == () else dim
+
+
+def _np_erf(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _red(fn):
+    """A reference for reductions with (self, dim=None, keepdim=False)."""
+    return lambda a, dim=None, keepdim=False, dtype=None: fn(a, axis=_axis(dim), keepdims=keepdim)
+
+
+def _max_dim(argfn):
+    def ref(a, dim, keepdim=False):
+        if a.ndim == 0:
+            return a, np.array(0)
+        idx = np.expand_dims(argfn(a, axis=dim), dim)
+        vals = np.take_along_axis(a, idx, dim)
+        if not keepdim:
+            vals, idx = vals.squeeze(dim), idx.squeeze(dim)
+        return vals, idx
+    return ref
+
+
+def _arg(fn):
+    def ref(a, dim=None, keepdim=False):
+        if dim is None:
+            i = fn(a.reshape(-1))
+            return np.full((1,) * a.ndim, i) if keepdim else np.array(i)
+        if a.ndim == 0:
+            return np.array(0)
+        return fn(a, axis=dim, keepdims=keepdim)
+    return ref
+
+
+def _norm(a, p=2, dim=None, keepdim=False):
+    axis = _axis(dim)
+    if p == float("inf"):
+        return np.max(np.abs(a), axis=axis, keepdims=keepdim)
+    if p == 0:
+        return np.sum(a != 0, axis=axis, keepdims=keepdim).astype(a.dtype)
+    return np.sum(np.abs(a) ** p, axis=axis, keepdims=keepdim) ** (1 / p)
+
+
+def _cum(fn):
+    def ref(a, dim, dtype=None):
+        if a.ndim == 0:
+            return a
+        acc = a.astype(np.int64) if a.dtype.kind in "biu" else a
+        return fn(acc, axis=dim)
+    return ref
+
+
+def _logsumexp(a, dim, keepdim=False):
+    a = a.astype(np.float64)
+    return np.log(np.sum(np.exp(a), axis=_axis(dim), keepdims=keepdim))
+
+
+def _sum_to_size(a, size):
+    lead = a.ndim - len(size)
+    out = a.sum(axis=tuple(range(lead))) if lead else a
+    for d, s in enumerate(size):
+        if s == 1 and out.shape[d] != 1:
+            out = out.sum(axis=d, keepdims=True)
+    return out
+
+
+def _value_selecting_backward(grad, indices, shape, dim, keepdim):
+    out = np.zeros(shape)
+    if not shape:
+        return np.asarray(grad, dtype=np.float64)
+    g = grad if keepdim else np.expand_dims(grad, dim)
+    i = indices if keepdim else np.expand_dims(indices, dim)
+    for pos in itertools.product(*map(range, g.shape)):
+        target = list(pos)
+        target[dim] = i[pos]
+        out[tuple(target)] = g[pos]
+    return out
+
+
+def _gather(a, dim, index):
+    if a.ndim == 0:
+        return a.reshape(1)[index]
+    out = np.empty(index.shape, dtype=a.dtype)
+    for pos in itertools.product(*map(range, index.shape)):
+        src = list(pos)
+        src[dim] = index[pos]
+        out[pos] = a[tuple(src)]
+    return out
+
+
+def _scatter(accumulate):
+    def ref(a, dim, index, src):
+        out = a.copy()
+        for pos in itertools.product(*map(range, index.shape)):
+            dst = list(pos)
+            dst[dim] = index[pos]
+            value = src[pos] if np.ndim(src) else src
+            if accumulate:
+                out[tuple(dst)] += value
+            else:
+                out[tuple(dst)] = value
+        return out
+    return ref
+
+
+def _index_put(a, indices, values, accumulate=False):
+    out = a.copy()
+    idx = tuple(indices)
+    if accumulate:
+        np.add.at(out, idx, values)
+    else:
+        out[idx] = values
+    return out
+
+
+def _index_backward(grad, shape, index, accumulate):
+    out = np.zeros(shape)
+    idx = tuple(index)
+    if accumulate:
+        np.add.at(out, idx, grad)
+    else:
+        out[idx] = grad
+    return out
+
+
+def _one_hot(a, num_classes=-1):
+    n = int(a.max()) + 1 if num_classes == -1 else num_classes
+    out = np.zeros(a.shape + (n,), dtype=np.int64)
+    for pos in itertools.product(*map(range, a.shape)):
+        out[pos + (a[pos],)] = 1
+    return out
+
+
+def _diagonal_backward(grad, shape, offset, dim1, dim2):
+    out = np.zeros(shape)
+    n = grad.shape[-1]
+    for k in range(n):
+        i, j = (k, k + offset) if offset >= 0 else (k - offset, k)
+        idx = [slice(None)] * len(shape)
+        idx[dim1], idx[dim2] = i, j
+        out[tuple(idx)] = grad[..., k]
+    return out
+
+
+def _cat(tensors, dim=0):
+    keep = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)]
+    return np.concatenate(keep, axis=dim)
+
+
+def _linear(x, w, b=None):
+    out = np.einsum("...i,oi->...o", x, w)
+    return out if b is None else out + b
+
+
+def _nll_loss(x, target, weight=None, reduction="mean", ignore_index=-100):
+    x2 = x.reshape(1, -1) if x.ndim == 1 else x
+    t = target.reshape(-1)
+    w = np.ones(x2.shape[1]) if weight is None else weight
+    losses, weights = [], []
+    for n in range(x2.shape[0]):
+        if t[n] == ignore_index:
+            losses.append(0.0)
+            weights.append(0.0)
+        else:
+            losses.append(-x2[n, t[n]] * w[t[n]])
+            weights.append(w[t[n]])
+    losses = np.array(losses)
+    if reduction == "none":
+        return losses.reshape(target.shape)
+    if reduction == "sum":
+        return losses.sum()
+    return losses.sum() / sum(weights)
+
+
+def _softmax(a, dim):
+    if a.ndim == 0:
+        return np.ones_like(a, dtype=np.float64)
+    e = np.exp(a - a.max(axis=dim, keepdims=True))
+    return e / e.sum(axis=dim, keepdims=True)
+
+
+def _div_mode(a, b, rounding_mode):
+    q = np.true_divide(a, b)
+    return np.floor(q) if rounding_mode == "floor" else np.trunc(q)
+
+
+def _roll(a, shifts, dims=None):
+    return np.roll(a, shifts, axis=dims)
+
+
+def _getitem(a, index):
+    return a[index]
+
+
+def _view_scatter(base, src, chain):
+    out = base.copy()
+    (op, rest, index), = chain
+    if op.name == "narrow":
+        dim, start, length = rest
+        sl = [slice(None)] * out.ndim
+        sl[dim] = slice(start, start + length)
+        out[tuple(sl)] = src
+    elif op.name == "select":
+        dim, i = rest
+        sl = [slice(None)] * out.ndim
+        sl[dim] = i
+        out[tuple(sl)] = src
+    else:      # unbind along rest[0], output `index`
+        sl = [slice(None)] * out.ndim
+        sl[rest[0]] = index
+        out[tuple(sl)] = src
+    return out
+
+
+def _squeeze(a, dim=None):
+    if dim is None:
+        return np.squeeze(a)
+    dims = (dim,) if isinstance(dim, int) else dim
+    if a.ndim == 0:
+        return a
+    return np.squeeze(a, axis=tuple(d for d in dims if a.shape[d] == 1))
+
+
+def _expand(a, size):
+    size = tuple(size)
+    lead = len(size) - a.ndim
+    target = tuple(a.shape[i - lead] if s == -1 else s for i, s in enumerate(size))
+    return np.broadcast_to(a, target)
+
+
+def _split(a, sizes, dim=0):
+    bounds = np.cumsum([0] + list(sizes))
+    return [np.take(a, range(bounds[i], bounds[i + 1]), axis=dim) for i in range(len(sizes))]
+
+
+def _einsum(eq, operands):
+    return np.einsum(eq, *operands)
+
+
+def _narrow(a, dim, start, length):
+    start = start % a.shape[dim]
+    return np.take(a, range(start, start + length), axis=dim)
+
+
+def _tril(fn):
+    def ref(a, diagonal=0):
+        return fn(a, diagonal)
+    return ref
+
+
+REFERENCE = {
+    "abs": np.abs, "neg": np.negative, "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1,
+    "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "sqrt": np.sqrt,
+    "rsqrt": lambda a: 1 / np.sqrt(a), "sin": np.sin, "cos": np.cos, "tan": np.tan,
+    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
+    "tanh": np.tanh, "sigmoid": _sigmoid, "relu": lambda a: np.where(a > 0, a, 0),
+    "silu": lambda a: a * _sigmoid(a), "sign": np.sign, "reciprocal": lambda a: 1 / a,
+    "square": lambda a: a * a, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
+    "round": lambda a, decimals=0: np.round(a, decimals), "frac": lambda a: a - np.trunc(a),
+    "erf": _np_erf,
+    "gelu": lambda a, approximate="none": (
+        0.5 * a * (1 + np.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3))) if approximate == "tanh"
+        else a * 0.5 * (1 + _np_erf(a / math.sqrt(2)))),
+    "softplus": lambda a, beta=1, threshold=20: np.where(a * beta > threshold, a, np.log1p(np.exp(a * beta)) / beta),
+    "leaky_relu": lambda a, s=0.01: np.where(a > 0, a, a * s),
+    "elu": lambda a, alpha=1.0: np.where(a > 0, a, alpha * (np.exp(a) - 1)),
+    "add": lambda a, b, alpha=1: a + alpha * b if not (np.asarray(a).dtype == bool and alpha == 1) else a | b,
+    "sub": lambda a, b, alpha=1: a - alpha * b, "rsub": lambda a, b, alpha=1: b - alpha * a,
+    "mul": lambda a, b: a * b, "div": lambda a, b: a / b, "div_mode": _div_mode,
+    "floor_divide": lambda a, b: np.floor(a / b), "remainder": lambda a, b: a - np.floor(a / b) * b,
+    "fmod": lambda a, b: a - np.trunc(a / b) * b, "pow": lambda a, b: np.power(np.asarray(a, dtype=np.float64), b),
+    "atan2": np.arctan2, "maximum": np.maximum, "minimum": np.minimum,
+    "lerp": lambda a, b, w: a + w * (b - a),
+    "clamp": lambda a, min=None, max=None: np.minimum(np.maximum(a, -np.inf if min is None else min),
+                                                      np.inf if max is None else max),
+    "where": lambda c, a, b: np.where(c, a, b),
+    "masked_fill": lambda a, m, v: np.where(m, v, a),
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+    "ge": np.greater_equal, "logical_not": np.logical_not, "logical_and": np.logical_and,
+    "logical_or": np.logical_or, "logical_xor": np.logical_xor, "isnan": np.isnan, "isinf": np.isinf,
+    "isfinite": np.isfinite, "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor, "bitwise_not": np.invert,
+    # reductions
+    "sum": _red(np.sum), "mean": _red(np.mean), "prod": _red(np.prod), "amax": _red(np.max),
+    "amin": _red(np.min), "max": np.max, "min": np.min, "max_dim": _max_dim(np.argmax),
+    "min_dim": _max_dim(np.argmin), "argmax": _arg(np.argmax), "argmin": _arg(np.argmin),
+    "var": lambda a, dim=None, correction=1, keepdim=False: np.var(a, axis=_axis(dim), ddof=correction, keepdims=keepdim),
+    "std": lambda a, dim=None, correction=1, keepdim=False: np.std(a, axis=_axis(dim), ddof=correction, keepdims=keepdim),
+    "logsumexp": _logsumexp, "norm": _norm, "all": _red(np.all), "any": _red(np.any),
+    "cumsum": _cum(np.cumsum), "cumprod": _cum(np.cumprod), "sum_to_size": _sum_to_size,
+    "value_selecting_backward": _value_selecting_backward,
+    # shapes and views
+    "view": lambda a, size: a.reshape(size), "reshape": lambda a, shape: a.reshape(shape),
+    "t": lambda a: a.T, "transpose": lambda a, d0, d1: np.swapaxes(a, d0, d1) if a.ndim else a,
+    "permute": lambda a, dims: np.transpose(a, dims), "unsqueeze": lambda a, d: np.expand_dims(a, d),
+    "squeeze": _squeeze, "expand": _expand, "narrow": _narrow,
+    "select": lambda a, dim, i: np.take(a, i, axis=dim), "getitem": _getitem,
+    "index": lambda a, indices: a[tuple(indices)], "index_backward": _index_backward,
+    "index_put": _index_put, "split_with_sizes": _split,
+    "unbind": lambda a, dim=0: [np.take(a, i, axis=dim) for i in range(a.shape[dim])],
+    "cat": _cat, "stack": lambda ts, dim=0: np.stack(ts, axis=dim), "clone": lambda a, memory_format=None: a,
+    "to_dtype": lambda a, dtype: a.astype(dtype.np), "contiguous_copy": lambda a: a,
+    "flip": lambda a, dims: np.flip(a, axis=dims) if dims else a, "roll": _roll,
+    "repeat": lambda a, reps: np.tile(a, reps), "tril": _tril(np.tril), "triu": _tril(np.triu),
+    "gather": _gather, "scatter_add": _scatter(True), "scatter": _scatter(False),
+    "index_select": lambda a, dim, i: np.take(a, i.reshape(-1), axis=dim) if a.ndim else a,
+    "one_hot": _one_hot, "copy": lambda a, src: np.broadcast_to(src, a.shape),
+    "fill": lambda a, v: np.full(a.shape, v), "zero": np.zeros_like,
+    "diagonal": lambda a, offset=0, d1=0, d2=1: np.diagonal(a, offset, d1, d2),
+    "diagonal_backward": _diagonal_backward, "detach": lambda a: a, "view_scatter": _view_scatter,
+    # matrix products
+    "matmul": np.matmul, "mm": np.matmul, "bmm": np.matmul, "linear": _linear,
+    "addmm": lambda s, m1, m2, beta=1, alpha=1: beta * s + alpha * (m1 @ m2),
+    "dot": np.dot, "outer": np.outer, "einsum": _einsum,
+    # neural-network ops
+    "softmax": _softmax, "log_softmax": lambda a, dim: np.log(_softmax(a, dim)), "nll_loss": _nll_loss,
+    # factories
+    "zeros": lambda size, dtype=None: np.zeros(size), "ones": lambda size, dtype=None: np.ones(size),
+    "empty": lambda size, dtype=None: np.zeros(size),
+    "full": lambda size, v, dtype=None: np.full(size, v),
+    "arange": lambda start, end=None, step=1, dtype=None: np.arange(start, end, step) if end is not None
+    else np.arange(start),
+    "linspace": lambda a, b, n, dtype=None: np.linspace(a, b, n),
+    "eye": lambda n, m=None, dtype=None: np.eye(n, m),
+}
+
+# Random ops: the reference is the property that defines them.
+
+
+def _check_rand(out, size, dtype=None):
+    assert out.shape == tuple(size)
+    v = out.numpy()
+    assert ((v >= 0) & (v < 1)).all()
+
+
+def _check_randn(out, size, dtype=None):
+    assert out.shape == tuple(size)
+    assert np.isfinite(out.numpy()).all()
+
+
+def _check_randint(out, low, high, size, dtype=None):
+    v = out.numpy()
+    assert out.shape == tuple(size) and ((v >= low) & (v < high)).all()
+
+
+def _check_randperm(out, n, dtype=None):
+    assert sorted(out.numpy().tolist()) == list(range(n))
+
+
+def _check_bernoulli(out, probs, p=None):
+    v = out.numpy()
+    assert set(np.unique(v)) <= {0.0, 1.0}
+    if p is not None and p in (0.0, 1.0):
+        assert (v == p).all()
+
+
+def _check_dropout(out, x, p, train):
+    y, mask = out[0].numpy(), out[1].numpy()
+    if not train or p == 0:
+        np.testing.assert_array_equal(y, x)
+        assert mask.all()
+    elif p == 1:
+        assert (y == 0).all() and not mask.any()
+    else:
+        np.testing.assert_allclose(y, np.where(mask, x / (1 - p), 0.0), rtol=1e-12)
+
+
+PROPERTY = {"rand": _check_rand, "randn": _check_randn, "randint": _check_randint,
+            "randperm": _check_randperm, "bernoulli": _check_bernoulli, "native_dropout": _check_dropout}
+
+
+def _values(v):
+    if isinstance(v, (NC, C)):
+        return v.arr.copy()
+    if isinstance(v, np.ndarray):
+        return v.copy()
+    if isinstance(v, list):
+        return [_values(x) for x in v]
+    return v
+
+
+def _assert_close(result, expected, where):
+    if isinstance(result, (tuple, list)):
+        assert len(result) == len(expected), where
+        for r, e in zip(result, expected):
+            _assert_close(r, e, where)
+        return
+    got = result.numpy()
+    expected = np.asarray(expected)
+    assert got.shape == expected.shape, f"{where}: shape {got.shape}, expected {expected.shape}"
+    if got.dtype == np.bool_ or expected.dtype == np.bool_:
+        np.testing.assert_array_equal(got, expected, err_msg=where)
+        return
+    tol = 1e-12 if got.dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
+                               rtol=tol * 100, atol=tol, equal_nan=True, err_msg=where)
+
+
+NON_INPLACE = sorted(n for n, op in registry.items() if op.kind != INPLACE)
+CASES = [(n, i) for n in NON_INPLACE for i in range(len(SAMPLES.get(n, ())))]
+
+
+def test_every_op_has_samples_and_a_reference():
+    no_samples = [n for n in NON_INPLACE if not SAMPLES.get(n)]
+    assert not no_samples, f"ops without samples: {no_samples}"
+    no_reference = [n for n in NON_INPLACE if n not in REFERENCE and n not in PROPERTY]
+    assert not no_reference, f"ops without a numpy reference: {no_reference}"
+    no_inplace_sample = [n for n, op in registry.items() if op.kind == INPLACE and not inplace_samples(op)]
+    assert not no_inplace_sample, f"in-place ops with no sample that fits in place: {no_inplace_sample}"
+    stale = sorted(set(SAMPLES) - set(registry))
+    assert not stale, f"samples for ops that are not registered: {stale}"
+
+
+@pytest.mark.parametrize("name,i", CASES, ids=[f"{n}-{i}" for n, i in CASES])
+def test_eager_matches_reference(name, i):
+    sample = SAMPLES[name][i]
+    op = registry[name]
+    dynjit.manual_seed(0)
+    result = call(op, sample)
+    args = [_values(a) for a in sample.args]
+    kwargs = {k: _values(v) for k, v in sample.kwargs.items()}
+    if name in PROPERTY:
+        PROPERTY[name](result, *args, **kwargs)
+        return
+    with np.errstate(all="ignore"):
+        expected = REFERENCE[name](*args, **kwargs)
+    _assert_close(result, expected, f"{name}{sample}")
+
+
+INPLACE_CASES = sorted(n for n, op in registry.items() if op.kind == INPLACE)
+
+
+@pytest.mark.parametrize("name", INPLACE_CASES)
+def test_inplace_equals_out_of_place_and_bumps_version(name):
+    op = registry[name]
+    for sample in inplace_samples(op):
+        expected = call(op.functional, sample)
+        leaves, build = materialize(sample)
+        args, kwargs = build(leaves)
+        self = args[0]
+        before = self._version[0]
+        out = op(*args, **kwargs)
+        assert out is self, f"{name} must return its input"
+        assert self._version[0] == before + 1, f"{name} must bump the version counter"
+        np.testing.assert_allclose(self.numpy().astype(np.float64),
+                                   expected.numpy().astype(self.dtype.np).astype(np.float64),
+                                   rtol=1e-12, atol=1e-12, equal_nan=True, err_msg=f"{name}{sample}")
