@@ -36,7 +36,7 @@ class Tensor:
     def __init__(self, data=None, *, dtype=None, requires_grad=False):
         arr = _to_array(data if data is not None else [], dtype)
         self._data = arr
-        self._version = [0]
+        self._version_counter = [0]
         if requires_grad:
             self.requires_grad_(True)
 
@@ -44,7 +44,7 @@ class Tensor:
     def _make(cls, arr):
         t = object.__new__(Tensor)
         t._data = arr
-        t._version = [0]
+        t._version_counter = [0]
         if _grad_state.inference:
             t._is_inference = True
         return t
@@ -147,8 +147,11 @@ class Tensor:
         self._data = other._data
 
     @property
-    def _version_value(self):
-        return self._version[0]
+    def _version(self):
+        """The version counter's value: bumped by every in-place change (shared with views)."""
+        return self._version_counter[0]
+
+    _version_value = _version
 
     @property
     def is_inference(self):
@@ -182,7 +185,7 @@ class Tensor:
 
     @property
     def grad_fn(self):
-        if self._base is not None and self._view_version != self._version[0]:
+        if self._base is not None and self._view_version != self._version_counter[0]:
             _graph.regenerate_view_grad_fn(self)
         return self._grad_fn
 
@@ -354,7 +357,7 @@ class Tensor:
                                "the deepcopy protocol at the moment.")
         new = type(self).__new__(type(self))
         new._data = self._data.copy()
-        new._version = [0]
+        new._version_counter = [0]
         new._requires_grad = self._requires_grad
         if self._grad is not None:
             new._grad = self._grad.__deepcopy__(memo)

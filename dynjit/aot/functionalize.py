@@ -26,7 +26,7 @@ class FunctionalTracer(GraphTracer):
 
     def track(self, tensor, node):
         super().track(tensor, node)
-        self._versions[id(tensor)] = tensor._version[0]
+        self._versions[id(tensor)] = tensor._version_counter[0]
 
     def is_tracked(self, tensor):
         entry = self._nodes.get(id(tensor))
@@ -36,7 +36,7 @@ class FunctionalTracer(GraphTracer):
         entry = self._nodes.get(id(value))
         if entry is None or entry[0] is not value:
             return super().node_of(value)
-        if self._versions[id(value)] == value._version[0]:
+        if self._versions[id(value)] == value._version_counter[0]:
             return entry[1]
         # Written in place through an alias since we recorded it: re-derive from the base.
         base = value._base

@@ -237,9 +237,9 @@ def _wrap_outputs(ctx, args, outputs, is_differentiable):
         if id(o) in input_ids:
             # an input returned as-is: the output is a new tensor aliasing it
             alias = Tensor._make(o._data)
-            alias._version = o._version
+            alias._version_counter = o._version_counter
             alias._base = o._base if o._base is not None else o
-            alias._view_version = o._version[0]
+            alias._view_version = o._version_counter[0]
             o = alias
         if is_differentiable:
             if id(outs[i]) in nondiff or id(o) in nondiff:

@@ -67,7 +67,7 @@ class SavedTensor:
 
     def __init__(self, tensor):
         self.tensor = tensor
-        self.version = tensor._version[0]
+        self.version = tensor._version_counter[0]
 
     def unpack(self, node, lazy=False):
         """The saved tensor; raises if it was modified in place since it was saved.
@@ -77,11 +77,11 @@ class SavedTensor:
         gradients it needs (see `needs` in the registry) then does not fail on a
         saved tensor it does not use, as in PyTorch, which saves only those."""
         t = self.tensor
-        if t._version[0] != self.version:
+        if t._version_counter[0] != self.version:
             message = (
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [{t.type()} {list(t.shape)}], which is output "
-                f"{t._output_nr} of {node.name()}, is at version {t._version[0]}; expected "
+                f"{t._output_nr} of {node.name()}, is at version {t._version_counter[0]}; expected "
                 f"version {self.version} instead. Hint: the backtrace further above shows the "
                 "operation that failed to compute its gradient.")
             if lazy:
@@ -460,7 +460,7 @@ class AccumulateGrad(Node):
                 v._grad = Tensor._make(gd._data + g._data)
             else:
                 np.add(gd._data, g._data, out=gd._data, casting="unsafe")
-                gd._version[0] += 1
+                gd._version_counter[0] += 1
         if self._post_acc_hooks:
             for h in list(self._post_acc_hooks.values()):
                 if h(v) is not None:
@@ -600,7 +600,7 @@ def regenerate_view_grad_fn(view):
         view._grad_fn = AsStridedBackward0(base, view_replay_fn(view), edge_of(base))
         view._output_nr = 0
         view._requires_grad = True
-    view._view_version = view._version[0]
+    view._view_version = view._version_counter[0]
 
 
 # -- gradient edges, versions, and engine introspection (torch.autograd.graph) --
@@ -636,7 +636,7 @@ def increment_version(tensor):
     if tensor._is_inference and not _grad_state.inference:
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed. "
                            "You can make a clone to get a normal tensor before doing inplace update.")
-    tensor._version[0] += 1
+    tensor._version_counter[0] += 1
 
 
 def _will_engine_execute_node(node):

@@ -168,7 +168,7 @@ def eager(op, args, kwargs):
     if op.kind is VIEW:
         _mark_views(op, args, result)
     elif op.aliases_input:
-        result._version = args[0]._version
+        result._version_counter = args[0]._version_counter
     if _grad_state.enabled and op.backward_cls is not None:
         for t in tensors:
             if t._requires_grad:
@@ -185,7 +185,7 @@ def _mark_views(op, args, result):
     for i, o in enumerate(outs):
         if isinstance(o, Tensor) and np.may_share_memory(o._data, src._data):
             o._base = base
-            o._version = src._version
+            o._version_counter = src._version_counter
             # (source, view op, its other args, multi-output?, output index)
             o._view_of = (src, op, args[1:], multi, i)
 
@@ -233,7 +233,7 @@ def inplace(op, args, kwargs):
         node_args = (saved_self,) + args[1:]
         node_tensors = [saved_self if t is self else t for t in tensors]
     np.copyto(self._data, out, casting="unsafe")
-    self._version[0] += 1
+    self._version_counter[0] += 1
     if needs_grad:
         node = fop.backward_cls(fop, node_args, node_tensors, self)
         if self._base is not None:
