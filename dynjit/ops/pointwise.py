@@ -214,6 +214,8 @@ def _(grad, self, exponent, result, needs):
             g_self = grad * 0
         else:
             g_self = grad * exponent * self.pow(exponent - 1)
+            if hasattr(exponent, "masked_fill"):   # where the exponent is 0: 0, not 0 * inf
+                g_self = g_self.masked_fill(exponent == 0, 0.0)
     if needs[1]:
         g_exp = grad * result * _safe_log(self)
     return g_self, g_exp
