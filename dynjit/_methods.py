@@ -21,7 +21,7 @@ SAME_NAME = (
     "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor",
     "isnan", "isinf", "isfinite", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
     "floor_divide", "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "logsumexp",
-    "all", "any", "cumsum", "cumprod", "sum_to_size", "t", "transpose", "unsqueeze", "squeeze",
+    "all", "any", "cumsum", "cumprod", "t", "transpose", "unsqueeze", "squeeze",
     "narrow", "select", "unbind", "clone", "matmul", "mm", "bmm", "dot", "outer", "gather",
     "scatter", "scatter_add", "index_select", "index_put", "tril", "triu", "diagonal", "roll",
     "softmax", "log_softmax", "fill", "zero", "copy",
@@ -53,7 +53,7 @@ def _sizes(args):
 def _vararg_method(name, op):
     def method(self, *shape, **kwargs):
         key = {"view": "size", "reshape": "shape", "expand": "size", "permute": "dims",
-               "repeat": "repeats", "flip": "dims"}[name]
+               "repeat": "repeats", "flip": "dims", "sum_to_size": "size"}[name]
         if key in kwargs:
             shape = (kwargs.pop(key),)
         if name == "view" and len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
@@ -64,7 +64,8 @@ def _vararg_method(name, op):
 
 
 for _name, _op in (("view", "view"), ("reshape", "reshape"), ("expand", "expand"),
-                   ("permute", "permute"), ("repeat", "repeat"), ("flip", "flip")):
+                   ("permute", "permute"), ("repeat", "repeat"), ("flip", "flip"),
+                   ("sum_to_size", "sum_to_size")):
     setattr(Tensor, _name, _vararg_method(_name, R[_op]))
 
 

@@ -134,12 +134,21 @@ rand.meta_fn(_sized_meta)
 randn.meta_fn(_sized_meta)
 
 
+def _check_range(low, high):
+    if low >= high:
+        raise RuntimeError(f"randint expects low to be less than high, but got low={low} >= high={high}")
+
+
 @register("randint", FACTORY, differentiable=False)
 def randint(low, high, size, dtype=None):
+    _check_range(low, high)
     return default_generator.np.integers(low, high, _size(size)).astype(_np_dtype(dtype, _dtype.int64))
 
 
-randint.meta_fn(lambda low, high, size, dtype: (_size(size), _dt(dtype, _dtype.int64)))
+@randint.meta_fn
+def _(low, high, size, dtype):
+    _check_range(low, high)
+    return _size(size), _dt(dtype, _dtype.int64)
 
 
 @register("randperm", FACTORY, differentiable=False)

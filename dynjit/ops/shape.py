@@ -202,7 +202,15 @@ def getitem(self, index):
     try:
         return self[index]
     except IndexError as e:
-        raise IndexError(str(e).replace("axis", "dimension")) from None
+        raise _index_error(e, self.ndim) from None
+
+
+def _index_error(e, ndim):
+    """numpy's IndexError in tensor terms."""
+    message = str(e)
+    if message.startswith("too many indices"):
+        return IndexError(f"too many indices for tensor of dimension {ndim}")
+    return IndexError(message.replace("axis", "dimension"))
 
 
 getitem.derivative(lambda grad, self_shape, index: index_backward(grad, self_shape, index, False))
@@ -214,7 +222,7 @@ def index(self, indices):
     try:
         return self[tuple(indices)]
     except IndexError as e:
-        raise IndexError(str(e).replace("axis", "dimension")) from None
+        raise _index_error(e, self.ndim) from None
 
 
 index.derivative(lambda grad, self_shape, indices: index_backward(grad, self_shape, tuple(indices), True))
@@ -263,10 +271,17 @@ def _(grad, shape, index, accumulate):
 def index_put(self, indices, values, accumulate=False):
     out = np.array(self, copy=True)
     idx = tuple(indices)
-    if accumulate:
-        np.add.at(out, idx, values)
-    else:
-        out[idx] = values
+    try:
+        if accumulate:
+            np.add.at(out, idx, values)
+        else:
+            out[idx] = values
+    except IndexError as e:
+        raise _index_error(e, out.ndim) from None
+    except ValueError:
+        target = out[idx].shape
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(np.shape(values))} cannot be "
+                           f"broadcast to indexing result of shape {list(target)}") from None
     return out
 
 
@@ -314,6 +329,8 @@ def _(grads, dim):
 
 @register("unbind", VIEW)
 def unbind(self, dim=0):
+    if self.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = _dim(dim, self.ndim)
     return tuple(self[_index_tuple(d, i, self.ndim) + (Ellipsis,)] for i in range(self.shape[d]))
 
@@ -796,7 +813,17 @@ zero.derivative(lambda grad: grad * 0)
 
 @register("diagonal", VIEW)
 def diagonal(self, offset=0, dim1=0, dim2=1):
-    return np.diagonal(self, offset, dim1, dim2)
+    d1, d2 = _diagonal_dims(self.ndim, dim1, dim2)
+    return np.diagonal(self, offset, d1, d2)
+
+
+def _diagonal_dims(ndim, dim1, dim2):
+    d1, d2 = wrap_dim(dim1, ndim), wrap_dim(dim2, ndim)
+    if ndim < 2:
+        raise RuntimeError(f"diagonal() needs a tensor of at least 2 dimensions, got {ndim}")
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions requested must be distinct (got {dim1} and {dim2})")
+    return d1, d2
 
 
 @diagonal.derivative
