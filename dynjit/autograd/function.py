@@ -45,12 +45,19 @@ class FunctionCtx:
             return ()
         return tuple(s.unpack(self) if isinstance(s, _graph.SavedTensor) else s for s in saved)
 
-    saved_variables = saved_tensors
+    @property
+    def saved_variables(self):
+        import warnings
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning,
+                      stacklevel=2)
+        return self.saved_tensors
 
 
 class BackwardCFunction(_graph.Node, FunctionCtx):
     """Backward node of one call to a custom Function; it is also the ctx."""
     _forward_cls = None
+    _materialize_non_diff_grads = True   # set False in forward: None stays None for those outputs
+    _non_diff_outputs = ()
 
     def __init__(self):
         _graph.Node.__init__(self)
@@ -79,8 +86,10 @@ class BackwardCFunction(_graph.Node, FunctionCtx):
         from ..tensor import Tensor
         import numpy as np
         if self.materialize_grads:
-            grads = [g if g is not None or meta is None else Tensor._make(np.zeros(meta[0], dtype=meta[1].np))
-                     for g, meta in zip(grads, self._output_meta)]
+            keep_none = () if self._materialize_non_diff_grads else self._non_diff_outputs
+            grads = [g if g is not None or meta is None or i in keep_none
+                     else Tensor._make(np.zeros(meta[0], dtype=meta[1].np))
+                     for i, (g, meta) in enumerate(zip(grads, self._output_meta))]
         cls = self._forward_cls
         result = cls.backward(self, *grads)
         if not isinstance(result, tuple):
@@ -133,7 +142,10 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
     """Base class for custom differentiable operations (like torch.autograd.Function)."""
 
     def __init__(self, *args, **kwargs):
-        pass
+        import warnings
+        warnings.warn(f"{type(self).__name__} should not be instantiated. Methods on autograd functions "
+                      "are all static, so you should invoke them on the class itself.",
+                      DeprecationWarning, stacklevel=2)
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. "
@@ -213,6 +225,9 @@ def _wrap_outputs(ctx, args, outputs, is_differentiable):
     for t in ctx.dirty_tensors:
         if id(t) not in input_ids:
             raise RuntimeError("mark_dirty only accepts input tensors, but an output that is not an input was given")
+        if t._base is not None and len(outs) > 1 and is_differentiable:
+            raise RuntimeError("Functions which modify views in-place must return a single Variable "
+                               f"({ctx.name()} marked a view dirty and returned {len(outs)} outputs)")
     if is_differentiable:
         ctx.next_functions = tuple(_graph.edge_of(a) if isinstance(a, Tensor) and a._requires_grad else None
                                    for a in args)
@@ -244,6 +259,7 @@ def _wrap_outputs(ctx, args, outputs, is_differentiable):
         if is_differentiable:
             if id(outs[i]) in nondiff or id(o) in nondiff:
                 o._requires_grad = False
+                ctx._non_diff_outputs += (i,)
             elif o.dtype.is_floating_point:
                 o._grad_fn = ctx
                 o._output_nr = i
