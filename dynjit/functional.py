@@ -152,6 +152,18 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return input.std(dim, unbiased, keepdim, correction=correction)
 
 
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(variance, mean) of `input`, computed by one op (one backward node)."""
+    if isinstance(dim, bool):      # var_mean(x, False): the old positional `unbiased`
+        dim, unbiased = None, dim
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    return dispatch(R["var_mean"], (input, dim, correction, keepdim), {})
+
+
+__all__.append("var_mean")
+
+
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     return input.norm(p, dim, keepdim)
 

@@ -363,6 +363,34 @@ def _(self, dim, correction, keepdim):
     return reduced_shape(self.shape, dim, keepdim), self.dtype
 
 
+@register("var_mean", REDUCTION)
+def var_mean(self, dim=None, correction=1, keepdim=False):
+    """Variance and mean in one op: one backward node with two outputs."""
+    x = np.asarray(self)
+    _require_float(_dtype.from_numpy_dtype(x.dtype), "std and var only support floating point dtypes")
+    axis = _np_axis(x, dim)
+    return (np.asarray(np.var(x, axis=axis, ddof=correction, keepdims=keepdim)),
+            np.asarray(np.mean(x, axis=axis, keepdims=keepdim)))
+
+
+@var_mean.derivative
+def _(grads, self, dim, correction, keepdim):
+    g_var, g_mean = grads
+    n = 1
+    for d in normalize_dims(dim, self.ndim):
+        n *= self.shape[d] if self.ndim else 1
+    centered = self - self.mean(dim, keepdim=True) if self.ndim else self * 0
+    return (_unreduce(g_var, self.shape, dim, keepdim) * centered * (2.0 / max(n - correction, 0))
+            + _unreduce(g_mean, self.shape, dim, keepdim) / max(n, 1))
+
+
+@var_mean.meta_fn
+def _(self, dim, correction, keepdim):
+    _require_float(self.dtype, "std and var only support floating point dtypes")
+    shape = reduced_shape(self.shape, dim, keepdim)
+    return [(shape, self.dtype), (shape, self.dtype)]
+
+
 std.meta_fn(var._meta)
 
 

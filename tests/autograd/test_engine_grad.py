@@ -190,6 +190,8 @@ def test_grad_to_a_gradient_edge_equals_grad_to_the_tensor():
     check(x.clone(), x)
     x = _Identity.apply(x)                     # a custom Function's node
     check(x.clone(), x)
+    x = dynjit.var_mean(x)[1]                  # second output of a multi-output node
+    check(x.clone(), x)
 
 
 class _Identity(Function):
@@ -633,3 +635,19 @@ def test_saved_values_survive_a_create_graph_grad():
         dynjit.autograd.grad(y, x, create_graph=True)
         (g,) = dynjit.autograd.grad(y, x)
         close(g, 4.0)
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutograd.test_var_mean_differentiable
+def test_var_mean_matches_var_and_mean_separately():
+    dims = [2, 4]
+    x1 = dynjit.randn(3, 4, 5, 6, 2, 3, requires_grad=True)
+    x2 = x1.detach().clone().requires_grad_()
+    var1, mean1 = dynjit.var_mean(x1, dim=dims, keepdim=False)
+    var2, mean2 = x2.var(dim=dims, keepdim=False), x2.mean(dim=dims, keepdim=False)
+    go = dynjit.randn(3, 4, 6, 3)
+    r1 = var1 * var1 * mean1 * mean1
+    r2 = var2 * var2 * mean2 * mean2
+    close(r1, r2, rtol=1e-2, atol=1e-6)
+    dynjit.autograd.backward(r1, go)
+    dynjit.autograd.backward(r2, go)
+    close(x1.grad, x2.grad, rtol=1e-2, atol=1e-5)

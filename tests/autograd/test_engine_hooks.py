@@ -206,8 +206,27 @@ def test_node_pre_hooks_can_be_removed_even_while_running(mul2):
     assert calls[0] == 1    # removal takes effect from the next call on, as in PyTorch
 
 
-def test_node_pre_hook_of_a_multi_output_custom_function():
-    # the custom-Function half of TestAutograd.test_grad_fn_prehooks_multiple_outputs
+# ports: 002_7f98adb56adba91b.txt TestAutograd.test_grad_fn_prehooks_multiple_outputs
+def test_node_pre_hook_sees_every_output_gradient():
+    b = dynjit.rand(3, 3, requires_grad=True)
+    var, mean = dynjit.var_mean(b, dim=0)
+    (var + mean).sum().backward()
+
+    a = b.detach().requires_grad_()
+    calls = [0]
+
+    def prehook(grad_outputs):
+        gvar, gmean = grad_outputs
+        calls[0] += 1
+        return (gvar * 2, gmean * 2)
+
+    var, mean = dynjit.var_mean(a, dim=0)
+    assert var.grad_fn is mean.grad_fn
+    mean.grad_fn.register_prehook(prehook)
+    (var + mean).sum().backward()
+    assert calls[0] == 1
+    close(a.grad, b.grad * 2)
+
     class DoubleMul2(Function):
         @staticmethod
         def forward(ctx, x, a, y):
@@ -464,10 +483,15 @@ def test_retain_grad_follows_the_tensor_through_in_place_ops():
     assert x.requires_grad
 
 
+MULTI_OUTPUT = [pytest.param(DoubleMul.apply, id="custom_function"),
+                pytest.param(lambda x: dynjit.var_mean(x, dim=0), id="var_mean")]
+
+
 # ports: 002_7f98adb56adba91b.txt TestAutograd.test_retains_grad_inplace_multiple_outputs
-def test_retain_grad_on_outputs_of_a_multi_output_function_modified_in_place():
+@pytest.mark.parametrize("fn", MULTI_OUTPUT)
+def test_retain_grad_on_outputs_of_a_multi_output_function_modified_in_place(fn):
     b = dynjit.rand(3, 3, requires_grad=True)
-    var, mean = DoubleMul.apply(b)
+    var, mean = fn(b)
     var.retain_grad()
     mean.retain_grad()
     var.mul_(2)
@@ -475,7 +499,7 @@ def test_retain_grad_on_outputs_of_a_multi_output_function_modified_in_place():
     gvar, gmean = var.grad, mean.grad
 
     a = b.detach().requires_grad_(True)
-    var, mean = DoubleMul.apply(a)
+    var, mean = fn(a)
     var.mul_(2)
     out = (var + mean).sum()
     gvar_expected, gmean_expected = dynjit.autograd.grad(out, inputs=(var, mean))
@@ -537,23 +561,24 @@ def test_tensor_hooks_registered_before_and_after_an_in_place_op():
 
 
 # ports: 002_7f98adb56adba91b.txt TestAutograd.test_tensor_hooks_inplace_multiple_outputs
-def test_tensor_hooks_on_a_multi_output_function_modified_in_place():
+@pytest.mark.parametrize("fn", MULTI_OUTPUT)
+def test_tensor_hooks_on_a_multi_output_function_modified_in_place(fn):
     counts = [0, 0, 0]
 
     def fn0(grad):
         counts[0] += 1
-        close(grad, np.full((3, 3), 2.0))
+        close(grad, np.full(grad.shape, 2.0))
 
     def fn1(grad):
         counts[1] += 1
-        close(grad, np.full((3, 3), 3.0))
+        close(grad, np.full(grad.shape, 3.0))
 
     def fn2(grad):
         counts[2] += 1
-        close(grad, np.ones((3, 3)))
+        close(grad, np.ones(grad.shape))
 
     b = dynjit.rand(3, 3, requires_grad=True)
-    out1, out2 = DoubleMul.apply(b)
+    out1, out2 = fn(b)
     out1.register_hook(fn0)
     out2.register_hook(fn1)
     out1.mul_(2)

@@ -264,7 +264,7 @@ for _n in ("max_dim", "min_dim"):
 for _n in ("argmax", "argmin"):
     add(_n, S(distinct(2, 3)), S(distinct(2, 3), 1), S(distinct(2, 3), 0, True), S(distinct(2, 3), keepdim=True),
         S(r(), 0), S(ints(2, 3), -1))
-for _n in ("var", "std"):
+for _n in ("var", "std", "var_mean"):
     add(_n, S(r(2, 3)), S(r(2, 3), 1), S(r(2, 3, 2), (0, 2), 0, True), S(r(4), correction=0),
         S(NC(r(3, 4)), 0))
 add("logsumexp", S(r(2, 3), 1), S(r(2, 3), (0, 1)), S(r(2, 3), -1, True), S(r(), 0), S(ints(3), 0))

@@ -306,6 +306,8 @@ REFERENCE = {
     "min_dim": _max_dim(np.argmin), "argmax": _arg(np.argmax), "argmin": _arg(np.argmin),
     "var": lambda a, dim=None, correction=1, keepdim=False: np.var(a, axis=_axis(dim), ddof=correction, keepdims=keepdim),
     "std": lambda a, dim=None, correction=1, keepdim=False: np.std(a, axis=_axis(dim), ddof=correction, keepdims=keepdim),
+    "var_mean": lambda a, dim=None, correction=1, keepdim=False: (
+        np.var(a, axis=_axis(dim), ddof=correction, keepdims=keepdim), np.mean(a, axis=_axis(dim), keepdims=keepdim)),
     "logsumexp": _logsumexp, "norm": _norm, "all": _red(np.all), "any": _red(np.any),
     "cumsum": _cum(np.cumsum), "cumprod": _cum(np.cumprod), "sum_to_size": _sum_to_size,
     "value_selecting_backward": _value_selecting_backward,
