@@ -147,6 +147,21 @@ class Tensor:
         self._data = other._data
 
     @property
+    def volatile(self):
+        import warnings
+        warnings.warn("volatile was removed (Variable.volatile is always False); use "
+                      "dynjit.no_grad() instead", UserWarning, stacklevel=2)
+        return False
+
+    _UNDELETABLE = frozenset(("data", "requires_grad", "grad_fn", "_grad_fn", "is_leaf",
+                              "_backward_hooks", "_version", "_base", "shape", "dtype"))
+
+    def __delattr__(self, name):
+        if name in Tensor._UNDELETABLE:
+            raise RuntimeError(f"cannot delete the {name!r} attribute of a Tensor")
+        object.__delattr__(self, name)
+
+    @property
     def _version(self):
         """The version counter's value: bumped by every in-place change (shared with views)."""
         return self._version_counter[0]

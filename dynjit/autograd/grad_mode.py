@@ -14,6 +14,7 @@ class _GradState(threading.local):
     def __init__(self):
         self.enabled = True
         self.inference = False
+        self.view_replay = False
 
 
 state = _GradState()
@@ -177,3 +178,33 @@ class inference_mode(_DecoratorContextManager):
 
     def clone(self):
         return type(self)(self.mode)
+
+
+def is_view_replay_enabled():
+    """Whether a view's regenerated grad_fn replays its view ops (ViewBackward0, ...)
+    rather than being one AsStridedBackward0 node."""
+    return state.view_replay
+
+
+class _force_original_view_tracking(_DecoratorContextManager):
+    """Set view replay on or off; takes effect when called (like set_grad_enabled) and
+    restores the previous setting when used as a context manager."""
+
+    def __init__(self, mode):
+        self.prev = state.view_replay
+        self.mode = bool(mode)
+        state.view_replay = self.mode
+
+    def __enter__(self):
+        state.view_replay = self.mode
+
+    def __exit__(self, *exc):
+        state.view_replay = self.prev
+        return False
+
+    def clone(self):
+        prev = state.view_replay
+        c = type(self)(self.mode)
+        state.view_replay = prev
+        c.prev = prev
+        return c

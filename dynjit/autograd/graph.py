@@ -595,10 +595,20 @@ def rebase_view(view, fn):
 
 
 def regenerate_view_grad_fn(view):
+    """Give `view` a grad_fn that reads from its base's current history: one
+    AsStridedBackward0 node, or, with view replay on, the view ops' own nodes
+    recorded by replaying them on the base."""
     base = view._base
     if base._requires_grad:
-        view._grad_fn = AsStridedBackward0(base, view_replay_fn(view), edge_of(base))
-        view._output_nr = 0
+        if _grad_state.view_replay:
+            from .grad_mode import enable_grad
+            with enable_grad():
+                replayed = replay_view_chain(base, view_chain(view))
+            view._grad_fn = replayed._grad_fn
+            view._output_nr = replayed._output_nr
+        else:
+            view._grad_fn = AsStridedBackward0(base, view_replay_fn(view), edge_of(base))
+            view._output_nr = 0
         view._requires_grad = True
     view._view_version = view._version_counter[0]
 
@@ -637,6 +647,29 @@ def increment_version(tensor):
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed. "
                            "You can make a clone to get a normal tensor before doing inplace update.")
     tensor._version_counter[0] += 1
+
+
+class _unsafe_preserve_version_counter:
+    """Context manager: in-place changes to `tensor` inside it leave its version
+    counter as it was (so saved copies are not flagged). Unsafe: use only when the
+    change provably does not affect what backward reads."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+        self.prev = tensor._version
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        _unsafe_set_version_counter(self.tensor, self.prev)
+        return False
+
+
+def _unsafe_set_version_counter(tensor, version):
+    if version < 0:
+        raise RuntimeError(f"Cannot set a version counter to a value below 0: {version}")
+    tensor._version_counter[0] = version
 
 
 def _will_engine_execute_node(node):

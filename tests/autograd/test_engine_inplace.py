@@ -87,8 +87,9 @@ def test_in_place_before_requires_grad_is_fine_after_is_an_error():
         b.add_(5)
 
 
-# ports: 002_7f98adb56adba91b.txt TestAutograd.test_next_functions
 def test_next_functions_point_at_inputs_nodes():
+    # most of TestAutograd.test_next_functions; dynjit gives `a + 5` one edge where
+    # PyTorch gives two (the second, for the wrapped scalar, being None)
     x = dynjit.randn(5, 5, requires_grad=True)
     y = dynjit.randn(5, 5, requires_grad=True)
     a = x + y
@@ -432,3 +433,81 @@ def test_gradcheck_with_an_input_the_function_ignores():
     y = dynjit.rand(10, dtype=dynjit.double, requires_grad=True)
     assert gradcheck(lambda x, y: x * x, (x, y))
     assert gradgradcheck(lambda x, y: x * x, (x, y))
+
+
+def _add_one_through_a_view(x):
+    out = x.clone().view(-1)
+    out.add_(1)
+    return out
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutograd.test_view_replay_enabled
+def test_view_replay_switches_how_a_views_grad_fn_is_regenerated():
+    x = dynjit.ones(2, 2, requires_grad=True)
+    with dynjit.autograd._force_original_view_tracking(False):
+        assert "AsStridedBackward" in str(_add_one_through_a_view(x).grad_fn)
+        assert not dynjit.autograd.is_view_replay_enabled()
+    assert not dynjit.autograd.is_view_replay_enabled()
+
+    with dynjit.autograd._force_original_view_tracking(True):
+        out = _add_one_through_a_view(x)
+        assert "ViewBackward" in str(out.grad_fn)
+        assert dynjit.autograd.is_view_replay_enabled()
+    out.sum().backward()
+    close(x.grad, np.ones((2, 2)))     # the replayed nodes compute the same gradient
+    assert "AsStridedBackward" in str(_add_one_through_a_view(x).grad_fn)
+
+    with dynjit.autograd._force_original_view_tracking(False):
+        dynjit.autograd._force_original_view_tracking(True)     # a plain call takes effect
+        assert "ViewBackward" in str(_add_one_through_a_view(x).grad_fn)
+        assert dynjit.autograd.is_view_replay_enabled()
+    assert not dynjit.autograd.is_view_replay_enabled()
+
+    try:
+        dynjit.autograd._force_original_view_tracking(True)
+        assert "ViewBackward" in str(_add_one_through_a_view(x).grad_fn)
+    finally:
+        dynjit.autograd._force_original_view_tracking(False)
+    assert "AsStridedBackward" in str(_add_one_through_a_view(x).grad_fn)
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutograd.test_unsafe_set_version_counter
+def test_version_counter_can_be_preserved_or_set():
+    x = dynjit.ones(2, requires_grad=True).clone()
+    x.add_(1)
+    x.add_(2)
+    assert x._version == 2
+    with dynjit.autograd._unsafe_preserve_version_counter(x):
+        x.mul_(2)
+        x.mul_(3)
+    assert x._version == 2
+    ag._unsafe_set_version_counter(x, 0)
+    assert x._version == 0
+    with pytest.raises(RuntimeError, match="Cannot set"):
+        ag._unsafe_set_version_counter(x, -1)
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutograd.test_attribute_deletion
+def test_only_grad_can_be_deleted():
+    x = dynjit.randn(5, 5, requires_grad=True)
+    x.sum().backward()
+    del x.grad
+    assert x.grad is None
+    with pytest.raises(RuntimeError):
+        del x.data
+    with pytest.raises(TypeError):
+        x.data = None
+    with pytest.raises(RuntimeError):
+        del x.requires_grad
+    with pytest.raises(RuntimeError):
+        del x._grad_fn
+    with pytest.raises(RuntimeError):
+        del x._backward_hooks
+    assert x.requires_grad
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutograd.test_volatile_deprecated
+def test_volatile_is_always_false_and_warns():
+    v = dynjit.randn(3, 3)
+    with pytest.warns(UserWarning, match="volatile"):
+        assert v.volatile is False
