@@ -19,7 +19,7 @@ SAME_NAME = (
     "sigmoid", "relu", "sign", "reciprocal", "square", "floor", "ceil", "trunc", "round", "frac",
     "clamp", "fmod", "remainder", "lerp", "masked_fill", "maximum", "minimum", "atan2", "erf",
     "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor",
-    "isnan", "isinf", "isfinite", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "isnan", "isinf", "isfinite", "signbit", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
     "floor_divide", "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "logsumexp",
     "all", "any", "cumsum", "cumprod", "t", "transpose", "unsqueeze", "squeeze",
     "narrow", "select", "unbind", "clone", "matmul", "mm", "bmm", "dot", "outer", "gather",
@@ -92,6 +92,19 @@ Tensor.div_ = _div(R["div_"], R["div_mode_"])
 
 Tensor.max = _max_min(R["max"], R["max_dim"], R["maximum"])
 Tensor.min = _max_min(R["min"], R["min_dim"], R["minimum"])
+
+
+def _median(full, dim_op):
+    def method(self, dim=None, keepdim=False):
+        if dim is None:
+            return dispatch(full, (self,), {})
+        return dispatch(dim_op, (self, dim, keepdim), {})
+    return method
+
+
+Tensor.median = _median(R["median"], R["median_dim"])
+Tensor.nanmedian = _median(R["nanmedian"], R["nanmedian_dim"])
+Tensor.isin = lambda self, test_elements, *, invert=False: dispatch(R["isin"], (self, test_elements, invert), {})
 
 
 def _var_std(op):

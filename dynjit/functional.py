@@ -144,6 +144,26 @@ def min(input, dim=None, keepdim=False):
     return input.min(dim, keepdim)
 
 
+def median(input, dim=None, keepdim=False):
+    return input.median(dim, keepdim)
+
+
+def nanmedian(input, dim=None, keepdim=False):
+    return input.nanmedian(dim, keepdim)
+
+
+def isin(elements, test_elements, *, invert=False):
+    return dispatch(R["isin"], (elements, test_elements, invert), {})
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return input.var(dim, unbiased, keepdim, correction=correction), input.mean(dim, keepdim=keepdim)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return input.std(dim, unbiased, keepdim, correction=correction), input.mean(dim, keepdim=keepdim)
+
+
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return input.var(dim, unbiased, keepdim, correction=correction)
 
@@ -274,3 +294,6 @@ def clone(input, *, memory_format=None):
 
 def detach(input):
     return input.detach()
+
+
+__all__ += ["median", "nanmedian", "isin", "var_mean", "std_mean"]

@@ -5,6 +5,7 @@ promotion (the dispatcher applies the op's dtype rule to the kernel's output).
 """
 import inspect
 import math
+import warnings
 
 import numpy as np
 
@@ -18,6 +19,12 @@ LN10 = math.log(10.0)
 
 def _is_float_tensor(x):
     return hasattr(x, "_data") and x.dtype.is_floating_point
+
+
+# Kernels not wrapped in `quiet` (add, mul, ... kept free of per-call cost) can still
+# meet inf * 0 or overflow: numpy's warnings from dynjit's op modules are dropped.
+warnings.filterwarnings("ignore", r"(invalid value|divide by zero|overflow|underflow) encountered",
+                        RuntimeWarning, r"dynjit\.ops\.")
 
 
 def _ignore_fp_errors():
@@ -217,15 +224,19 @@ def _(grad, self, exponent, result, needs):
             if hasattr(exponent, "masked_fill"):   # where the exponent is 0: 0, not 0 * inf
                 g_self = g_self.masked_fill(exponent == 0, 0.0)
     if needs[1]:
-        g_exp = grad * result * _safe_log(self)
+        g_exp = grad * _pow_exponent_grad(self, exponent, result)
     return g_self, g_exp
 
 
-def _safe_log(x):
-    # d/dy x**y = x**y log x; where x == 0 the contribution is 0 (PyTorch masks it too)
-    if hasattr(x, "masked_fill"):
-        return x.log().masked_fill(x == 0, 0.0)
-    return math.log(x) if x > 0 else 0.0
+def _pow_exponent_grad(base, exponent, result):
+    """d/dy x**y = x**y log x, except where x == 0 and y >= 0: there x**y is constant
+    (0 or 1) in y, so the derivative is 0, not 0 * -inf (as PyTorch defines it)."""
+    if hasattr(base, "masked_fill"):
+        zero_base = (base == 0).logical_and(exponent >= 0)
+        return result * where(zero_base, 0.0, base.log())
+    if base == 0:       # 0**y is 0, 1 or inf: the derivative is 0 for y >= 0, else -inf
+        return where(exponent >= 0, 0.0, -math.inf)
+    return result * (math.log(base) if base > 0 else math.nan)
 
 
 @register("atan2", POINTWISE, dtype_rule=FLOAT)
@@ -578,6 +589,7 @@ logical_xor = _cmp("logical_xor", _binary_kernel(np.logical_xor))
 isnan = _cmp("isnan", lambda self: np.isnan(self))
 isinf = _cmp("isinf", lambda self: np.isinf(self))
 isfinite = _cmp("isfinite", lambda self: np.isfinite(self))
+signbit = _cmp("signbit", lambda self: np.signbit(self))
 
 
 def _check_integral(name, operands):

@@ -181,9 +181,14 @@ def _(grad, self, dim, keepdim, result):
     return _evenly_distribute(grad, self, dim, keepdim, result)
 
 
+def _ties(self, value):
+    """Where `self` equals the selected value (NaN counts as equal to a NaN result)."""
+    return (self == value).logical_or(self.isnan().logical_and(value.isnan()))
+
+
 def _evenly_distribute(grad, self, dim, keepdim, result):
     """Gradient of a max/min: shared evenly among the elements that tie for it."""
-    mask = self == _unreduce(result, self.shape, dim, keepdim)
+    mask = _ties(self, _unreduce(result, self.shape, dim, keepdim))
     count = _unreduce(mask.sum(dim, keepdim), self.shape, dim, keepdim)
     return _unreduce(grad, self.shape, dim, keepdim) * mask / count
 
@@ -195,7 +200,7 @@ def max_op(self):
 
 @max_op.derivative
 def _(grad, self, result):
-    mask = self == result
+    mask = _ties(self, result)
     return grad * mask / mask.sum()
 
 
@@ -214,14 +219,16 @@ def min_op(self):
 
 @min_op.derivative
 def _(grad, self, result):
-    mask = self == result
+    mask = _ties(self, result)
     return grad * mask / mask.sum()
 
 
 min_op.meta_fn(max_op._meta)
 
 
-def _dim_kernel(arg_fn):
+def _dim_kernel(arg_fn, name):
+    """A (values, indices) reduction along one dim; arg_fn(x, axis) gives the
+    selected indices with the dim kept."""
     def kernel(self, dim, keepdim=False):
         x = np.asarray(self)
         if x.ndim == 0:
@@ -229,8 +236,8 @@ def _dim_kernel(arg_fn):
             return values_indices(x.copy(), np.zeros((), dtype=np.int64))
         d = normalize_dims(dim, x.ndim)[0]
         if x.shape[d] == 0:
-            raise IndexError(f"max(): Expected reduction dim {d} to have non-zero size.")
-        idx = arg_fn(x, axis=d, keepdims=True)
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+        idx = arg_fn(x, axis=d)
         vals = np.take_along_axis(x, idx, axis=d)
         if not keepdim:
             vals, idx = vals.squeeze(d), idx.squeeze(d)
@@ -238,16 +245,36 @@ def _dim_kernel(arg_fn):
     return kernel
 
 
-max_dim = register("max_dim", REDUCTION, nondiff_outputs=(1,))(_dim_kernel(np.argmax))
-min_dim = register("min_dim", REDUCTION, nondiff_outputs=(1,))(_dim_kernel(np.argmin))
+def _lower_median_index(x, axis, skip_nan):
+    """Index of the lower median along `axis` (kept as size 1). NaN propagates (the
+    first NaN is selected) unless skip_nan, which takes the median of the others."""
+    order = np.argsort(x, axis=axis, kind="stable")       # NaNs sort last
+    nan = np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, dtype=bool)
+    count = x.shape[axis] - nan.sum(axis=axis, keepdims=True) if skip_nan else x.shape[axis]
+    kept = x.shape[:axis] + (1,) + x.shape[axis + 1:]
+    k = np.broadcast_to(np.maximum((count - 1) // 2, 0), kept).astype(np.int64)
+    idx = np.take_along_axis(order, k, axis=axis)
+    if not skip_nan:
+        idx = np.where(nan.any(axis=axis, keepdims=True), np.argmax(nan, axis=axis, keepdims=True), idx)
+    return idx
+
+
+max_dim = register("max_dim", REDUCTION, nondiff_outputs=(1,))(
+    _dim_kernel(lambda x, axis: np.argmax(x, axis=axis, keepdims=True), "max"))
+min_dim = register("min_dim", REDUCTION, nondiff_outputs=(1,))(
+    _dim_kernel(lambda x, axis: np.argmin(x, axis=axis, keepdims=True), "min"))
+median_dim = register("median_dim", REDUCTION, nondiff_outputs=(1,))(
+    _dim_kernel(lambda x, axis: _lower_median_index(x, axis, False), "median"))
+nanmedian_dim = register("nanmedian_dim", REDUCTION, nondiff_outputs=(1,))(
+    _dim_kernel(lambda x, axis: _lower_median_index(x, axis, True), "nanmedian"))
 
 
 def _select_backward(grads, self_shape, dim, keepdim, result):
     return value_selecting_backward(grads[0], result[1], self_shape, dim, keepdim)
 
 
-max_dim.derivative(_select_backward)
-min_dim.derivative(_select_backward)
+for _op in (max_dim, min_dim, median_dim, nanmedian_dim):
+    _op.derivative(_select_backward)
 
 
 @max_dim.meta_fn
@@ -259,7 +286,35 @@ def _(self, dim, keepdim):
     return [(shape, self.dtype), (shape, _dtype.int64)]
 
 
-min_dim.meta_fn(max_dim._meta)
+for _op in (min_dim, median_dim, nanmedian_dim):
+    _op.meta_fn(max_dim._meta)
+
+
+def _median_kernel(skip_nan):
+    def kernel(self):
+        x = np.asarray(self).reshape(-1)
+        if x.size == 0:
+            if x.dtype.kind != "f":
+                raise RuntimeError("median() of an empty integer tensor is undefined")
+            return np.asarray(np.nan, dtype=x.dtype)
+        return x[_lower_median_index(x, 0, skip_nan)[0]]
+    return kernel
+
+
+median = register("median", REDUCTION)(_median_kernel(False))
+nanmedian = register("nanmedian", REDUCTION)(_median_kernel(True))
+
+
+@median.derivative
+def _(grad, self, result):
+    # shared evenly among the elements equal to the median, as PyTorch does
+    mask = _ties(self, result)
+    return grad * mask / mask.sum()
+
+
+nanmedian.derivative(median.derivative_fn)
+median.meta_fn(lambda self: ((), self.dtype))
+nanmedian.meta_fn(lambda self: ((), self.dtype))
 
 
 @register("value_selecting_backward", REDUCTION)

@@ -758,6 +758,15 @@ def _(self, num_classes):
     return tuple(self.shape) + (num_classes,), _dtype.int64
 
 
+@register("isin", OTHER, differentiable=False)
+def isin(elements, test_elements, invert=False):
+    return np.isin(elements, test_elements, invert=invert)
+
+
+isin.meta_fn(lambda elements, test_elements, invert: (tuple(np.shape(elements) if not is_tensor_like(elements)
+                                                           else elements.shape), _dtype.bool_))
+
+
 def _check_broadcast_to(src_shape, shape):
     from .meta import broadcast_shapes
     if tuple(src_shape) != tuple(shape) and broadcast_shapes(src_shape, shape) != tuple(shape):

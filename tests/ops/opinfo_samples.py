@@ -71,6 +71,12 @@ class S:
     def __init__(self, *args, **kwargs):
         self.args = args
         self.kwargs = kwargs
+        self.no_gradcheck = None
+
+    def not_differentiable_here(self, reason):
+        """Leave this sample out of gradient checks (finite differences do not apply)."""
+        self.no_gradcheck = reason
+        return self
 
     def __repr__(self):
         def show(a):
@@ -239,7 +245,7 @@ for _n in ("logical_and", "logical_or", "logical_xor"):
     add(_n, S(bools(2, 3), bools(2, 3)), S(bools(2, 3), bools(3)), S(r(3), bools(3)), S(ints(3), 0))
 add("logical_not", S(bools(2, 3)), S(r(3)), S(ints(3)))
 _special = np.array([1.0, np.nan, np.inf, -np.inf, 0.0])
-for _n in ("isnan", "isinf", "isfinite"):
+for _n in ("isnan", "isinf", "isfinite", "signbit"):
     add(_n, S(_special), S(ints(3)), S(r(2, 2)))
 for _n in ("bitwise_and", "bitwise_or", "bitwise_xor"):
     add(_n, S(ints(2, 3), ints(2, 3)), S(ints(2, 3), ints(3)), S(bools(3), bools(3)), S(ints(3), 6))
@@ -261,6 +267,18 @@ for _n in ("max", "min"):
 for _n in ("max_dim", "min_dim"):
     add(_n, S(distinct(2, 3), 1), S(distinct(2, 3), 0, True), S(distinct(3, 2), -1), S(r(), 0), S(ints(2, 3), 1),
         S(NC(distinct(3, 2)), 1))
+_TIES = "the gradient is shared among tied values, which finite differences do not see"
+_NAN = "a NaN result has no finite-difference derivative"
+for _n in ("median", "nanmedian"):
+    _with_nan = S(np.array([np.nan, 1.0, 2.0]))
+    add(_n, S(distinct(2, 3)), S(np.array([1.0, 0.0, 1.0, 0.0, 1.0, 0.0])).not_differentiable_here(_TIES),
+        _with_nan if _n == "nanmedian" else _with_nan.not_differentiable_here(_NAN),
+        S(np.array([np.nan, np.nan])).not_differentiable_here(_NAN), S(r()), S(ints(4)))
+for _n in ("median_dim", "nanmedian_dim"):
+    _with_nan = S(np.array([[np.nan, 1.0, 3.0], [2.0, 0.5, 1.0]]), 1)
+    add(_n, S(distinct(2, 4), 1), S(distinct(3, 2), 0, True),
+        _with_nan if _n == "nanmedian_dim" else _with_nan.not_differentiable_here(_NAN),
+        S(r(), 0), S(ints(2, 3), -1), S(NC(distinct(3, 2)), 1))
 for _n in ("argmax", "argmin"):
     add(_n, S(distinct(2, 3)), S(distinct(2, 3), 1), S(distinct(2, 3), 0, True), S(distinct(2, 3), keepdim=True),
         S(r(), 0), S(ints(2, 3), -1))
@@ -324,6 +342,7 @@ add("scatter", S(r(3, 4), 1, np.array([[0, 3], [1, 2], [2, 0]]), r(3, 2)),
     S(r(3, 4), 0, np.array([[2, 0, 1, 1]]), r(1, 4)), S(r(4), 0, np.array([3, 0]), 1.5))
 add("index_select", S(r(4, 3), 0, np.array([0, 2, 2])), S(r(4, 3), 1, np.array([2])), S(r(4, 3), -1, np.array([1, 0])),
     S(r(3), 0, np.array(1)))
+add("isin", S(ints(2, 3), ints(4)), S(r(3), np.array([0.5])), S(ints(4), ints(2), True), S(ints(), ints(3)))
 add("one_hot", S(np.array([0, 2, 1])), S(np.array([[1, 0], [3, 2]]), 5), S(np.array(2), 3))
 add("copy", S(r(2, 3), r(2, 3)), S(r(2, 3), r(3)), S(r(2, 3), ints(2, 3)), S(r(2, 2), r()), S(NC(r(2, 2)), r(2, 2)))
 add("fill", S(r(2, 3), 1.5), S(r(2, 3), r()), S(ints(3), 4), S(r(), -1.0))

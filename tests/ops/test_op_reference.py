@@ -41,6 +41,39 @@ def _max_dim(argfn):
     return ref
 
 
+def _lower_median(values, skip_nan):
+    v = np.sort(values[~np.isnan(values)] if skip_nan else values)
+    if v.size == 0 or (not skip_nan and np.isnan(v).any()):
+        return np.nan
+    return v[(v.size - 1) // 2]
+
+
+def _median(skip_nan):
+    return lambda a: np.asarray(_lower_median(a.reshape(-1).astype(np.float64), skip_nan))
+
+
+def _median_dim(skip_nan):
+    def ref(a, dim, keepdim=False):
+        if a.ndim == 0:
+            return a, np.array(0)
+        moved = np.moveaxis(a.astype(np.float64), dim, -1)
+        vals = np.empty(moved.shape[:-1])
+        for pos in itertools.product(*map(range, moved.shape[:-1])):
+            vals[pos] = _lower_median(moved[pos], skip_nan)
+        vals = np.expand_dims(vals, dim) if keepdim else vals
+        return (vals,)    # indices are checked against the values below
+    return ref
+
+
+def _assert_indices_select(x, dim, keepdim, indices, values):
+    """The returned indices point at the returned values."""
+    if x.ndim == 0:
+        np.testing.assert_array_equal(x, values)
+        return
+    idx = indices if keepdim else np.expand_dims(indices, dim)
+    np.testing.assert_array_equal(np.take_along_axis(x, idx, dim).reshape(values.shape), values)
+
+
 def _arg(fn):
     def ref(a, dim=None, keepdim=False):
         if dim is None:
@@ -298,12 +331,14 @@ REFERENCE = {
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
     "ge": np.greater_equal, "logical_not": np.logical_not, "logical_and": np.logical_and,
     "logical_or": np.logical_or, "logical_xor": np.logical_xor, "isnan": np.isnan, "isinf": np.isinf,
-    "isfinite": np.isfinite, "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+    "isfinite": np.isfinite, "signbit": np.signbit, "isin": lambda a, b, invert=False: np.isin(a, b, invert=invert),
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
     "bitwise_xor": np.bitwise_xor, "bitwise_not": np.invert,
     # reductions
     "sum": _red(np.sum), "mean": _red(np.mean), "prod": _red(np.prod), "amax": _red(np.max),
     "amin": _red(np.min), "max": np.max, "min": np.min, "max_dim": _max_dim(np.argmax),
-    "min_dim": _max_dim(np.argmin), "argmax": _arg(np.argmax), "argmin": _arg(np.argmin),
+    "min_dim": _max_dim(np.argmin), "median": _median(False), "nanmedian": _median(True),
+    "median_dim": _median_dim(False), "nanmedian_dim": _median_dim(True), "argmax": _arg(np.argmax), "argmin": _arg(np.argmin),
     "var": lambda a, dim=None, correction=1, keepdim=False: np.var(a, axis=_axis(dim), ddof=correction, keepdims=keepdim),
     "std": lambda a, dim=None, correction=1, keepdim=False: np.std(a, axis=_axis(dim), ddof=correction, keepdims=keepdim),
     "var_mean": lambda a, dim=None, correction=1, keepdim=False: (
@@ -446,6 +481,12 @@ def test_eager_matches_reference(name, i):
         return
     with np.errstate(all="ignore"):
         expected = REFERENCE[name](*args, **kwargs)
+    if name in ("median_dim", "nanmedian_dim"):
+        values, indices = result
+        _assert_close(values, expected[0], f"{name}{sample}")
+        _assert_indices_select(args[0], args[1], args[2] if len(args) > 2 else kwargs.get("keepdim", False),
+                               indices.numpy(), values.numpy())
+        return
     _assert_close(result, expected, f"{name}{sample}")
 
 
