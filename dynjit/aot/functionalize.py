@@ -5,9 +5,12 @@
 `t` is a view, its base is rebound to `view_scatter(base, new, chain)`, and
 every other view of that base is re-derived from the base the next time it
 is used (noticed through the shared version counter). The graph is then free
-of mutation; mutations of graph inputs are reported so the runtime can copy
-the final values back, exactly as eager would have mutated them.
+of mutation; mutations of graph inputs are found afterwards by comparing an
+input's node with its placeholder, so the runtime can apply them exactly as
+eager would have.
 """
+import operator
+
 from ..autograd.graph import view_chain
 from ..fx.proxy_tensor import GraphTracer, _trim_defaults
 from ..ops.registry import INPLACE, registry
@@ -23,50 +26,80 @@ class FunctionalTracer(GraphTracer):
     def __init__(self, graph=None):
         super().__init__(graph)
         self._versions = {}
+        self.alias_of = {}      # id(alias) -> (op, source tensor), for ops like detach
+        self.inplace_ops = {}   # id(root tensor) -> name of the first in-place op that wrote it
 
     def track(self, tensor, node):
         super().track(tensor, node)
         self._versions[id(tensor)] = tensor._version_counter[0]
 
-    def is_tracked(self, tensor):
-        entry = self._nodes.get(id(tensor))
-        return entry is not None and entry[0] is tensor
-
     def node_of(self, value):
         entry = self._nodes.get(id(value))
-        if entry is None or entry[0] is not value:
-            return super().node_of(value)
-        if self._versions[id(value)] == value._version_counter[0]:
-            return entry[1]
-        # Written in place through an alias since we recorded it: re-derive from the base.
+        if entry is not None and entry[0] is value:
+            if self._versions[id(value)] == value._version_counter[0]:
+                return entry[1]
+            return self._rederive(value)      # written in place through an alias since
+        base = value._base
+        if base is not None and self.is_tracked(base) and value._view_of is not None:
+            return self._rederive(value)
+        return super().node_of(value)
+
+    def _rederive(self, value):
+        """The node of a view (or alias) of a tensor written in place: recomputed from its base."""
         base = value._base
         if base is None or not self.is_tracked(base):
+            source = self.alias_of.get(id(value))
+            if source is not None and self.is_tracked(source[1]):
+                node = self.graph.call_function(source[0], (self.node_of(source[1]),))
+                self.track(value, node)
+                return node
             raise AliasingNotSupported(
                 "a tensor was modified in place through an alias that is not a view of it (for "
-                "example through .detach() or .data); dynjit's AOT tracing cannot follow that. "
-                "Use .clone() before modifying, or modify the tensor itself.")
+                "example through .data); dynjit's AOT tracing cannot follow that. Use .clone() "
+                "before modifying, or modify the tensor itself.")
         node = self.node_of(base)
         for op, rest, index in view_chain(value):
             node = self.graph.call_function(op, (node,) + tuple(self.to_arg(list(rest))))
             if index is not None:
-                import operator
                 node = self.graph.call_function(operator.getitem, (node, index))
         self.track(value, node)
         return node
 
     def __dispatch__(self, op, args, kwargs):
         if op.kind != INPLACE:
-            return super().__dispatch__(op, args, kwargs)
+            result = super().__dispatch__(op, args, kwargs)
+            if op.aliases_input:
+                self.alias_of[id(result)] = (op, args[0])
+            return result
         target = args[0]
+        base = target._base
+        root = base if base is not None else target
+        if not self.is_tracked(root) and id(root._data) not in self._by_data:
+            # A tensor made outside the trace (a literal built inside the function):
+            # the graph must start from its value before this write.
+            self.add_constant(root, snapshot=True)
         arg_nodes = self.to_arg(_trim_defaults(op.functional, args))
         kwarg_nodes = self.to_arg(kwargs)
-        base = target._base
-        base_node = self.node_of(base) if base is not None else None
+        writes = self._writes_through(target)
+        for t, b, _ in writes:
+            self.inplace_ops.setdefault(id(b if b is not None else t), op.name)
         result = op(*args, **kwargs)          # the real (eager) in-place update
-        node = self.graph.call_function(op.functional, arg_nodes, kwarg_nodes)
-        self.track(target, node)
-        if base is not None:
-            chain = tuple(view_chain(target))
-            new_base = self.graph.call_function(_view_scatter, (base_node, node, chain))
-            self.track(base, new_base)
+        value = self.graph.call_function(op.functional, arg_nodes, kwarg_nodes)
+        for t, b, base_node in writes:
+            self.track(t, value)
+            if b is not None:
+                value = self.graph.call_function(_view_scatter, (base_node, value, tuple(view_chain(t))))
+                self.track(b, value)
         return result
+
+    def _writes_through(self, target):
+        """[(tensor, its base, the base's node now)] for each tensor a write to `target`
+        changes: the target, its base, and through aliases (detach) their sources."""
+        writes = []
+        t = target
+        while t is not None and len(writes) < 64:
+            base = t._base
+            writes.append((t, base, self.node_of(base) if base is not None else None))
+            source = self.alias_of.get(id(base if base is not None else t))
+            t = source[1] if source is not None else None
+        return writes

@@ -1,14 +1,20 @@
 """Partitioners: split a joint forward+backward graph into a forward graph and
 a backward graph, choosing which forward values are saved for backward.
 
-- `default_partition` saves every forward value that backward reads.
-- `min_cut_rematerialization_partition` finds, by a max-flow/min-cut over
-  the forward values, the cheapest set of tensors to save (in bytes),
-  recomputing cheap ops (pointwise, views) in backward instead of saving
-  their results. Ops that are expensive or random are never recomputed.
+- `default_partition`: the forward graph computes what the forward outputs
+  need; every forward value that backward reads is saved.
+- `min_cut_rematerialization_partition`: a max-flow/min-cut over the forward
+  values finds the cheapest set of tensors to save (in bytes); cheap ops
+  (pointwise, views, factories) between the saved values and the backward
+  are recomputed in backward instead of being saved. Ops that are expensive
+  (matmul, reductions) or random are never recomputed.
 
 The joint graph's placeholders are `primals_*` then `tangents_*`; its output
-is `(*forward_outputs, *input_gradients)`.
+is `(*forward_outputs, *input_gradients)`. Both partitioners return
+`(forward_gm, backward_gm)`: the forward graph takes the primals and returns
+`(*forward_outputs, *saved)`, the backward graph takes `(*saved, *tangents)`
+and returns the gradients; `gm.meta["num_saved"]` and `gm.meta["saved"]`
+(the saved node names) describe the split.
 """
 import math
 import operator
@@ -16,10 +22,10 @@ from collections import deque
 
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
-from ..fx.node import Node, map_arg, iter_nodes
-from ..ops.registry import POINTWISE, VIEW, FACTORY
+from ..fx.node import Node, map_arg, iter_nodes, RANDOM_OPS
+from ..ops.registry import POINTWISE, VIEW, FACTORY, registry
 
-RANDOM_OPS = {"rand", "randn", "randint", "randperm", "bernoulli", "native_dropout"}
+_clone = registry["clone"]
 
 
 def _split_joint(joint_gm, num_fwd_outputs):
@@ -58,14 +64,19 @@ def _descendants(nodes):
     return seen
 
 
-def extract_graph(joint_graph, inputs, outputs, constants_root):
+def _side_effects(graph):
+    """Nodes that must run in the forward although nothing reads them (copy_ into an input)."""
+    return [n for n in graph.nodes if n.op == "call_function" and n.is_impure()]
+
+
+def extract_graph(joint_graph, inputs, outputs, constants_root, side_effects=()):
     """A GraphModule computing `outputs` (a structure of joint nodes) from the `inputs` nodes."""
     new = Graph()
     env = {}
     for n in inputs:
         env[n] = new.placeholder(n.name)
         env[n].meta = dict(n.meta)
-    needed = _ancestors(iter_nodes(outputs), stop=set(inputs))
+    needed = _ancestors(list(iter_nodes(outputs)) + list(side_effects), stop=set(inputs))
     for n in joint_graph.nodes:
         if n in env or n not in needed or n.op == "output":
             continue
@@ -80,17 +91,39 @@ def _constants(joint_gm):
     return {k: v for k, v in vars(joint_gm).items() if k.startswith("_tensor_constant")}
 
 
+def _protect_inputs_written_in_graph(graph, saved):
+    """A saved input that the forward graph itself overwrites (a kept `copy_`) is saved
+    as a clone taken before the write."""
+    written = {n.args[0] for n in _side_effects(graph) if n.args and isinstance(n.args[0], Node)}
+    result = []
+    for n in saved:
+        if n.op == "placeholder" and n in written:
+            first_use = next(u for u in graph.nodes if u in n.users)
+            with graph.inserting_before(first_use):
+                copy = graph.call_function(_clone, (n,))
+            copy.meta = dict(n.meta)
+            for u in list(n.users):
+                if u is not copy and not (u.is_impure() and u.args[0] is n):
+                    u.replace_input_with(n, copy)
+            n = copy
+        result.append(n)
+    return result
+
+
 def _finish(joint_gm, graph, primals, tangents, fw_outs, grads, saved):
+    saved = _protect_inputs_written_in_graph(graph, list(saved))
     order = {n: i for i, n in enumerate(graph.nodes)}
-    saved = sorted(saved, key=order.__getitem__)
+    saved = sorted(set(saved), key=order.__getitem__)
     root = _constants(joint_gm)
-    fw = extract_graph(graph, primals, tuple(fw_outs) + tuple(saved), root)
+    fw = extract_graph(graph, primals, tuple(fw_outs) + tuple(saved), root, _side_effects(graph))
     bw = extract_graph(graph, saved + tangents, tuple(grads), root)
-    fw.meta["num_saved"] = bw.meta["num_saved"] = len(saved)
+    for gm in (fw, bw):
+        gm.meta["num_saved"] = len(saved)
+        gm.meta["saved"] = [n.name for n in saved]
     return fw, bw
 
 
-def _backward_frontier(graph, grads, available):
+def _backward_frontier(grads, available):
     """Forward values that backward needs when every node outside `available` is recomputed."""
     saved = set()
     seen = set()
@@ -110,10 +143,10 @@ def _backward_frontier(graph, grads, available):
 def default_partition(joint_module, _joint_inputs=None, *, num_fwd_outputs):
     """Forward = what the forward outputs need; save every forward value backward reads."""
     graph, primals, tangents, fw_outs, grads = _split_joint(joint_module, num_fwd_outputs)
-    forward_nodes = _ancestors(fw_outs) | set(primals)
-    saved = _backward_frontier(graph, grads, forward_nodes | set(tangents))
-    saved -= set(tangents)
-    return _finish(joint_module, graph, primals, tangents, fw_outs, grads, list(saved))
+    forward_nodes = _ancestors(list(fw_outs) + _side_effects(graph)) | set(primals)
+    forward_nodes.discard(graph.output_node())
+    saved = _backward_frontier(grads, forward_nodes | set(tangents)) - set(tangents)
+    return _finish(joint_module, graph, primals, tangents, fw_outs, grads, saved)
 
 
 def _is_recomputable(n):
@@ -124,35 +157,40 @@ def _is_recomputable(n):
     if n.target is operator.getitem:
         return True
     kind = getattr(n.target, "kind", None)
-    name = getattr(n.target, "name", "")
-    if name in RANDOM_OPS:
+    if getattr(n.target, "name", "") in RANDOM_OPS:
         return False
     return kind in (POINTWISE, VIEW, FACTORY)
 
 
-def _size_in_bytes(n):
+def size_in_bytes(n):
+    """What saving node `n`'s value costs (tuples cannot be saved as such: their items are)."""
     val = n.meta.get("val")
+    if isinstance(val, (tuple, list)):
+        return math.inf
     shape = getattr(val, "shape", None)
     dtype = getattr(val, "dtype", None)
     if shape is None or dtype is None:
-        return math.inf      # tuples and non-tensors cannot be saved as such
+        return 8
     return max(math.prod(shape), 1) * dtype.itemsize
 
 
 def min_cut_rematerialization_partition(joint_module, _joint_inputs=None, compiler="inductor", *,
                                         num_fwd_outputs, recomputable_ops=None):
-    """Save the cheapest cut of forward values; recompute cheap ops in backward."""
+    """Save the cheapest cut of forward values; recompute cheap ops in backward.
+
+    `recomputable_ops`, if given, is a collection of op names that may be
+    recomputed (instead of pointwise, view and factory ops)."""
     graph, primals, tangents, fw_outs, grads = _split_joint(joint_module, num_fwd_outputs)
     tangent_side = _descendants(tangents)
-    forward_region = [n for n in graph.nodes if n not in tangent_side and n.op != "output"]
+    forward_region = [n for n in graph.nodes if n not in tangent_side and n.op != "output"
+                      and (n.op == "placeholder" or not n.is_impure())]
     region = set(forward_region)
-    backward_needed = _ancestors(iter_nodes(grads), stop=region) - region
+    grad_nodes = set(iter_nodes(grads))
+    backward_nodes = _ancestors(grad_nodes, stop=region) - region
     required = {n for n in forward_region
-                if any(u in backward_needed or u in iter_nodes(grads) for u in n.users)
-                or n in iter_nodes(grads)}
+                if n in grad_nodes or any(u in backward_nodes for u in n.users)}
     if not required:
         return _finish(joint_module, graph, primals, tangents, fw_outs, grads, [])
-    recomputable = recomputable_ops
     cap = {}
 
     def edge(a, b, c):
@@ -162,21 +200,23 @@ def min_cut_rematerialization_partition(joint_module, _joint_inputs=None, compil
         cap[b].setdefault(a, 0)
 
     for n in forward_region:
-        can = _is_recomputable(n) if recomputable is None else getattr(n.target, "name", None) in recomputable
+        if recomputable_ops is None:
+            can = _is_recomputable(n)
+        else:
+            can = n.op == "call_function" and getattr(n.target, "name", None) in recomputable_ops
         if n.op == "placeholder" or not can:
             edge("source", ("in", n), math.inf)
-        edge(("in", n), ("out", n), _size_in_bytes(n))
+        edge(("in", n), ("out", n), size_in_bytes(n))
         for u in n.users:
             if u in region:
                 edge(("out", n), ("in", u), math.inf)
         if n in required:
             edge(("out", n), "sink", math.inf)
     reachable = _min_cut_source_side(cap)
-    saved = [n for n in forward_region if ("in", n) in reachable and ("out", n) not in reachable]
-    # anything backward still cannot reach from the saved values must be saved too
-    saved = set(saved) | (_backward_frontier(graph, grads, set(saved) | set(primals) | set(tangents))
-                          - set(tangents))
-    return _finish(joint_module, graph, primals, tangents, fw_outs, grads, list(saved))
+    saved = {n for n in forward_region if ("in", n) in reachable and ("out", n) not in reachable}
+    # a safety net: anything backward cannot reach from the saved values is saved too
+    saved |= _backward_frontier(grads, saved | set(primals) | set(tangents)) - set(tangents)
+    return _finish(joint_module, graph, primals, tangents, fw_outs, grads, saved)
 
 
 def _min_cut_source_side(cap):
@@ -200,8 +240,8 @@ def _min_cut_source_side(cap):
             b = parent[b]
         push = min(flow_cap[a][b] for a, b in path)
         if push == math.inf:
-            raise RuntimeError("min-cut partitioner: a required backward value can only be obtained "
-                               "by recomputing a non-recomputable op; this is a dynjit bug")
+            raise RuntimeError("min-cut partitioner: a value backward needs can only be had by "
+                               "recomputing an op that must not be recomputed; this is a dynjit bug")
         for a, b in path:
             flow_cap[a][b] -= push
             flow_cap[b][a] = flow_cap[b].get(a, 0) + push

@@ -10,6 +10,8 @@ _file_ids = itertools.count()
 
 
 class GraphModule:
+    _in_spec = None     # set by make_fx when the traced function took nested arguments
+
     def __init__(self, root, graph, class_name="GraphModule"):
         if not isinstance(graph, Graph):
             raise TypeError(f"GraphModule needs a dynjit.fx.Graph, got {type(graph).__name__}")
@@ -47,7 +49,11 @@ class GraphModule:
 
     def __call__(self, *args, **kwargs):
         if kwargs:
-            raise TypeError("GraphModule takes its inputs positionally")
+            raise TypeError(f"{self._class_name} takes its inputs positionally, got keyword "
+                            f"arguments {sorted(kwargs)}")
+        if self._in_spec is not None:
+            from .proxy_tensor import flatten_args
+            args = flatten_args(args)[0]
         return self._forward_fn(self, *args)
 
     def named_submodules(self):

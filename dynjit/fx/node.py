@@ -3,6 +3,10 @@ get_attr or output), with its arguments, users and `meta`."""
 import operator
 
 OPCODES = ("placeholder", "call_function", "call_method", "call_module", "get_attr", "output")
+# ops that draw random numbers: never dropped as dead code nor recomputed, so that a
+# graph draws exactly the numbers eager would draw
+RANDOM_OPS = frozenset({"rand", "randn", "randint", "randperm", "bernoulli", "native_dropout",
+                        "rand_like", "randn_like"})
 
 
 def map_arg(a, fn):
@@ -133,6 +137,8 @@ class Node:
         if self.op == "call_function":
             kind = getattr(t, "kind", None)
             if kind == "inplace" or getattr(t, "_is_impure", False):
+                return True
+            if kind is not None and getattr(t, "name", None) in RANDOM_OPS:
                 return True
         if self.op == "call_method" and isinstance(t, str) and t.endswith("_") and not t.startswith("_"):
             return True

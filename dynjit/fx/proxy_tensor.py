@@ -5,15 +5,22 @@ Python control flow and `.item()` see real values) and records a
 call_function node whose arguments are the nodes of the input tensors.
 Custom autograd Functions and autograd.grad inside the function are traced
 through: their ops (including the backward formulas) become nodes.
+
+Tracing with real values means that a branch on a tensor's value is taken
+once and baked into the graph, as with any tracer; tensors the function
+reads that are not its inputs (globals, closure cells) become constants
+(`get_attr` nodes) that refer to those tensors.
 """
 import inspect
 import operator
+
+import numpy as np
+from numpy.lib.array_utils import byte_bounds
 
 from ..ops.dispatch import DispatchMode
 from ..tensor import Tensor
 from .graph import Graph
 from .graph_module import GraphModule
-from .node import map_arg
 
 
 class TensorMeta:
@@ -29,6 +36,16 @@ class TensorMeta:
     @classmethod
     def of(cls, t):
         return cls(t._data.shape, t.dtype, t.stride(), t._requires_grad)
+
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def nbytes(self):
+        return self.numel() * self.dtype.itemsize
 
     def __repr__(self):
         return f"TensorMeta({self.dtype._short}{list(self.shape)})"
@@ -49,20 +66,41 @@ class GraphTracer(DispatchMode):
     def __init__(self, graph=None):
         self.graph = graph if graph is not None else Graph()
         self._nodes = {}        # id(tensor) -> (tensor, node); holds the tensor alive
+        self._by_data = {}      # id(numpy array) -> (array, node): aliases made without an op
         self.constants = {}     # attribute name -> tensor, for tensors made outside the trace
         self.decompositions = {}
 
     def track(self, tensor, node):
         self._nodes[id(tensor)] = (tensor, node)
+        self._by_data[id(tensor._data)] = (tensor._data, node)
         node.meta["val"] = TensorMeta.of(tensor)
+
+    def is_tracked(self, tensor):
+        entry = self._nodes.get(id(tensor))
+        return entry is not None and entry[0] is tensor
 
     def node_of(self, value):
         """The node for a tensor; an untracked tensor becomes a constant attribute."""
         entry = self._nodes.get(id(value))
         if entry is not None and entry[0] is value:
             return entry[1]
+        # A tensor wrapping the very array of a traced tensor (e.g. an input that a
+        # custom Function returned as is) is that tensor's value.
+        alias = self._by_data.get(id(value._data))
+        if alias is not None and alias[0] is value._data:
+            self.track(value, alias[1])
+            return alias[1]
+        return self.add_constant(value)
+
+    def add_constant(self, value, snapshot=False):
+        """A get_attr node for a tensor made outside the trace (`snapshot`: of a copy of it)."""
         name = f"_tensor_constant{len(self.constants)}"
-        self.constants[name] = value
+        if snapshot:
+            copy = Tensor._make(value._data.copy())
+            copy._requires_grad = value._requires_grad
+            self.constants[name] = copy
+        else:
+            self.constants[name] = value
         with self.graph.inserting_before(self._first_non_placeholder()):
             node = self.graph.get_attr(name)
         self.track(value, node)
@@ -87,7 +125,8 @@ class GraphTracer(DispatchMode):
     def __dispatch__(self, op, args, kwargs):
         decomp = self.decompositions.get(op)
         if decomp is not None:
-            return decomp(*args, **kwargs)
+            with self:     # the decomposition's own ops are traced
+                return decomp(*args, **kwargs)
         result = op(*args, **kwargs)
         node = self.graph.call_function(op, self.to_arg(_trim_defaults(op, args)), self.to_arg(kwargs))
         self.record_result(node, result)
@@ -117,20 +156,20 @@ def _trim_defaults(op, args):
     return args[:n]
 
 
-def _flatten(args):
+def flatten_args(args):
+    """The leaves of nested lists/tuples/dicts, in order, and a spec to rebuild the structure."""
     leaves = []
 
     def rec(a):
-        if isinstance(a, (list, tuple)):
-            for x in a:
-                rec(x)
-        elif isinstance(a, dict):
-            for x in a.values():
-                rec(x)
-        else:
-            leaves.append(a)
-    rec(args)
-    return leaves
+        if isinstance(a, (list, tuple)) and not isinstance(a, Tensor):
+            kind = "list" if isinstance(a, list) else ("namedtuple", type(a)) if hasattr(a, "_fields") \
+                else "tuple"
+            return (kind, [rec(x) for x in a])
+        if isinstance(a, dict):
+            return ("dict", list(a), [rec(x) for x in a.values()])
+        leaves.append(a)
+        return None
+    return leaves, rec(args)
 
 
 def _placeholder_names(fn, n):
@@ -143,49 +182,78 @@ def _placeholder_names(fn, n):
     return [f"{names[i]}_1" if i < len(names) else f"arg{i}_1" for i in range(n)]
 
 
+def same_layout_copy(arr):
+    """A copy of a numpy array with the same shape and strides (a transposed or sliced
+    input stays transposed or sliced), so that tracing on it sees what the caller's
+    tensor would show."""
+    if arr.flags.c_contiguous or arr.size == 0:
+        return arr.copy()
+    lo, hi = byte_bounds(arr)
+    item = arr.itemsize
+    buf = np.empty((hi - lo) // item, dtype=arr.dtype)
+    start = (arr.__array_interface__["data"][0] - lo) // item
+    out = np.lib.stride_tricks.as_strided(buf[start:], arr.shape, arr.strides)
+    np.copyto(out, arr)
+    if not arr.flags.writeable:
+        out.flags.writeable = False
+    return out
+
+
 def make_fx(fn, decomposition_table=None, tracing_mode="real", *, pre_dispatch=False,
             record_module_stack=False, _allow_non_fake_inputs=False):
     """make_fx(fn)(*args) -> GraphModule that replays fn's ops on new inputs.
 
-    Tensors among `args` (nested lists/tuples/dicts are flattened) become the
-    graph's placeholders, in order; the traced function runs on copies of
-    them, so tracing never mutates the caller's tensors.
+    Every argument becomes a placeholder (nested lists/tuples/dicts are
+    flattened; the GraphModule accepts the same nesting). The traced function
+    runs on copies of the tensor arguments, so tracing never mutates the
+    caller's tensors; in-place ops are recorded as in-place ops.
+    `decomposition_table` maps ops (`dynjit.ops.<name>`) to Python functions
+    that are traced instead of the op. Only real tracing exists:
+    `tracing_mode` "fake" and "symbolic" are accepted and trace with the
+    real values.
     """
     if tracing_mode not in ("real", "fake", "symbolic"):
         raise ValueError(f"tracing_mode must be 'real', 'fake' or 'symbolic', got {tracing_mode!r}")
+    if decomposition_table is not None and not isinstance(decomposition_table, dict):
+        raise TypeError("decomposition_table must be a dict mapping ops to Python functions")
 
     def wrapped(*args):
-        leaves = _flatten(args)
+        leaves, spec = flatten_args(args)
+        nested = any(s is not None for s in spec[1])
         tracer = GraphTracer()
         if decomposition_table:
             tracer.decompositions = dict(decomposition_table)
-        names = _placeholder_names(fn, len(leaves)) if len(leaves) == len(args) else \
-            [f"arg{i}_1" for i in range(len(leaves))]
-        copies = {}
+        names = [f"arg{i}_1" for i in range(len(leaves))] if nested else _placeholder_names(fn, len(leaves))
+        traced_leaves = []
         for name, leaf in zip(names, leaves):
             node = tracer.graph.placeholder(name)
             if isinstance(leaf, Tensor):
-                copy = Tensor._make(leaf._data.copy())
+                copy = Tensor._make(same_layout_copy(leaf._data))
                 copy._requires_grad = leaf._requires_grad
-                copies[id(leaf)] = copy
                 tracer.track(copy, node)
-        traced_args = _replace(args, copies)
+                leaf = copy
+            traced_leaves.append(leaf)
+        traced_args = unflatten_args(spec, iter(traced_leaves))
         with tracer:
             out = fn(*traced_args)
-        tracer.graph.output(map_arg(tracer.to_arg(out), lambda n: n))
+        tracer.graph.output(tracer.to_arg(out))
         tracer.graph.eliminate_dead_code()
-        return GraphModule(tracer.constants, tracer.graph)
+        gm = GraphModule(tracer.constants, tracer.graph)
+        if nested:
+            gm._in_spec = spec
+        return gm
     return wrapped
 
 
-def _replace(value, copies):
-    if isinstance(value, Tensor):
-        return copies.get(id(value), value)
-    if isinstance(value, tuple):
-        items = [_replace(v, copies) for v in value]
-        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
-    if isinstance(value, list):
-        return [_replace(v, copies) for v in value]
-    if isinstance(value, dict):
-        return {k: _replace(v, copies) for k, v in value.items()}
-    return value
+def unflatten_args(spec, leaves):
+    if spec is None:
+        return next(leaves)
+    kind = spec[0]
+    if kind == "dict":
+        return dict(zip(spec[1], (unflatten_args(s, leaves) for s in spec[2])))
+    items = [unflatten_args(s, leaves) for s in spec[1]]
+    if kind == "list":
+        return items
+    if kind == "tuple":
+        return tuple(items)
+    return kind[1](*items)

@@ -1,0 +1,111 @@
+"""Flattening a call's arguments, and the cache key that says which compiled
+graph fits a call.
+
+A compiled graph is specialized on everything that tracing read: each
+tensor's shape, dtype, strides and requires_grad, the values of non-tensor
+arguments, the nesting of containers, grad mode, and which tensor arguments
+share memory. `call_key` builds that key on every call, so it is written for
+speed: the common call (tensors and scalars, no kwargs, no aliasing) takes
+one pass over the arguments.
+"""
+from ..autograd.grad_mode import state as _grad_state
+from ..tensor import Tensor
+
+_CONTAINERS = (list, tuple, dict)
+
+
+def flatten(value, leaves):
+    """Append the leaves of nested lists/tuples/dicts to `leaves`; return a hashable spec."""
+    if isinstance(value, tuple):
+        items = tuple(flatten(v, leaves) for v in value)
+        return ("T", items) if not hasattr(value, "_fields") else ("N", type(value), items)
+    if isinstance(value, list):
+        return ("L", tuple(flatten(v, leaves) for v in value))
+    if isinstance(value, dict):
+        return ("D", tuple(value), tuple(flatten(v, leaves) for v in value.values()))
+    leaves.append(value)
+    return None
+
+
+def unflatten(spec, leaves):
+    """Rebuild the structure of `spec` from an iterator of leaves."""
+    if spec is None:
+        return next(leaves)
+    kind = spec[0]
+    if kind == "T":
+        return tuple(unflatten(s, leaves) for s in spec[1])
+    if kind == "L":
+        return [unflatten(s, leaves) for s in spec[1]]
+    if kind == "N":
+        return spec[1](*(unflatten(s, leaves) for s in spec[2]))
+    return dict(zip(spec[1], (unflatten(s, leaves) for s in spec[2])))
+
+
+def _const_key(v):
+    try:
+        hash(v)
+    except TypeError:
+        return (type(v), "id", id(v))
+    return (type(v), v)
+
+
+def call_key(args, kwargs):
+    """(key, leaves, spec): the cache key of a call, its flat leaves and their structure.
+
+    spec is None for the flat case (leaves == args)."""
+    key = [_grad_state.enabled]
+    append = key.append
+    roots = None
+    for a in args:
+        if isinstance(a, Tensor):
+            d = a._data
+            append((d.shape, d.dtype, d.strides, a._requires_grad))
+            b = a._base
+            r = id(b if b is not None else a)
+            if roots is None:
+                roots = [r]
+            else:
+                roots.append(r)
+        elif isinstance(a, _CONTAINERS):
+            return _nested_key(args, kwargs)
+        else:
+            append(_const_key(a))
+    if kwargs:
+        return _nested_key(args, kwargs)
+    if roots is not None and len(roots) > 1 and len(set(roots)) != len(roots):
+        key.append(alias_key(args))
+    return tuple(key), args, None
+
+
+def _nested_key(args, kwargs):
+    leaves = []
+    spec = flatten((args, kwargs), leaves)
+    key = [_grad_state.enabled, spec]
+    tensors = []
+    for a in leaves:
+        if isinstance(a, Tensor):
+            d = a._data
+            key.append((d.shape, d.dtype, d.strides, a._requires_grad))
+            tensors.append(a)
+        else:
+            key.append(_const_key(a))
+    roots = [id(t._base if t._base is not None else t) for t in tensors]
+    if len(set(roots)) != len(roots):
+        key.append(alias_key(leaves))
+    return tuple(key), leaves, spec
+
+
+def alias_key(leaves):
+    """For tensors that share a base: which ones, and how each is viewed from that base."""
+    from ..autograd.graph import view_chain
+    groups = {}
+    first = {}
+    parts = []
+    for i, t in enumerate(leaves):
+        if not isinstance(t, Tensor):
+            continue
+        root = t._base if t._base is not None else t
+        chain = "root" if t._base is None else \
+            repr([(op.name, rest, index) for op, rest, index in view_chain(t)])
+        parts.append((i, groups.setdefault(id(root), len(groups)), first.setdefault(id(t), i), chain))
+    return tuple(parts)

@@ -1,0 +1,166 @@
+"""Running an AOT-compiled function: the steady-state call path.
+
+A `CompiledEntry` holds one trace's compiled forward (and, in training, the
+lazily compiled backward). Calling it:
+1. picks the graph inputs from the call's leaves (a shared base for aliased
+   arguments),
+2. checks that inputs the function writes in place may be written (the
+   errors eager would raise for a leaf that requires grad),
+3. runs the compiled forward; in training, under no_grad, and wires one
+   `CompiledFunctionBackward` autograd node to the differentiable outputs,
+   saving what the partitioner chose,
+4. copies new values into inputs that were written in place (with autograd
+   when they need grad, so their history is eager's),
+5. builds the user's outputs: graph outputs, or inputs, views and aliases
+   rebuilt from the real tensors.
+"""
+import numpy as np
+
+from ..autograd import graph as _graph
+from ..autograd.grad_mode import no_grad, state as _grad_state
+from ..ops.dispatch import check_inplace_allowed
+from ..ops.registry import registry
+from ..tensor import Tensor
+from .compilers import call_compiled
+from .flat import unflatten
+
+_copy_ = registry["copy_"]
+
+
+class CompiledFunctionBackward(_graph.Node):
+    """The autograd node of one call of a compiled function: runs the compiled backward."""
+
+    def __init__(self, entry, saved, n_inputs):
+        super().__init__()
+        self.entry = entry
+        self._saved = saved
+        self._n_inputs = n_inputs
+
+    def name(self):
+        return "CompiledFunctionBackward"
+
+    def num_outputs(self):
+        return len(self.entry.diff_outputs)
+
+    def release(self):
+        self._saved = None
+
+    def apply(self, grads):
+        entry = self.entry
+        if _grad_state.enabled:
+            raise RuntimeError(
+                "dynjit's AOT-compiled backward does not support double backward (create_graph=True "
+                "through an aot_function / aot_eager-compiled function); compute higher-order "
+                "gradients with the uncompiled function")
+        if self._saved is None:
+            raise RuntimeError(_graph.FREED_MESSAGE)
+        saved = [s.unpack(self) if isinstance(s, _graph.SavedTensor) else s for s in self._saved]
+        tangents = []
+        for g, (shape, dtype) in zip(grads, entry.diff_meta):
+            if g is None:
+                g = Tensor._make(np.zeros(shape, dtype=dtype.np))
+            elif not g._data.flags.c_contiguous:
+                g = Tensor._make(np.ascontiguousarray(g._data))
+            tangents.append(g)
+        out = call_compiled(entry.backward_fn(), saved + tangents)
+        result = [None] * self._n_inputs
+        for k, g in zip(entry.t.grad_inputs, out):
+            result[k] = g
+        return result
+
+
+class CompiledEntry:
+    def __init__(self, traced, fw, bw_compile=None, fw_gm=None, bw_gm=None):
+        t = self.t = traced
+        self.fw = fw
+        self.fw_gm, self.bw_gm = fw_gm, bw_gm
+        self._bw_compile = bw_compile
+        self.bw = None
+        self.n_fw = t.num_fwd_outputs
+        self.diff_outputs = [j for j, g in enumerate(t.fw_requires_grad) if g]
+        self.diff_meta = [t.fw_meta[j] for j in self.diff_outputs]
+        self.plain_inputs = all(kind == "leaf" for kind, _ in t.placeholders)
+        self.input_leaves = [i for _, i in t.placeholders]
+        self.copied_back = {k for k, _ in t.copy_back}
+
+    def backward_fn(self):
+        if self.bw is None:
+            self.bw = self._bw_compile()
+        return self.bw
+
+    def __call__(self, leaves):
+        t = self.t
+        if self.plain_inputs:
+            inputs = [leaves[i] for i in self.input_leaves]
+        else:
+            inputs = [leaves[i] if kind == "leaf" else _root(leaves[i]) for kind, i in t.placeholders]
+        if t.mutation_ops and _grad_state.enabled:
+            for k, op_name in t.mutation_ops:
+                x = inputs[k]
+                check_inplace_allowed(x, x._requires_grad, op_name)
+        if t.training:
+            fw_outs = self._forward_with_autograd(inputs)
+        else:
+            fw_outs = call_compiled(self.fw, inputs)
+            if not isinstance(fw_outs, (list, tuple)):
+                fw_outs = (fw_outs,)
+        for k, j in t.copy_back:
+            value = fw_outs[j]
+            if _grad_state.enabled and (value._requires_grad or inputs[k]._requires_grad):
+                _copy_(inputs[k], value)
+            else:
+                with no_grad():
+                    _copy_(inputs[k], value)
+        if t.simple_outputs:
+            result = [fw_outs[t.program[k][1]] for k in t.out_values]
+        else:
+            result = build_outputs(t, fw_outs, inputs, leaves)
+        if t.out_spec is None:
+            return result[0]
+        return unflatten(t.out_spec, iter(result))
+
+    def _forward_with_autograd(self, inputs):
+        with no_grad():
+            outs = call_compiled(self.fw, inputs)
+        n = self.n_fw
+        fw_outs = list(outs[:n])
+        saved = outs[n:]
+        if self.copied_back:
+            # An input written in place is saved as its value before the write.
+            mutated = {id(inputs[k]) for k in self.copied_back}
+            saved = [Tensor._make(s._data.copy()) if isinstance(s, Tensor) and id(s) in mutated else s
+                     for s in saved]
+        node = CompiledFunctionBackward(self, [_graph.SavedTensor(s) if isinstance(s, Tensor) else s
+                                               for s in saved], len(inputs))
+        node.next_functions = tuple(_graph.edge_of(x) if x._requires_grad else None for x in inputs)
+        for nr, j in enumerate(self.diff_outputs):
+            o = fw_outs[j]
+            o._grad_fn = node
+            o._output_nr = nr
+            o._requires_grad = True
+        return fw_outs
+
+
+def _root(t):
+    return t._base if t._base is not None else t
+
+
+def build_outputs(t, fw_outs, inputs, leaves):
+    """Run the output program: each step makes one value from the graph's outputs,
+    the call's tensors or earlier steps."""
+    values = []
+    for step in t.program:
+        kind = step[0]
+        if kind == "out":
+            values.append(fw_outs[step[1]])
+        elif kind == "leaf":
+            values.append(leaves[step[1]])
+        elif kind == "ph":
+            values.append(inputs[step[1]])
+        elif kind == "view":
+            values.append(_graph.replay_view_chain(values[step[1]], step[2]))
+        elif kind == "alias":
+            values.append(step[1](values[step[2]]))
+        else:
+            values.append(step[1])
+    return [values[k] for k in t.out_values]
