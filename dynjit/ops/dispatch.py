@@ -192,6 +192,8 @@ def _mark_views(op, args, result):
 
 def record(op, args, tensors, result):
     """Create the backward node of `op` and attach it to the outputs."""
+    if isinstance(result, Tensor) and result._data.dtype.kind != "f":
+        return      # integer and bool results are not differentiable (x.long(), ...)
     node = op.backward_cls(op, args, tensors, result)
     if isinstance(result, Tensor):
         result._grad_fn = node

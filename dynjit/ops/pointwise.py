@@ -293,7 +293,24 @@ def _unary(name, kernel, dtype_rule=FLOAT):
     return register(name, POINTWISE, dtype_rule=dtype_rule)(quiet(kernel))
 
 
-neg = register("neg", POINTWISE)(lambda self: np.negative(self))
+@register("neg", POINTWISE)
+def neg(self):
+    try:
+        return np.negative(self)
+    except TypeError:
+        if _is_bool(self):
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                               "trying to invert a mask, use the `~` or `logical_not()` operator instead.") from None
+        raise
+
+
+@neg.meta_fn
+def _(self):
+    if self.dtype is _dtype.bool_:
+        neg.kernel(np.zeros(1, dtype=np.bool_))     # raises the same error as eager
+    return pointwise_meta(neg, (self,))
+
+
 neg.derivative(lambda grad: -grad)
 
 abs_op = register("abs", POINTWISE)(lambda self: np.abs(self))

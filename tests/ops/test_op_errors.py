@@ -72,6 +72,7 @@ ERRORS = [
     (lambda: x23().index_put_((dynjit.tensor([0]),), dynjit.ones(4)), RuntimeError,
      "shape mismatch: value tensor of shape [4] cannot be broadcast to indexing result of shape [1, 3]"),
     # dtypes
+    (lambda: -dynjit.tensor([True]), RuntimeError, "Negation, the `-` operator, on a bool tensor is not supported"),
     (lambda: dynjit.tensor([True]) - dynjit.tensor([False]), RuntimeError,
      "Subtraction, the `-` operator, with two bool tensors is not supported"),
     (lambda: x23() & x23(), RuntimeError, "bitwise_and is only defined for integer and bool tensors"),
@@ -119,6 +120,7 @@ META_ERRORS = [
     ("expand", [m(2, 3), (4, 3)], RuntimeError, "The expanded size of the tensor (4)"),
     ("mean", [m(2, dtype=dynjit.int64)], RuntimeError, "mean(): could not infer output dtype"),
     ("sub", [m(2, dtype=dynjit.bool), m(2, dtype=dynjit.bool)], RuntimeError, "two bool tensors"),
+    ("neg", [m(2, dtype=dynjit.bool)], RuntimeError, "on a bool tensor is not supported"),
     ("where", [m(2), m(2), m(2)], RuntimeError, "condition must be a bool tensor"),
     ("tril", [m(3)], RuntimeError, "at least 2 dimensions"),
     ("gather", [m(3, 4), 1, m(3, dtype=dynjit.int64)], RuntimeError, "same number of dimensions"),

@@ -116,3 +116,20 @@ GRADGRAD = [n for n in DIFFERENTIABLE if n not in NO_GRADGRAD]
 def test_gradgradcheck(name):
     for fn, leaves in _first_checkable(name, 2):
         assert gradgradcheck(fn, leaves, eps=1e-6, atol=1e-5, rtol=1e-3)
+
+
+def _outputs(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+@pytest.mark.parametrize("name", sorted(n for n, op in registry.items() if op.kind != INPLACE))
+def test_only_floating_outputs_require_grad(name):
+    """Integer and bool results (x.long(), comparisons, indices) never require grad."""
+    op = registry[name]
+    for sample in SAMPLES[name]:
+        leaves, build = materialize(sample, requires_grad=True)
+        args, kwargs = build(leaves)
+        dynjit.manual_seed(0)
+        for out in _outputs(op(*args, **kwargs)):
+            if isinstance(out, dynjit.Tensor) and not out.dtype.is_floating_point:
+                assert not out.requires_grad and out.grad_fn is None, f"{name}{sample} gives a {out.dtype} requiring grad"
