@@ -83,7 +83,7 @@ class FunctionalTracer(GraphTracer):
         writes = self._writes_through(target)
         for t, b, _ in writes:
             self.inplace_ops.setdefault(id(b if b is not None else t), op.name)
-        result = op(*args, **kwargs)          # the real (eager) in-place update
+        result = self.run_inplace(op, args, kwargs)     # the real (eager) in-place update
         value = self.graph.call_function(op.functional, arg_nodes, kwarg_nodes)
         for t, b, base_node in writes:
             self.track(t, value)
@@ -91,6 +91,10 @@ class FunctionalTracer(GraphTracer):
                 value = self.graph.call_function(_view_scatter, (base_node, value, tuple(view_chain(t))))
                 self.track(b, value)
         return result
+
+    def record_snapshot(self, tensor, snapshot):
+        # In a functional graph the node of the old value still exists.
+        self.track(snapshot, self.node_of(tensor))
 
     def _writes_through(self, target):
         """[(tensor, its base, the base's node now)] for each tensor a write to `target`

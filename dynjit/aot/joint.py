@@ -30,6 +30,7 @@ from ..autograd.grad_mode import enable_grad
 from ..autograd.graph import view_chain, replay_view_chain
 from ..fx.graph_module import GraphModule
 from ..fx.proxy_tensor import same_layout_copy
+from ..ops import dispatch as _dispatch
 from ..ops.registry import registry
 from ..tensor import Tensor
 from .flat import flatten, unflatten
@@ -71,14 +72,18 @@ class TracedFunction:
     """
 
 
-def _with_rng_restored(fn):
+def _isolated(fn):
+    """Run a trace on its own: outer dispatch modes (an enclosing make_fx) do not see
+    the tracing run, and the random number generator is left as it was, so the
+    compiled graph draws the numbers eager would have drawn on this call."""
     def wrapper(*args, **kwargs):
         state = _random.get_rng_state()
+        outer = _dispatch._modes[:]
+        _dispatch._modes.clear()
         try:
             return fn(*args, **kwargs)
         finally:
-            # Tracing ran the function for real; the compiled graph must draw the
-            # same random numbers eager would have drawn on this call.
+            _dispatch._modes[:] = outer
             _random.set_rng_state(state)
     return wrapper
 
@@ -91,7 +96,7 @@ def _shares_memory_group(tensors):
     return False
 
 
-@_with_rng_restored
+@_isolated
 def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=False,
                    decompositions=None):
     """Trace fn(*unflatten(spec, leaves)) into a TracedFunction (see the module docstring)."""

@@ -59,8 +59,8 @@ class CompiledFunctionBackward(_graph.Node):
         for g, (shape, dtype) in zip(grads, entry.diff_meta):
             if g is None:
                 g = Tensor._make(np.zeros(shape, dtype=dtype.np))
-            elif not g._data.flags.c_contiguous:
-                g = Tensor._make(np.ascontiguousarray(g._data))
+            else:
+                g = g.contiguous()
             tangents.append(g)
         out = call_compiled(entry.backward_fn(), saved + tangents)
         result = [None] * self._n_inputs
@@ -128,8 +128,8 @@ class CompiledEntry:
         if self.copied_back:
             # An input written in place is saved as its value before the write.
             mutated = {id(inputs[k]) for k in self.copied_back}
-            saved = [Tensor._make(s._data.copy()) if isinstance(s, Tensor) and id(s) in mutated else s
-                     for s in saved]
+            with no_grad():
+                saved = [s.clone() if isinstance(s, Tensor) and id(s) in mutated else s for s in saved]
         node = CompiledFunctionBackward(self, [_graph.SavedTensor(s) if isinstance(s, Tensor) else s
                                                for s in saved], len(inputs))
         node.next_functions = tuple(_graph.edge_of(x) if x._requires_grad else None for x in inputs)

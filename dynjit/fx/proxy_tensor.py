@@ -17,10 +17,15 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
+from ..ops import dispatch as _dispatch
 from ..ops.dispatch import DispatchMode
+from ..ops.registry import INPLACE, registry
 from ..tensor import Tensor
 from .graph import Graph
 from .graph_module import GraphModule
+
+
+_clone = registry["clone"]
 
 
 class TensorMeta:
@@ -127,10 +132,25 @@ class GraphTracer(DispatchMode):
         if decomp is not None:
             with self:     # the decomposition's own ops are traced
                 return decomp(*args, **kwargs)
-        result = op(*args, **kwargs)
+        if op.kind == INPLACE:
+            result = self.run_inplace(op, args, kwargs)
+        else:
+            result = op(*args, **kwargs)
         node = self.graph.call_function(op, self.to_arg(_trim_defaults(op, args)), self.to_arg(kwargs))
         self.record_result(node, result)
         return result
+
+    def run_inplace(self, op, args, kwargs):
+        """Run an in-place op for real, tracing the copy of the old value that autograd saves."""
+        _dispatch._snapshot_observers.append(self.record_snapshot)
+        try:
+            return op(*args, **kwargs)
+        finally:
+            _dispatch._snapshot_observers.pop()
+
+    def record_snapshot(self, tensor, snapshot):
+        """`snapshot` is a copy of `tensor` taken just before an in-place write."""
+        self.track(snapshot, self.graph.call_function(_clone, (self.node_of(tensor),)))
 
     def record_result(self, node, result):
         if isinstance(result, Tensor):

@@ -17,6 +17,7 @@ from .registry import POINTWISE, VIEW, INPLACE, FLOAT, BOOL, KEEP, PROMOTE
 from .._dtype import _FROM_NP
 
 _modes = []   # dispatch-mode stack; innermost last
+_snapshot_observers = []   # tracers told about the copy an in-place op saves for backward
 Tensor = None  # set by dynjit.tensor (import cycle)
 
 
@@ -232,6 +233,8 @@ def inplace(op, args, kwargs):
                            "or was made from a read-only array); call .clone() first")
     if needs_grad:
         saved_self = self._snapshot() if 0 in fop.saved else self
+        if _snapshot_observers and saved_self is not self:
+            _snapshot_observers[-1](self, saved_self)
         node_args = (saved_self,) + args[1:]
         node_tensors = [saved_self if t is self else t for t in tensors]
     np.copyto(self._data, out, casting="unsafe")

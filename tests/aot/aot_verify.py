@@ -74,10 +74,19 @@ def _aliasing(outs, args):
     return picture
 
 
-def run(f, make_inputs, compiled_f=None, backward=True, mutate_outputs=True):
+def run(f, make_inputs, compiled_f=None, backward=True, mutate_outputs=True, warmup=True):
     """Run eager and compiled side by side; return (eager results, compiled results) for
     further checks. Each result is a dict with leaves, args, out."""
     compiled_f = compiled_f or aot_function(f, nop)
+    if warmup:
+        # Compile on other values first: a value wrongly baked into the graph shows.
+        dynjit.manual_seed(4321)
+        _, args = make_inputs()
+        with dynjit.no_grad():
+            for a in _tensors(args):
+                if a.dtype.is_floating_point and a._data.flags.writeable:
+                    a.add_(dynjit.rand(a.shape, dtype=a.dtype) + 0.5)
+        compiled_f(*args)
     results = []
     for fn in (f, compiled_f):
         dynjit.manual_seed(1234)        # both runs get the same random inputs
