@@ -24,7 +24,8 @@ SAME_NAME = (
     "all", "any", "cumsum", "cumprod", "t", "transpose", "unsqueeze", "squeeze",
     "narrow", "select", "unbind", "clone", "matmul", "mm", "bmm", "dot", "outer", "gather",
     "scatter", "scatter_add", "index_select", "index_put", "tril", "triu", "diagonal", "roll",
-    "softmax", "log_softmax", "fill", "zero", "copy",
+    "softmax", "log_softmax", "fill", "zero", "copy", "sort", "argsort", "topk", "nonzero",
+    "masked_select", "logaddexp", "mv",
 )
 INPLACE_METHODS = tuple(n for n in R if n.endswith("_") and R[n].kind == "inplace")
 

@@ -124,6 +124,28 @@ def _check_bmm(a, b):
     return matmul_shape(a.shape, b.shape, "bmm")
 
 
+def _check_mv(a, v):
+    if len(a.shape) != 2 or len(v.shape) != 1:
+        raise RuntimeError(f"mv: expected a 2D matrix and a 1D vector, got {len(a.shape)}D and {len(v.shape)}D")
+    check_same_dtype(a.dtype, v.dtype, "mv")
+    return matmul_shape(a.shape, v.shape, "mv")
+
+
+@register("mv", EXTERN)
+def mv(self, vec):
+    a, v = np.asarray(self), np.asarray(vec)
+    _check_mv(a, v)
+    return a @ v
+
+
+mv.meta_fn(lambda self, vec: (_check_mv(self, vec), self.dtype))
+
+
+@mv.derivative
+def _(grad, self, vec, needs):
+    return (grad.outer(vec) if needs[0] else None), (self.t().mv(grad) if needs[1] else None)
+
+
 @register("bmm", EXTERN)
 def bmm(self, mat2):
     a, b = np.asarray(self), np.asarray(mat2)

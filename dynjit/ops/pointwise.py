@@ -287,6 +287,18 @@ def _(grad, self, end, weight):
     return grad * (1 - weight), grad * weight, grad * (end - self)
 
 
+@register("logaddexp", POINTWISE, dtype_rule=FLOAT)
+@quiet
+def logaddexp(self, other):
+    return np.logaddexp(self, other)
+
+
+@logaddexp.derivative
+def _(grad, self, other, needs):
+    return ((grad * (self - other).sigmoid()) if needs[0] else None,
+            (grad * (other - self).sigmoid()) if needs[1] else None)
+
+
 # -- unary math --------------------------------------------------------------
 
 def _unary(name, kernel, dtype_rule=FLOAT):
@@ -509,16 +521,23 @@ def clamp(self, min=None, max=None):
 
 
 @clamp.derivative
-def _(grad, self, min, max):
-    mask = None
-    if min is not None:
-        mask = self >= min
-    if max is not None:
-        upper = self <= max
-        mask = upper if mask is None else mask.logical_and(upper)
-    g_self = grad * mask
-    g_min = grad * (self < min) if hasattr(min, "_data") else None
-    g_max = grad * (self > max) if hasattr(max, "_data") else None
+def _(grad, self, min, max, needs):
+    # clamp is min(max(self, min), max): where min > max the result is max everywhere
+    g_self = g_min = g_max = None
+    if needs[0]:
+        mask = None
+        if min is not None:
+            mask = self >= min
+        if max is not None:
+            upper = self <= max
+            mask = upper if mask is None else mask.logical_and(upper)
+        g_self = grad * mask
+    if needs[1]:
+        below = self < min
+        g_min = grad * (below if max is None else below.logical_and(min < max))
+    if needs[2]:
+        above = self > max
+        g_max = grad * (above if min is None else above.logical_or(max < min))
     return g_self, g_min, g_max
 
 

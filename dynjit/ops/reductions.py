@@ -569,3 +569,86 @@ def _(grad, self, dim, result):
     if self.ndim == 0:
         return grad
     return (grad * result).flip([dim]).cumsum(dim).flip([dim]) / self
+
+
+# -- sorting ------------------------------------------------------------------
+
+def _sort_indices(x, axis, descending):
+    """Stable sort order along `axis`; NaN counts as the largest value (as in PyTorch)."""
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable")
+    # stable descending: sort the reversed array, then map back (equal values keep their order)
+    n = x.shape[axis]
+    return n - 1 - np.flip(np.argsort(np.flip(x, axis), axis=axis, kind="stable"), axis)
+
+
+@register("sort", REDUCTION, nondiff_outputs=(1,))
+def sort(self, dim=-1, descending=False, stable=False):
+    x = np.asarray(self)
+    if x.ndim == 0:
+        normalize_dims(dim, 0)
+        return values_indices(x.copy(), np.zeros((), dtype=np.int64))
+    d = normalize_dims(dim, x.ndim)[0]
+    idx = _sort_indices(x, d, descending)
+    return values_indices(np.take_along_axis(x, idx, d), idx.astype(np.int64))
+
+
+@sort.meta_fn
+def _(self, dim, descending, stable):
+    normalize_dims(dim, len(self.shape))
+    return [same_as(self), same_as(self, _dtype.int64)]
+
+
+def _scatter_back(grad, self_shape, dim, indices):
+    """The gradient of selecting `indices` along `dim`: grad placed back where it came from."""
+    from .factories import zeros
+    if not self_shape:
+        return grad
+    return zeros(self_shape, dtype=grad.dtype).scatter(dim, indices, grad)
+
+
+@sort.derivative
+def _(grads, self_shape, dim, result):
+    return _scatter_back(grads[0], self_shape, dim, result[1])
+
+
+@register("argsort", REDUCTION, differentiable=False)
+def argsort(self, dim=-1, descending=False, stable=False):
+    return sort.kernel(self, dim, descending, stable)[1]
+
+
+argsort.meta_fn(lambda self, dim, descending, stable: sort._meta(self, dim, descending, stable)[1])
+
+
+def _topk_dim(shape, k, dim):
+    if not shape:
+        normalize_dims(dim, 0)
+        if k not in (0, 1):
+            raise RuntimeError(f"selected index k out of range: k={k} for a 0-d tensor")
+        return 0
+    d = normalize_dims(dim, len(shape))[0]
+    if not 0 <= k <= shape[d]:
+        raise RuntimeError(f"selected index k out of range: k={k} but dimension {d} has size {shape[d]}")
+    return d
+
+
+@register("topk", REDUCTION, nondiff_outputs=(1,))
+def topk(self, k, dim=-1, largest=True, sorted=True):
+    x = np.asarray(self)
+    d = _topk_dim(x.shape, k, dim)
+    if x.ndim == 0:
+        return values_indices(x.copy(), np.zeros((), dtype=np.int64))
+    idx = np.take(_sort_indices(x, d, largest), np.arange(k), axis=d)
+    return values_indices(np.take_along_axis(x, idx, d), idx.astype(np.int64))
+
+
+@topk.meta_fn
+def _(self, k, dim, largest, sorted):
+    d = _topk_dim(self.shape, k, dim)
+    shape = tuple(self.shape[:d]) + (k,) + tuple(self.shape[d + 1:]) if self.shape else ()
+    return [(shape, self.dtype), (shape, _dtype.int64)]
+
+
+@topk.derivative
+def _(grads, self_shape, dim, result):
+    return _scatter_back(grads[0], self_shape, dim, result[1])

@@ -758,6 +758,42 @@ def _(self, num_classes):
     return tuple(self.shape) + (num_classes,), _dtype.int64
 
 
+@register("nonzero", OTHER, differentiable=False)
+def nonzero(self):
+    """Indices of the nonzero elements, one row per element: shape (count, ndim)."""
+    return np.argwhere(np.asarray(self)).astype(np.int64)
+
+
+@nonzero.meta_fn
+def _(self):
+    raise DataDependentOutputError("nonzero: the number of rows is the number of nonzero elements")
+
+
+@register("masked_select", OTHER)
+def masked_select(self, mask):
+    _check_bool(np.asarray(mask).dtype, "masked_select")
+    x, m = np.broadcast_arrays(np.asarray(self), np.asarray(mask))
+    return x[m]
+
+
+@masked_select.meta_fn
+def _(self, mask):
+    _check_bool(mask.dtype, "masked_select")
+    raise DataDependentOutputError("masked_select: the output's length is the number of True elements in the mask")
+
+
+@masked_select.derivative
+def _(grad, self_shape, mask):
+    from .meta import broadcast_shapes
+    shape = broadcast_shapes(self_shape, mask.shape)
+    return index_backward(grad, shape, (mask.expand(shape),), False)
+
+
+def _check_bool(dtype, name):
+    if _as_dtype(dtype) is not _dtype.bool_:
+        raise RuntimeError(f"{name}: expected a bool mask, got {_as_dtype(dtype).name}")
+
+
 @register("isin", OTHER, differentiable=False)
 def isin(elements, test_elements, invert=False):
     return np.isin(elements, test_elements, invert=invert)

@@ -228,11 +228,13 @@ binary("fmod", rhs=pos, scalar=1.5)
 add("pow", S(pos(2, 3), r(2, 3)), S(pos(2, 3), 3), S(pos(3), 0.5), S(pos(2, 3), r(3)), S(2.0, r(3)),
     S(pos(), r(2, 2)), S(NC(pos(2, 2)), 2), S(ints(3, low=0), 2), S(r(3), 0))
 binary("atan2", rhs=away)
+binary("logaddexp")
 binary("maximum")
 binary("minimum")
 add("lerp", S(r(2, 3), r(2, 3), 0.3), S(r(2, 3), r(3), r(2, 3)), S(r(3), r(2, 3), r()),
     S(NC(r(2, 2)), r(2, 2), 0.75))
 add("clamp", S(r(2, 3), -0.5, 0.5), S(r(2, 3), min=-0.2), S(r(2, 3), max=0.1), S(r(2, 3), r(3) - 0.5, r(3) + 0.5),
+    S(r(2, 3), np.array([1.0, -1.0, 0.2]), np.array([0.5, 1.0, -0.3])),       # min > max in places
     S(ints(4), 0, 2), S(NC(r(3, 2)), -1.0), S(r(), 0.0, 1.0))
 add("where", S(bools(2, 3), r(2, 3), r(2, 3)), S(bools(3), r(2, 3), 0.0), S(bools(2, 1), r(1, 3), r(2, 3)),
     S(bools(3), ints(3), ints(3)), S(np.array(True), r(2), r()))
@@ -279,6 +281,14 @@ for _n in ("median_dim", "nanmedian_dim"):
     add(_n, S(distinct(2, 4), 1), S(distinct(3, 2), 0, True),
         _with_nan if _n == "nanmedian_dim" else _with_nan.not_differentiable_here(_NAN),
         S(r(), 0), S(ints(2, 3), -1), S(NC(distinct(3, 2)), 1))
+_nan_row = np.array([[np.nan, 1.0, -1.0, 1.0]])
+for _n in ("sort", "argsort"):
+    add(_n, S(distinct(2, 4)), S(distinct(3, 2), 0), S(distinct(2, 3), -1, True), S(r(), 0),
+        S(ints(2, 5, low=0, high=3), 1), S(ints(6, low=0, high=3), 0, True),
+        S(_nan_row, 1).not_differentiable_here(_TIES), S(_nan_row, 1, descending=True).not_differentiable_here(_TIES),
+        S(NC(distinct(3, 2)), 0))
+add("topk", S(distinct(2, 5), 2), S(distinct(4, 3), 3, 0), S(distinct(5), 2, largest=False), S(r(), 1),
+    S(ints(6, low=0, high=3), 3), S(distinct(3, 3), 0, 1), S(NC(distinct(2, 4)), 2, 0))
 for _n in ("argmax", "argmin"):
     add(_n, S(distinct(2, 3)), S(distinct(2, 3), 1), S(distinct(2, 3), 0, True), S(distinct(2, 3), keepdim=True),
         S(r(), 0), S(ints(2, 3), -1))
@@ -342,6 +352,10 @@ add("scatter", S(r(3, 4), 1, np.array([[0, 3], [1, 2], [2, 0]]), r(3, 2)),
     S(r(3, 4), 0, np.array([[2, 0, 1, 1]]), r(1, 4)), S(r(4), 0, np.array([3, 0]), 1.5))
 add("index_select", S(r(4, 3), 0, np.array([0, 2, 2])), S(r(4, 3), 1, np.array([2])), S(r(4, 3), -1, np.array([1, 0])),
     S(r(3), 0, np.array(1)))
+add("nonzero", S(np.array([[0.0, 1.5], [2.0, 0.0]])), S(ints(4, low=0, high=2)), S(bools(2, 3)), S(np.array(0.0)),
+    S(np.array(3)))
+add("masked_select", S(r(2, 3), bools(2, 3)), S(r(2, 3), bools(3)), S(r(3), bools(2, 3)), S(NC(r(2, 2)), bools(2, 2)),
+    S(ints(3), bools(3)))
 add("isin", S(ints(2, 3), ints(4)), S(r(3), np.array([0.5])), S(ints(4), ints(2), True), S(ints(), ints(3)))
 add("one_hot", S(np.array([0, 2, 1])), S(np.array([[1, 0], [3, 2]]), 5), S(np.array(2), 3))
 add("copy", S(r(2, 3), r(2, 3)), S(r(2, 3), r(3)), S(r(2, 3), ints(2, 3)), S(r(2, 2), r()), S(NC(r(2, 2)), r(2, 2)))
@@ -354,6 +368,7 @@ add("diagonal_backward", S(r(3), (3, 3), 0, 0, 1), S(r(2), (3, 3), 1, 0, 1), S(r
 add("matmul", S(r(2, 3), r(3, 4)), S(r(3), r(3)), S(r(3), r(3, 2)), S(r(2, 3), r(3)), S(r(2, 2, 3), r(3, 4)),
     S(r(2, 1, 2, 3), r(3, 3, 2)), S(NC(r(3, 2)), r(2, 3)), S(ints(2, 2), ints(2, 2)))
 add("mm", S(r(2, 3), r(3, 4)), S(NC(r(3, 2)), NC(r(2, 4))), S(ints(2, 2), ints(2, 3)))
+add("mv", S(r(2, 3), r(3)), S(NC(r(3, 2)), r(2)), S(r(2, 3), NC(r(3))), S(ints(2, 2), ints(2)))
 add("bmm", S(r(2, 2, 3), r(2, 3, 1)), S(NC(r(2, 2, 3)), r(2, 3, 2)))
 add("linear", S(r(2, 3), r(4, 3)), S(r(2, 3), r(4, 3), r(4)), S(r(3), r(2, 3), r(2)), S(r(2, 2, 3), r(4, 3), r()))
 add("addmm", S(r(2, 4), r(2, 3), r(3, 4)), S(r(4), r(2, 3), r(3, 4), beta=0.5, alpha=2), S(r(), r(2, 3), r(3, 2)))

@@ -74,6 +74,39 @@ def _assert_indices_select(x, dim, keepdim, indices, values):
     np.testing.assert_array_equal(np.take_along_axis(x, idx, dim).reshape(values.shape), values)
 
 
+def _sort(a, dim=-1, descending=False, stable=False):
+    """Sorted values and indices by Python's stable sort; NaN is the largest value."""
+    if a.ndim == 0:
+        return a, np.array(0)
+    moved = np.moveaxis(a, dim, -1)
+    idx = np.empty(moved.shape, dtype=np.int64)
+    for pos in itertools.product(*map(range, moved.shape[:-1])):
+        row = moved[pos]
+        key = (lambda i: (True, 0.0) if np.isnan(row[i]) else (False, row[i])) if row.dtype.kind == "f" \
+            else (lambda i: (False, row[i]))
+        idx[pos] = sorted(range(row.shape[0]), key=key, reverse=descending)
+    idx = np.moveaxis(idx, -1, dim)
+    return np.take_along_axis(a, idx, dim), idx
+
+
+def _topk(a, k, dim=-1, largest=True, sorted=True):
+    values, idx = _sort(a, dim, descending=largest)
+    if a.ndim == 0:
+        return values, idx
+    return np.take(values, range(k), axis=dim), np.take(idx, range(k), axis=dim)
+
+
+def _nonzero(a):
+    if a.ndim == 0:
+        return np.zeros((1 if a else 0, 0), dtype=np.int64)
+    return np.stack(np.nonzero(a), axis=1)
+
+
+def _masked_select(a, mask):
+    a, mask = np.broadcast_arrays(a, mask)
+    return a[mask]
+
+
 def _arg(fn):
     def ref(a, dim=None, keepdim=False):
         if dim is None:
@@ -322,7 +355,7 @@ REFERENCE = {
     "mul": lambda a, b: a * b, "div": lambda a, b: a / b, "div_mode": _div_mode,
     "floor_divide": lambda a, b: np.floor(a / b), "remainder": lambda a, b: a - np.floor(a / b) * b,
     "fmod": lambda a, b: a - np.trunc(a / b) * b, "pow": lambda a, b: np.power(np.asarray(a, dtype=np.float64), b),
-    "atan2": np.arctan2, "maximum": np.maximum, "minimum": np.minimum,
+    "atan2": np.arctan2, "logaddexp": lambda a, b: np.log(np.exp(a) + np.exp(b)), "maximum": np.maximum, "minimum": np.minimum,
     "lerp": lambda a, b, w: a + w * (b - a),
     "clamp": lambda a, min=None, max=None: np.minimum(np.maximum(a, -np.inf if min is None else min),
                                                       np.inf if max is None else max),
@@ -338,6 +371,8 @@ REFERENCE = {
     "sum": _red(np.sum), "mean": _red(np.mean), "prod": _red(np.prod), "amax": _red(np.max),
     "amin": _red(np.min), "max": np.max, "min": np.min, "max_dim": _max_dim(np.argmax),
     "min_dim": _max_dim(np.argmin), "median": _median(False), "nanmedian": _median(True),
+    "sort": _sort, "argsort": lambda a, dim=-1, descending=False, stable=False: _sort(a, dim, descending)[1],
+    "topk": _topk, "nonzero": _nonzero, "masked_select": _masked_select,
     "median_dim": _median_dim(False), "nanmedian_dim": _median_dim(True), "argmax": _arg(np.argmax), "argmin": _arg(np.argmin),
     "var": lambda a, dim=None, correction=1, keepdim=False: np.var(a, axis=_axis(dim), ddof=correction, keepdims=keepdim),
     "std": lambda a, dim=None, correction=1, keepdim=False: np.std(a, axis=_axis(dim), ddof=correction, keepdims=keepdim),
@@ -366,7 +401,7 @@ REFERENCE = {
     "diagonal": lambda a, offset=0, d1=0, d2=1: np.diagonal(a, offset, d1, d2),
     "diagonal_backward": _diagonal_backward, "detach": lambda a: a, "view_scatter": _view_scatter,
     # matrix products
-    "matmul": np.matmul, "mm": np.matmul, "bmm": np.matmul, "linear": _linear,
+    "matmul": np.matmul, "mm": np.matmul, "mv": np.matmul, "bmm": np.matmul, "linear": _linear,
     "addmm": lambda s, m1, m2, beta=1, alpha=1: beta * s + alpha * (m1 @ m2),
     "dot": np.dot, "outer": np.outer, "einsum": _einsum,
     # neural-network ops
