@@ -136,37 +136,45 @@ def run_backward(root_edges, root_grads, keep_graph, create_graph, inputs=None,
     del order
 
     buffers = {root: root_buffer}
-    tiebreak = itertools.count()
+    del root_buffer, root_grads
     heap = [(-root._seq, 0, root)]
+    tiebreak = itertools.count(1)
     prev_mode = _grad_state.enabled
     _grad_state.enabled = create_graph
     _state.tasks.append(task)
     try:
         while heap:
-            node = heapq.heappop(heap)[2]
-            grads = buffers.pop(node)
-            outs = _evaluate(task, node, grads)
-            if outs is None:
-                continue
-            for edge, g in zip(node.next_functions, outs):
-                if edge is None:
-                    continue
-                child, nr = edge
-                left = task.deps[child] - 1
-                task.deps[child] = left
-                if not task.should_execute(child):
-                    continue
-                buf = buffers.get(child)
-                if buf is None:
-                    buf = buffers[child] = [None] * child.num_outputs()
-                if g is not None:
-                    buf[nr] = g if buf[nr] is None else _sum_grads(buf[nr], g, create_graph)
-                if left == 0:
-                    heapq.heappush(heap, (-child._seq, next(tiebreak), child))
+            _step(task, heapq.heappop(heap)[2], buffers, heap, tiebreak)
     finally:
         _state.tasks.pop()
         _grad_state.enabled = prev_mode
     return task.captured if inputs is not None else None
+
+
+def _step(task, node, buffers, heap, tiebreak):
+    """Run one ready node and pass its outputs on to the buffers of its next nodes.
+
+    A function of its own so that no reference to a gradient outlives it: a leaf's
+    AccumulateGrad takes the incoming gradient as .grad without copying only when
+    nothing else refers to it (see graph.AccumulateGrad)."""
+    outs = _evaluate(task, node, buffers.pop(node))
+    if outs is None:
+        return
+    for edge, g in zip(node.next_functions, outs):
+        if edge is None:
+            continue
+        child, nr = edge
+        left = task.deps[child] - 1
+        task.deps[child] = left
+        if not task.should_execute(child):
+            continue
+        buf = buffers.get(child)
+        if buf is None:
+            buf = buffers[child] = [None] * child.num_outputs()
+        if g is not None:
+            buf[nr] = g if buf[nr] is None else _sum_grads(buf[nr], g, task.create_graph)
+        if left == 0:
+            heapq.heappush(heap, (-child._seq, next(tiebreak), child))
 
 
 def _evaluate(task, node, grads):

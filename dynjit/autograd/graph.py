@@ -7,6 +7,7 @@ the registry. `AccumulateGrad` ends the graph at a leaf. `CopySlices` and the
 view-replay node keep autograd right when a view is written in place.
 """
 import itertools
+import sys
 import weakref
 
 import numpy as np
@@ -427,6 +428,35 @@ def make_backward_class(op):
     return type(f"{camel}Backward0", (OpBackward,), {"op": op})
 
 
+_UNSHARED_REFS = None
+
+
+def _refs(grads):
+    return sys.getrefcount(grads[0]), sys.getrefcount(grads[0]._data)
+
+
+def _can_steal(grads, variable):
+    """Can the gradient grads[0] become variable.grad as it is?
+
+    Only if no one but the engine's buffer refers to the tensor or its memory
+    (as PyTorch checks the use count): later gradients are added into .grad in
+    place, which must not change a tensor the user, a hook or another leaf holds.
+    The reference counts of an unshared tensor are measured once, on this very
+    code path, so they hold on every Python version."""
+    global _UNSHARED_REFS
+    if _UNSHARED_REFS is None:
+        _UNSHARED_REFS = _refs([Tensor._make(np.zeros(1))])
+    g = grads[0]
+    d = g._data
+    if (g._requires_grad or g._base is not None or d.base is not None or not d.flags.writeable
+            or d.shape != variable._data.shape or d.dtype != variable._data.dtype
+            or type(g) is not Tensor):
+        return False
+    del g, d
+    refs = _refs(grads)
+    return refs[0] <= _UNSHARED_REFS[0] and refs[1] <= _UNSHARED_REFS[1]
+
+
 class AccumulateGrad(Node):
     """Graph sink for a leaf tensor: accumulates into `variable.grad`."""
     _is_accumulate = True
@@ -438,19 +468,19 @@ class AccumulateGrad(Node):
         self._post_acc_hooks = None
 
     def apply(self, grads):
-        g = grads[0]
         v = self.variable
-        if g is None:
+        if grads[0] is None:
             return []
+        # decided before this function takes a reference of its own to the gradient
+        steal = v._grad is None and not _grad_state.enabled and _can_steal(grads, v)
+        g = grads[0]
         if v._grad is None:
-            if _grad_state.enabled:     # create_graph: keep history
-                v._grad = g if g._data.shape == v._data.shape else g.expand(v.shape).clone()
+            if _grad_state.enabled:     # create_graph: a copy that keeps history
+                v._grad = g.clone() if g._data.shape == v._data.shape else g.expand(v.shape).clone()
+            elif steal:
+                v._grad = g             # nobody else sees it: no copy
             else:
-                d = g._data
-                if not d.flags.writeable or d.shape != v._data.shape or g._base is not None:
-                    d = np.array(np.broadcast_to(d, v._data.shape), dtype=v.dtype.np, copy=True)
-                elif d.dtype != v.dtype.np:
-                    d = d.astype(v.dtype.np)
+                d = np.array(np.broadcast_to(g._data, v._data.shape), dtype=v.dtype.np, copy=True)
                 v._grad = Tensor._make(d)
         elif _grad_state.enabled:
             v._grad = v._grad + g

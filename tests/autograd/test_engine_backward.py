@@ -413,3 +413,39 @@ def test_deep_chain_of_150k_custom_functions():
     for _ in range(150000):
         y = _AddTwo.apply(y, y)
     del y
+
+
+def test_leaves_fed_the_same_gradient_do_not_share_grad_memory():
+    x = dynjit.ones(3, requires_grad=True)
+    y = dynjit.ones(3, requires_grad=True)
+    z = x + y                      # its backward passes one gradient object to both
+    z.backward(dynjit.ones(3), retain_graph=True)
+    z.backward(dynjit.ones(3))     # accumulates in place into each .grad
+    close(x.grad, [2.0, 2.0, 2.0])
+    close(y.grad, [2.0, 2.0, 2.0])
+
+
+def test_grad_does_not_alias_a_gradient_someone_else_holds():
+    go = dynjit.ones(3)
+    w = dynjit.ones(3, requires_grad=True)
+    w.backward(go)                 # the root gradient goes straight to w's AccumulateGrad
+    go.add_(5)
+    close(w.grad, [1.0, 1.0, 1.0])
+
+    seen = []
+    v = dynjit.ones(3, requires_grad=True)
+    v.register_hook(lambda g: seen.append(g))
+    (v * 2).sum().backward()
+    (v * 2).sum().backward()       # adds into v.grad in place
+    close(seen[0], [2.0, 2.0, 2.0])
+    close(v.grad, [4.0, 4.0, 4.0])
+
+
+def test_unshared_gradient_becomes_grad_without_a_copy():
+    seen = []
+    t = dynjit.ones(3, requires_grad=True)
+    acc = t.view_as(t).grad_fn.next_functions[0][0]
+    acc.register_prehook(lambda gs: (gs[0] * 1,))       # a fresh tensor only the engine holds
+    acc.register_hook(lambda gi, go: seen.append(go[0]))
+    t.sum().backward()
+    assert seen[0] is t.grad
