@@ -156,10 +156,6 @@ def isin(elements, test_elements, *, invert=False):
     return dispatch(R["isin"], (elements, test_elements, invert), {})
 
 
-def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return input.var(dim, unbiased, keepdim, correction=correction), input.mean(dim, keepdim=keepdim)
-
-
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return input.std(dim, unbiased, keepdim, correction=correction), input.mean(dim, keepdim=keepdim)
 
@@ -296,4 +292,4 @@ def detach(input):
     return input.detach()
 
 
-__all__ += ["median", "nanmedian", "isin", "var_mean", "std_mean"]
+__all__ += ["median", "nanmedian", "isin", "std_mean"]
