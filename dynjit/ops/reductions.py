@@ -4,6 +4,7 @@ argmax/argmin, var/std, logsumexp, norm, all/any, cumsum, sum_to_size.
 `dim` may be None (all dims), an int or a tuple of ints; `keepdim` keeps
 reduced dims as size 1. Gradients are expanded back with `_unreduce`.
 """
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -44,7 +45,9 @@ def _acc_dtype(x, dtype):
 @register("sum", REDUCTION)
 def sum_op(self, dim=None, keepdim=False, dtype=None):
     # np.add.reduce skips np.sum's Python wrapper (half the cost on small tensors)
-    return np.add.reduce(self, axis=_np_axis(self, dim), keepdims=keepdim, dtype=_acc_dtype(self, dtype))
+    out = _acc_dtype(self, dtype)
+    total = np.add.reduce(self, axis=_np_axis(self, dim), keepdims=keepdim, dtype=_wide(out))
+    return total if out != np.float16 else np.asarray(total).astype(out)
 
 
 @sum_op.derivative
@@ -89,8 +92,17 @@ def mean(self, dim=None, keepdim=False, dtype=None):
     if dtype is None and x.dtype.kind not in "f":
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: {_dtype.from_numpy_dtype(x.dtype).name}")
-    return np.mean(x, axis=_np_axis(x, dim), keepdims=keepdim,
-                   dtype=None if dtype is None else _dtype.to_dtype(dtype).np)
+    out = x.dtype if dtype is None else _dtype.to_dtype(dtype).np
+    axis = _np_axis(x, dim)
+    # sum / count: an empty reduction gives nan without numpy's "Mean of empty slice" warning
+    total = np.add.reduce(x, axis=axis, keepdims=keepdim, dtype=_wide(out))
+    count = x.size if axis is None else math.prod(x.shape[d] for d in axis)
+    return np.true_divide(total, count).astype(out, copy=False)
+
+
+def _wide(np_dtype):
+    """Accumulate float16 in float32, as PyTorch does on the CPU."""
+    return np.float32 if np_dtype == np.float16 else np_dtype
 
 
 @mean.derivative
@@ -159,10 +171,24 @@ def _minmax(np_fn):
     return kernel
 
 
+def _check_nonempty_reduction(name, shape, dim):
+    """max-like reductions have no identity: every reduced dim must be non-empty."""
+    for d in (normalize_dims(dim, len(shape)) if shape else ()):
+        if shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
 @register("amax", REDUCTION)
 def amax(self, dim=(), keepdim=False):
     x = np.asarray(self)
+    _check_nonempty_reduction("amax", x.shape, dim)
     return np.max(x, axis=_np_axis(x, dim), keepdims=keepdim)
+
+
+@amax.meta_fn
+def _(self, dim, keepdim):
+    _check_nonempty_reduction("amax", self.shape, dim)
+    return reduced_shape(self.shape, dim, keepdim), self.dtype
 
 
 @amax.derivative
@@ -173,7 +199,14 @@ def _(grad, self, dim, keepdim, result):
 @register("amin", REDUCTION)
 def amin(self, dim=(), keepdim=False):
     x = np.asarray(self)
+    _check_nonempty_reduction("amin", x.shape, dim)
     return np.min(x, axis=_np_axis(x, dim), keepdims=keepdim)
+
+
+@amin.meta_fn
+def _(self, dim, keepdim):
+    _check_nonempty_reduction("amin", self.shape, dim)
+    return reduced_shape(self.shape, dim, keepdim), self.dtype
 
 
 @amin.derivative
@@ -348,8 +381,9 @@ def _(grad, indices, shape, dim, keepdim):
 def _arg(np_fn, name):
     def kernel(self, dim=None, keepdim=False):
         x = np.asarray(self)
-        if x.size == 0:
+        if dim is None and x.size == 0:
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+        _check_nonempty_reduction(name, x.shape, dim)
         if dim is None:
             r = np.asarray(np_fn(x.reshape(-1)), dtype=np.int64)
             return r.reshape((1,) * x.ndim) if keepdim else r
@@ -362,8 +396,9 @@ def _arg(np_fn, name):
 
     @op.meta_fn
     def meta(self, dim, keepdim):
-        if 0 in self.shape:
+        if dim is None and 0 in self.shape:
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+        _check_nonempty_reduction(name, self.shape, dim)
         if dim is None:
             return ((1,) * len(self.shape) if keepdim else ()), _dtype.int64
         return reduced_shape(self.shape, dim, keepdim), _dtype.int64
@@ -480,6 +515,7 @@ def norm(self, p=2, dim=None, keepdim=False):
     axis = _np_axis(x, dim)
     a = np.abs(x)
     if p == float("inf"):
+        _check_nonempty_reduction("norm", x.shape, () if dim is None else dim)
         return np.max(a, axis=axis, keepdims=keepdim)
     if p == 0:
         return np.sum(a != 0, axis=axis, keepdims=keepdim).astype(x.dtype)

@@ -258,7 +258,7 @@ add("sum", S(r(2, 3)), S(r(2, 3), 1), S(r(2, 3, 4), (0, 2)), S(r(2, 3), -1, True
     S(ints(2, 3)), S(bools(4)), S(NC(r(3, 2)), 0), S(r(2, 3), dtype=dynjit.float32), S(r(0, 3), 0))
 add("sum_to_size", S(r(2, 3), (1, 3)), S(r(2, 3), (3,)), S(r(4, 2, 3), (2, 1)), S(r(2, 3), (2, 3)))
 add("mean", S(r(2, 3)), S(r(2, 3), 0), S(r(2, 3, 4), (-1, 0), True), S(r()), S(NC(r(3, 2)), 1),
-    S(ints(3), dtype=dynjit.float64))
+    S(ints(3), dtype=dynjit.float64), S(r(0, 3), 0), S(r(4).astype(np.float16)), S(r(3), dtype=dynjit.float32))
 add("prod", S(r(2, 3)), S(r(2, 3), 1), S(r(2, 3), -1, True), S(np.array([[2.0, 0.0, 3.0], [1.5, 0.5, -1.0]]), 1),
     S(np.array([0.0, 0.0, 2.0])), S(r()), S(ints(4, low=1, high=3)))
 for _n in ("amax", "amin"):

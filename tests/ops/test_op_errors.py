@@ -87,6 +87,10 @@ ERRORS = [
     # reductions of nothing, nn ops, factories
     (lambda: dynjit.zeros(0).max(), RuntimeError, "Expected reduction dim to be specified for input.numel() == 0"),
     (lambda: dynjit.zeros(0).argmax(), RuntimeError, "Expected reduction dim to be specified for input.numel() == 0"),
+    (lambda: dynjit.zeros(0, 3).argmax(0), IndexError, "argmax(): Expected reduction dim 0 to have non-zero size."),
+    (lambda: dynjit.zeros(0, 3).amax(0), IndexError, "amax(): Expected reduction dim 0 to have non-zero size."),
+    (lambda: dynjit.zeros(2, 0).amin(), IndexError, "amin(): Expected reduction dim 1 to have non-zero size."),
+    (lambda: dynjit.zeros(0, 3).max(0), IndexError, "max(): Expected reduction dim 0 to have non-zero size."),
     (lambda: x23().softmax(2), IndexError, "Dimension out of range"),
     (lambda: registry["nll_loss"](x23(), dynjit.tensor([0.0, 1.0])), RuntimeError, "expected an integer (int64) target"),
     (lambda: registry["nll_loss"](x23(), dynjit.tensor([0, 1, 2])), ValueError,
@@ -126,6 +130,8 @@ META_ERRORS = [
     ("gather", [m(3, 4), 1, m(3, dtype=dynjit.int64)], RuntimeError, "same number of dimensions"),
     ("einsum", ["ij,jk->ik", [m(2, 3), m(2, 3)]], RuntimeError, "subscript j has size 2"),
     ("arange", [0, 5, -1], RuntimeError, "inconsistent with step sign"),
+    ("amax", [m(0, 3), 0], IndexError, "Expected reduction dim 0 to have non-zero size"),
+    ("argmin", [m(0, 3), 0], IndexError, "Expected reduction dim 0 to have non-zero size"),
 ]
 
 
