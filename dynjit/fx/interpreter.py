@@ -11,13 +11,13 @@ class Interpreter:
 
     def run(self, *args):
         self.env = {}
+        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        if len(args) != len(placeholders):
+            raise TypeError(f"graph expects {len(placeholders)} inputs, got {len(args)}")
         it = iter(args)
         for node in self.graph.nodes:
             if node.op == "placeholder":
-                try:
-                    self.env[node] = next(it)
-                except StopIteration:
-                    raise TypeError(f"graph expects more inputs than the {len(args)} given") from None
+                self.env[node] = next(it)
                 continue
             if node.op == "output":
                 return self.output(node.target, self.fetch_args(node.args), {})

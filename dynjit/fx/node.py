@@ -84,9 +84,10 @@ class Node:
         self._set_args(map_arg(self._args, lambda n: new if n is old else n),
                        map_arg(self._kwargs, lambda n: new if n is old else n))
 
-    def replace_all_uses_with(self, replacement):
-        """Make every user of this node use `replacement` instead; returns the users."""
-        users = list(self.users)
+    def replace_all_uses_with(self, replacement, delete_user_cb=lambda user: True):
+        """Make every user of this node (for which `delete_user_cb(user)` is true) use
+        `replacement` instead; returns the users changed."""
+        users = [u for u in self.users if delete_user_cb(u)]
         for u in users:
             u.replace_input_with(self, replacement)
         return users
@@ -128,7 +129,7 @@ class Node:
         if self.op == "placeholder":
             return f"%{self.name} : [num_users={len(self.users)}] = placeholder[target={self.target}]"
         return (f"%{self.name} : [num_users={len(self.users)}] = {self.op}[target={self.format_target()}]"
-                f"(args = {map_arg(self.args, lambda n: f'%{n.name}')}, kwargs = {self.kwargs})")
+                f"(args = {_format_arg(self.args)}, kwargs = {_format_arg(self.kwargs)})")
 
     def is_impure(self):
         t = self.target
@@ -143,6 +144,20 @@ class Node:
         if self.op == "call_method" and isinstance(t, str) and t.endswith("_") and not t.startswith("_"):
             return True
         return False
+
+
+def _format_arg(a):
+    """An argument as format_node shows it: nodes as %name, containers recursively."""
+    if isinstance(a, Node):
+        return f"%{a.name}"
+    if isinstance(a, tuple):
+        inner = ", ".join(_format_arg(x) for x in a)
+        return f"({inner},)" if len(a) == 1 else f"({inner})"
+    if isinstance(a, list):
+        return "[" + ", ".join(_format_arg(x) for x in a) + "]"
+    if isinstance(a, dict):
+        return "{" + ", ".join(f"{k!r}: {_format_arg(v)}" for k, v in a.items()) + "}"
+    return repr(a)
 
 
 def meta_str(val):
