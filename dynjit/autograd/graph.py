@@ -5,6 +5,10 @@
 PyTorch's (`MulBackward0`) whose `apply` evaluates the op's derivative from
 the registry. `AccumulateGrad` ends the graph at a leaf. `CopySlices` and the
 view-replay node keep autograd right when a view is written in place.
+Also PyTorch's torch.autograd.graph helpers: `GradientEdge`,
+`get_gradient_edge`, `increment_version`, and the introspection of the
+running backward (`_will_engine_execute_node`, ...). Saved tensors live in
+saved.py.
 """
 import itertools
 import sys
@@ -13,15 +17,11 @@ import weakref
 import numpy as np
 
 from .grad_mode import state as _grad_state
+from .saved import FREED_MESSAGE, SavedTensor, save_conditions  # noqa: F401  (part of this module's API)
 
 Tensor = None  # set by dynjit.tensor
 _seq = itertools.count()
 
-FREED_MESSAGE = (
-    "Trying to backward through the graph a second time (or directly access saved tensors after "
-    "they have already been freed). Saved intermediate values of the graph are freed when you "
-    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
-    "through the graph a second time or if you need to access saved tensors after calling backward.")
 
 
 class RemovableHandle:
@@ -60,52 +60,6 @@ def add_hook(container, fn):
     h = RemovableHandle(container)
     container[h.id] = fn
     return h
-
-
-class SavedTensor:
-    """A tensor saved for backward, with the version it had when saved."""
-    __slots__ = ("tensor", "version")
-
-    def __init__(self, tensor):
-        self.tensor = tensor
-        self.version = tensor._version_counter[0]
-
-    def unpack(self, node, lazy=False):
-        """The saved tensor; raises if it was modified in place since it was saved.
-
-        With `lazy`, a modified tensor is returned as a stand-in that raises only
-        when its values are read: an op's backward that computes just the
-        gradients it needs (see `needs` in the registry) then does not fail on a
-        saved tensor it does not use, as in PyTorch, which saves only those."""
-        t = self.tensor
-        if t._version_counter[0] != self.version:
-            message = (
-                "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: [{t.type()} {list(t.shape)}], which is output "
-                f"{t._output_nr} of {node.name()}, is at version {t._version_counter[0]}; expected "
-                f"version {self.version} instead. Hint: the backtrace further above shows the "
-                "operation that failed to compute its gradient.")
-            if lazy:
-                return _stale_tensor(message)
-            raise RuntimeError(message)
-        return t
-
-
-_StaleTensor = None
-
-
-def _stale_tensor(message):
-    global _StaleTensor
-    if _StaleTensor is None:
-        class _StaleTensor(Tensor):
-            """Stands for a saved tensor modified in place: reading it raises."""
-
-            @property
-            def _data(self):
-                raise RuntimeError(self._message)
-    stale = object.__new__(_StaleTensor)
-    stale._message = message
-    return stale
 
 
 _retaining = weakref.WeakValueDictionary()   # id -> non-leaf tensor whose .grad backward fills
@@ -313,62 +267,6 @@ class OpBackward(Node):
                  for i in range(self._n_outputs)]
         out = op.derivative_fn(g, *values)
         return _align_grads(self, out)
-
-
-def save_conditions(op):
-    """When each value the derivative of `op` reads must be saved.
-
-    PyTorch saves an input for backward only if a gradient that needs it is
-    wanted (`x * y` with only x requiring grad saves y, not x). dynjit reads
-    that off the derivative's source: a parameter read only inside
-    `... if needs[k] else ...` or `if needs[k]:` is needed only when input k
-    wants a gradient. Returns {name: indices k} for such parameters; any other
-    parameter is always saved.
-    """
-    import ast
-    import inspect
-    import textwrap
-    fn = op.derivative_fn
-    if fn is None or "needs" not in op.derivative_params:
-        return {}
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return {}
-    names = set(op.derivative_params) - {"needs"}
-    always, guarded = set(), {}
-
-    def guard_of(test):
-        if (isinstance(test, ast.Subscript) and isinstance(test.value, ast.Name)
-                and test.value.id == "needs" and isinstance(test.slice, ast.Constant)
-                and isinstance(test.slice.value, int)):
-            return test.slice.value
-        return None
-
-    def visit(node, guard):
-        if isinstance(node, (ast.IfExp, ast.If)):
-            k = guard_of(node.test)
-            visit(node.test, guard)
-            inner = guard if k is None else k
-            for part in (node.body if isinstance(node.body, list) else [node.body]):
-                visit(part, inner)
-            for part in (node.orelse if isinstance(node.orelse, list) else [node.orelse]):
-                visit(part, guard)
-            return
-        if isinstance(node, ast.Name) and node.id in names:
-            if guard is None:
-                always.add(node.id)
-            else:
-                guarded.setdefault(node.id, set()).add(guard)
-        for child in ast.iter_child_nodes(node):
-            visit(child, guard)
-
-    func = tree.body[0]
-    if not isinstance(func, ast.FunctionDef):
-        return {}
-    for stmt in func.body:
-        visit(stmt, None)
-    return {name: frozenset(ks) for name, ks in guarded.items() if name not in always}
 
 
 def _zeros_for(meta):
@@ -720,73 +618,3 @@ def _current_graph_task_execution_order():
 def _current_autograd_node():
     from .engine import current_autograd_node
     return current_autograd_node()
-
-
-# -- test helper functions with fixed backward behaviour (torch._C._functions) --
-
-class _DelayedErrorBackward(Node):
-    def __init__(self, msg, edges):
-        super().__init__()
-        self.msg = msg
-        self.next_functions = edges
-
-    def num_outputs(self):
-        return len(self.next_functions)
-
-    def name(self):
-        return "DelayedError"
-
-    def apply(self, grads):
-        raise RuntimeError(self.msg)
-
-
-class _UndefinedGradBackward(Node):
-    def __init__(self, edges):
-        super().__init__()
-        self.next_functions = edges
-
-    def num_outputs(self):
-        return len(self.next_functions)
-
-    def name(self):
-        return "UndefinedGradBackward"
-
-    def apply(self, grads):
-        return [None] * len(self.next_functions)
-
-
-def _pass_through(node_factory, tensors):
-    """Outputs aliasing `tensors` whose backward is a node made by `node_factory(edges)`."""
-    edges = tuple(edge_of(t) if t._requires_grad else None for t in tensors)
-    node = node_factory(edges) if any(e is not None for e in edges) else None
-    outs = []
-    for i, t in enumerate(tensors):
-        o = t.detach()
-        if node is not None and t._requires_grad:
-            o._grad_fn = node
-            o._output_nr = i
-            o._requires_grad = True
-        outs.append(o)
-    return outs[0] if len(outs) == 1 else tuple(outs)
-
-
-class DelayedError:
-    """DelayedError(msg, num_inputs)(*tensors): the tensors, unchanged, but any backward
-    through them raises RuntimeError(msg)."""
-
-    def __init__(self, msg, num_inputs):
-        self.msg = msg
-        self.num_inputs = num_inputs
-
-    def __call__(self, *tensors):
-        if len(tensors) != self.num_inputs:
-            raise TypeError(f"DelayedError: expected {self.num_inputs} tensors, got {len(tensors)}")
-        return _pass_through(lambda edges: _DelayedErrorBackward(self.msg, edges), tensors)
-
-
-class UndefinedGrad:
-    """UndefinedGrad()(*tensors): the tensors, unchanged, but the gradient they pass
-    back is undefined (None), whatever flows into them."""
-
-    def __call__(self, *tensors):
-        return _pass_through(_UndefinedGradBackward, tensors)

@@ -7,8 +7,6 @@ import pytest
 import dynjit
 from dynjit.autograd import Function
 
-SEED = "002_7f98adb56adba91b.txt"
-
 
 def close(a, b, **kw):
     a = a.detach().numpy() if isinstance(a, dynjit.Tensor) else np.asarray(a)
