@@ -108,15 +108,16 @@ def edge_of(t):
 class Node:
     """Base of all backward nodes."""
     _is_accumulate = False
+    # defaults at class level: most nodes never get hooks or metadata
+    next_functions = ()
+    _pre_hooks = None        # node pre-hooks: fn(grad_outputs)
+    _post_hooks = None       # fn(grad_inputs, grad_outputs)
+    _tensor_pre_hooks = None  # {output_nr: _HookDict} from Tensor.register_hook
+    _metadata = None
+    _freed = False
 
     def __init__(self):
-        self._seq = next(_seq)
-        self.next_functions = ()
-        self._pre_hooks = None        # node pre-hooks: fn(grad_outputs)
-        self._post_hooks = None       # fn(grad_inputs, grad_outputs)
-        self._tensor_pre_hooks = None  # {output_nr: _HookDict} from Tensor.register_hook
-        self._metadata = None
-        self._freed = False
+        self._seq = next(_seq)     # creation order: later nodes run first
 
     def name(self):
         return type(self).__name__
@@ -165,28 +166,46 @@ class Node:
         return tuple(self.apply(list(grads)))
 
 
+_NO_SHAPES = {}
+
+
 class OpBackward(Node):
     """Backward of a registered op; subclasses are made per op by make_backward_class."""
     op = None
+    _n_outputs = 1
+    _result_meta = None
+    _saved_result = None
 
     def __init__(self, op, args, tensors, result):
-        super().__init__()
-        self._inputs = tensors_meta = []
-        edges = []
-        for t in tensors:
-            edges.append(edge_of(t) if t._requires_grad else None)
-            tensors_meta.append((t._data.shape, t.dtype))
+        # One pass over the arguments: the edges and metadata of tensor inputs, where
+        # they sit among the op's parameters, and the arguments with tensors removed
+        # (a tensor stays reachable only if it is saved, so an unneeded input is not
+        # kept alive).
+        self._seq = next(_seq)
+        edges, meta, positions = [], [], []
+        plain = list(args)
+        lists = op.tensor_lists
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor):
+                edges.append(edge_of(a) if a._requires_grad else None)
+                meta.append((a._data.shape, a.dtype))
+                positions.append((i, None))
+                plain[i] = None
+            elif lists and i in lists:
+                for j, t in enumerate(a):
+                    if isinstance(t, Tensor):
+                        edges.append(edge_of(t) if t._requires_grad else None)
+                        meta.append((t._data.shape, t.dtype))
+                        positions.append((i, j))
+                plain[i] = [None if isinstance(t, Tensor) else t for t in a]
         self.next_functions = tuple(edges)
-        self._positions = _tensor_positions(op, args)
+        self._inputs = meta
+        self._positions = positions
+        self.args = plain
         conditions = op.__dict__.get("_save_conditions")
         if conditions is None:
             conditions = op._save_conditions = save_conditions(op)
         needs = self._needs() if conditions else None
-        # Tensors are reachable only through what is saved (version-checked), never
-        # through the raw arguments, so an unneeded input is not kept alive.
-        self.args = tuple(None if isinstance(a, Tensor) else
-                          [None if isinstance(t, Tensor) else t for t in a] if i in op.tensor_lists else a
-                          for i, a in enumerate(args))
         saved = {}
         params = op.params
         for i in op.saved:
@@ -196,15 +215,15 @@ class OpBackward(Node):
             a = args[i]
             if isinstance(a, Tensor):
                 saved[i] = SavedTensor(a)
-            elif i in op.tensor_lists:
+            elif i in lists:
                 saved[i] = [SavedTensor(t) if isinstance(t, Tensor) else t for t in a]
         self._saved = saved
-        self._shapes = {name: args[i]._data.shape for name, i in op.shape_params}
-        self._saved_result = None
+        self._shapes = {name: args[i]._data.shape for name, i in op.shape_params} if op.shape_params else _NO_SHAPES
         self._wants_result = needs is None or "result" not in conditions or \
             any(needs[k] for k in conditions["result"])
-        self._n_outputs = len(result) if isinstance(result, (tuple, list)) else 1
-        self._result_meta = _result_meta(result)
+        if isinstance(result, (tuple, list)):
+            self._n_outputs = len(result)
+            self._result_meta = _result_meta(result)
 
     def num_outputs(self):
         return self._n_outputs
@@ -280,17 +299,6 @@ def _result_meta(result):
     if isinstance(result, Tensor):
         return None
     return [(r._data.shape, r.dtype) if isinstance(r, Tensor) else None for r in result]
-
-
-def _tensor_positions(op, args):
-    """For each tensor input (in order), its (param index, list position or None)."""
-    pos = []
-    for i, a in enumerate(args):
-        if isinstance(a, Tensor):
-            pos.append((i, None))
-        elif i in op.tensor_lists:
-            pos.extend((i, j) for j, t in enumerate(a) if isinstance(t, Tensor))
-    return pos
 
 
 def _align_grads(node, out):
