@@ -11,9 +11,11 @@ eager would have.
 """
 import operator
 
+from ..autograd.grad_mode import state as _grad_state
 from ..autograd.graph import view_chain
 from ..fx.proxy_tensor import GraphTracer, _trim_defaults
 from ..ops.registry import INPLACE, registry
+from ..tensor import Tensor
 
 _view_scatter = registry["view_scatter"]
 
@@ -27,7 +29,10 @@ class FunctionalTracer(GraphTracer):
         super().__init__(graph)
         self._versions = {}
         self.alias_of = {}      # id(alias) -> (op, source tensor), for ops like detach
-        self.inplace_ops = {}   # id(root tensor) -> name of the first in-place op that wrote it
+        # id(root tensor) -> name of the first in-place op that wrote it with autograd
+        # recording (grad mode on and an operand requiring grad); writes under no_grad
+        # or on tensors without grad are hidden from autograd
+        self.autograd_writes = {}
 
     def track(self, tensor, node):
         super().track(tensor, node)
@@ -81,8 +86,9 @@ class FunctionalTracer(GraphTracer):
         arg_nodes = self.to_arg(_trim_defaults(op.functional, args))
         kwarg_nodes = self.to_arg(kwargs)
         writes = self._writes_through(target)
-        for t, b, _ in writes:
-            self.inplace_ops.setdefault(id(b if b is not None else t), op.name)
+        if _grad_state.enabled and any(isinstance(a, Tensor) and a._requires_grad for a in args):
+            for t, b, _ in writes:
+                self.autograd_writes.setdefault(id(b if b is not None else t), op.name)
         result = self.run_inplace(op, args, kwargs)     # the real (eager) in-place update
         value = self.graph.call_function(op.functional, arg_nodes, kwarg_nodes)
         for t, b, base_node in writes:

@@ -174,17 +174,22 @@ def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=Fa
     with tracer:
         out = fn(*args, **kwargs)
 
-    fw_nodes, fw_tensors, fw_index = [], [], {}
+    fw_nodes, fw_tensors, fw_diff, fw_index = [], [], [], {}
 
-    def forward_output(node, tensor):
+    def forward_output(node, tensor, differentiable):
         j = fw_index.get(node)
         if j is None:
             j = fw_index[node] = len(fw_nodes)
             fw_nodes.append(node)
             fw_tensors.append(tensor)
+            fw_diff.append(False)
+        fw_diff[j] = fw_diff[j] or differentiable
         return j
 
     # -- inputs written in place ------------------------------------------------------
+    # A write autograd recorded gives the caller's tensor a new history (copied back
+    # with autograd); a write under no_grad, or to a tensor without grad, is copied
+    # back without (or kept in the graph as a copy_).
     tr.copy_back = []
     tr.mutation_ops = []
     kept = []
@@ -192,12 +197,14 @@ def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=Fa
         new = tracer.node_of(t)
         if new is ph_nodes[k]:
             continue
-        tr.mutation_ops.append((k, tracer.inplace_ops.get(id(t), "an in-place op")))
-        needs_grad = training and (grad_leaves[k] is not None or t._requires_grad)
-        if keep_inference_input_mutations and not needs_grad:
+        op_name = tracer.autograd_writes.get(id(t))
+        if op_name is not None:
+            tr.mutation_ops.append((k, op_name))
+        differentiable = training and op_name is not None and t._requires_grad
+        if keep_inference_input_mutations and not differentiable:
             kept.append((ph_nodes[k], new))
         else:
-            tr.copy_back.append((k, forward_output(new, t)))
+            tr.copy_back.append((k, forward_output(new, t, differentiable), differentiable))
 
     # -- outputs ----------------------------------------------------------------------
     out_leaves = []
@@ -230,7 +237,8 @@ def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=Fa
             elif node.op == "placeholder":
                 step = ("ph", ph_nodes.index(node))
             else:
-                step = ("out", forward_output(node, t))
+                diff = training and t._requires_grad and t.dtype.is_floating_point
+                step = ("out", forward_output(node, t, diff))
         program.append(step)
         memo[id(t)] = len(program) - 1
         return len(program) - 1
@@ -246,14 +254,19 @@ def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=Fa
     tr.simple_outputs = all(program[k][0] == "out" for k in tr.out_values) and len(program) == len(tr.out_values)
 
     # -- the backward -----------------------------------------------------------------
+    if training and not any(fw_diff):
+        # Nothing the caller gets back needs a gradient (the function ran under no_grad,
+        # say): an inference graph, as eager would record no autograd history.
+        training = tr.training = False
     tr.num_fwd_outputs = len(fw_nodes)
     tr.fw_meta = [(n.meta["val"].shape, n.meta["val"].dtype) for n in fw_nodes]
-    tr.fw_requires_grad = [training and t._requires_grad and t.dtype.is_floating_point for t in fw_tensors]
-    tr.grad_inputs = [k for k, leaf in enumerate(grad_leaves) if leaf is not None]
+    tr.fw_requires_grad = fw_diff
+    tr.grad_inputs = [k for k, leaf in enumerate(grad_leaves) if leaf is not None] if training else []
+    tr.bw_copy_back = []
     grad_nodes = []
     if training:
         diff = [j for j, g in enumerate(tr.fw_requires_grad) if g]
-        tangents = []
+        tangents, tangent_nodes = [], []
         with graph.inserting_after(ph_nodes[-1] if ph_nodes else None):
             for n, j in enumerate(diff):
                 node = graph.placeholder(f"tangents_{n + 1}")
@@ -261,6 +274,7 @@ def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=Fa
                 tangent = Tensor._make(np.ones(meta.shape, dtype=meta.dtype.np))
                 tracer.track(tangent, node)
                 tangents.append(tangent)
+                tangent_nodes.append(node)
         after_forward = [tracer.node_of(t) for t in inner]
         grads = [None] * len(tr.grad_inputs)
         if diff and tr.grad_inputs:
@@ -268,13 +282,21 @@ def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=Fa
                 grads = autograd_grad([fw_tensors[j] for j in diff],
                                       [grad_leaves[k] for k in tr.grad_inputs],
                                       tangents, allow_unused=True)
-        for k, t in enumerate(inner):
-            if tracer.node_of(t) is not after_forward[k]:
-                raise NotImplementedError(
-                    "the backward of the traced function modifies one of its inputs in place (a "
-                    "custom autograd.Function's backward writing into a saved input?); AOT "
-                    "autograd does not support that. Clone the tensor inside backward first.")
         grad_nodes = [tracer.node_of(g) if g is not None else None for g in grads]
+        for tangent, node in zip(tangents, tangent_nodes):
+            if tracer.node_of(tangent) is not node:
+                raise RuntimeError(
+                    "the backward of the traced function modifies a gradient it was given in place "
+                    "(an input to the backward that was mutated during the backward, e.g. "
+                    "grad_output.mul_() in a custom autograd.Function's backward); AOT autograd "
+                    "does not support that. Use an out-of-place op (grad_output * 2) instead.")
+        # Inputs the backward writes (a custom Function's backward zeroing a saved input):
+        # their new values are extra backward outputs, copied back after the backward.
+        for k, t in enumerate(inner):
+            new = tracer.node_of(t)
+            if new is not after_forward[k]:
+                tr.bw_copy_back.append(k)
+                grad_nodes.append(new)
 
     for target, value in kept:
         graph.call_function(_copy_, (target, value))

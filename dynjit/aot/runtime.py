@@ -30,11 +30,12 @@ _copy_ = registry["copy_"]
 class CompiledFunctionBackward(_graph.Node):
     """The autograd node of one call of a compiled function: runs the compiled backward."""
 
-    def __init__(self, entry, saved, n_inputs):
+    def __init__(self, entry, saved, n_inputs, written=()):
         super().__init__()
         self.entry = entry
         self._saved = saved
         self._n_inputs = n_inputs
+        self._written = written     # inputs the backward writes in place
 
     def name(self):
         return "CompiledFunctionBackward"
@@ -63,8 +64,11 @@ class CompiledFunctionBackward(_graph.Node):
                 g = g.contiguous()
             tangents.append(g)
         out = call_compiled(entry.backward_fn(), saved + tangents)
+        n = len(entry.t.grad_inputs)
+        for target, value in zip(self._written, out[n:]):
+            _copy_(target, value)
         result = [None] * self._n_inputs
-        for k, g in zip(entry.t.grad_inputs, out):
+        for k, g in zip(entry.t.grad_inputs, out[:n]):
             result[k] = g
         return result
 
@@ -81,7 +85,7 @@ class CompiledEntry:
         self.diff_meta = [t.fw_meta[j] for j in self.diff_outputs]
         self.plain_inputs = all(kind == "leaf" for kind, _ in t.placeholders)
         self.input_leaves = [i for _, i in t.placeholders]
-        self.copied_back = {k for k, _ in t.copy_back}
+        self.copied_back = {k for k, _, _ in t.copy_back}
 
     def backward_fn(self):
         if self.bw is None:
@@ -101,12 +105,18 @@ class CompiledEntry:
         if t.training:
             fw_outs = self._forward_with_autograd(inputs)
         else:
-            fw_outs = call_compiled(self.fw, inputs)
+            # no output needs a gradient: run without recording autograd, as eager did
+            prev = _grad_state.enabled
+            _grad_state.enabled = False
+            try:
+                fw_outs = call_compiled(self.fw, inputs)
+            finally:
+                _grad_state.enabled = prev
             if not isinstance(fw_outs, (list, tuple)):
                 fw_outs = (fw_outs,)
-        for k, j in t.copy_back:
+        for k, j, differentiable in t.copy_back:
             value = fw_outs[j]
-            if _grad_state.enabled and (value._requires_grad or inputs[k]._requires_grad):
+            if differentiable and _grad_state.enabled:
                 _copy_(inputs[k], value)
             else:
                 with no_grad():
@@ -131,7 +141,8 @@ class CompiledEntry:
             with no_grad():
                 saved = [s.clone() if isinstance(s, Tensor) and id(s) in mutated else s for s in saved]
         node = CompiledFunctionBackward(self, [_graph.SavedTensor(s) if isinstance(s, Tensor) else s
-                                               for s in saved], len(inputs))
+                                               for s in saved], len(inputs),
+                                        [inputs[k] for k in self.t.bw_copy_back])
         node.next_functions = tuple(_graph.edge_of(x) if x._requires_grad else None for x in inputs)
         for nr, j in enumerate(self.diff_outputs):
             o = fw_outs[j]

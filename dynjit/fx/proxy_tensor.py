@@ -78,7 +78,7 @@ class GraphTracer(DispatchMode):
     def track(self, tensor, node):
         self._nodes[id(tensor)] = (tensor, node)
         self._by_data[id(tensor._data)] = (tensor._data, node)
-        node.meta["val"] = TensorMeta.of(tensor)
+        node.meta["val"] = node.meta["tensor_meta"] = TensorMeta.of(tensor)
 
     def is_tracked(self, tensor):
         entry = self._nodes.get(id(tensor))
