@@ -11,6 +11,8 @@ import numpy as np
 
 from .. import _dtype
 from .registry import register, REDUCTION
+from .pointwise import where
+from ..autograd.grad_mode import state as _grad_state
 from .meta import normalize_dims, reduced_shape, accumulate_dtype, float_dtype, same_as
 
 values_indices = namedtuple("values_indices", ["values", "indices"])
@@ -599,12 +601,43 @@ def cumprod(self, dim, dtype=None):
 cumprod.meta_fn(cumsum._meta)
 
 
+def _reverse_cumsum(t, dim):
+    return t.flip([dim]).cumsum(dim).flip([dim])
+
+
 @cumprod.derivative
 def _(grad, self, dim, result):
-    # valid where self has no zeros; that is what PyTorch's fast path computes too
+    """d out_j / d x_k = prod_{i <= j, i != k} x_i, summed against grad for j >= k.
+
+    Exact with zeros and free of data-dependent branches. When this backward is itself
+    being differentiated (create_graph), the O(n^2) form is used, whose own derivative
+    is exact at zeros too; otherwise the O(n) form:
+    - before the first zero of a slice, divide: reverse_cumsum(grad * out) / x;
+    - at the first zero, x_k is replaced by 1 in the products;
+    - after it, every product holds that zero.
+    """
     if self.ndim == 0:
         return grad
-    return (grad * result).flip([dim]).cumsum(dim).flip([dim]) / self
+    if _grad_state.enabled:
+        return _cumprod_backward_quadratic(grad, self, dim)
+    zero = self == 0
+    seen = zero.cumsum(dim)
+    before = seen == 0
+    first = zero.logical_and(seen == 1)
+    g_before = _reverse_cumsum(grad * result, dim) / where(before, self, 1.0)
+    g_first = _reverse_cumsum(grad * where(first, 1.0, self).cumprod(dim), dim)
+    return where(before, g_before, 0.0) + where(first, g_first, 0.0)
+
+
+def _cumprod_backward_quadratic(grad, self, dim):
+    """sum_{j >= k} grad_j prod_{i <= j, i != k} x_i, from a cumprod over an (n, n) table
+    whose row k has x_k replaced by 1."""
+    from .factories import eye
+    n = self.shape[dim]
+    x = self.movedim(dim, -1)
+    table = where(eye(n, dtype=_dtype.bool_), 1.0, x.unsqueeze(-2).expand(*x.shape[:-1], n, n))
+    g = (table.cumprod(-1) * grad.movedim(dim, -1).unsqueeze(-2)).triu().sum(-1)
+    return g.movedim(-1, dim)
 
 
 # -- sorting ------------------------------------------------------------------

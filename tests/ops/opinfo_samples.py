@@ -303,7 +303,8 @@ for _n in ("all", "any"):
         S(np.array(True)))
 add("cumsum", S(r(2, 3), 1), S(r(2, 3), 0), S(r(2, 3), -1), S(r(), 0), S(ints(4), 0),
     S(r(3), 0, dtype=dynjit.float32), S(NC(r(3, 2)), 1))
-add("cumprod", S(r(2, 3), 1), S(away(2, 3), 0), S(away(4), -1), S(r(), 0), S(ints(4, low=1, high=3), 0))
+add("cumprod", S(r(2, 3), 1), S(away(2, 3), 0), S(away(4), -1), S(r(), 0), S(ints(4, low=1, high=3), 0),
+    S(np.array([[2.0, 0.0, 3.0, 0.0], [1.5, 0.5, -1.0, 2.0]]), 1), S(np.array([0.0, 2.0, 0.0]), 0))
 add("value_selecting_backward", S(r(2), np.array([1, 0]), (2, 3), 1, False),
     S(r(1, 3), np.array([[0, 1, 1]]), (2, 3), 0, True), S(r(), np.array(0), (), 0, False))
 

@@ -135,3 +135,17 @@ def test_only_floating_outputs_require_grad(name):
         for out in _outputs(op(*args, **kwargs)):
             if isinstance(out, dynjit.Tensor) and not out.dtype.is_floating_point:
                 assert not out.requires_grad and out.grad_fn is None, f"{name}{sample} gives a {out.dtype} requiring grad"
+
+
+def test_prod_is_twice_differentiable_at_zeros():
+    x = dynjit.tensor([[2.0, 0.0, 3.0], [1.5, 0.5, -1.0], [0.0, 0.0, 2.0]], dtype=dynjit.float64, requires_grad=True)
+    assert gradgradcheck(lambda t: t.prod(1), [x])
+    assert gradgradcheck(lambda t: t.prod(), [x])
+
+
+def test_cumprod_is_twice_differentiable_at_zeros():
+    x = dynjit.tensor([2.0, 0.0, 3.0, 0.0, 1.5], dtype=dynjit.float64, requires_grad=True)
+    assert gradgradcheck(lambda t: t.cumprod(0), [x])
+    y = dynjit.tensor([[0.0, 2.0, 0.5], [1.5, 0.0, 0.0]], dtype=dynjit.float64, requires_grad=True)
+    assert gradgradcheck(lambda t: t.cumprod(1), [y])
+    assert gradgradcheck(lambda t: t.cumprod(0), [y])
