@@ -11,13 +11,14 @@ eager would have.
 """
 import operator
 
-from ..autograd.grad_mode import state as _grad_state
+from ..autograd.grad_mode import no_grad, state as _grad_state
 from ..autograd.graph import view_chain
 from ..fx.proxy_tensor import GraphTracer, _trim_defaults
 from ..ops.registry import INPLACE, registry
 from ..tensor import Tensor
 
 _view_scatter = registry["view_scatter"]
+_to_dtype = registry["to_dtype"]
 
 
 class AliasingNotSupported(RuntimeError):
@@ -89,14 +90,27 @@ class FunctionalTracer(GraphTracer):
         if _grad_state.enabled and any(isinstance(a, Tensor) and a._requires_grad for a in args):
             for t, b, _ in writes:
                 self.autograd_writes.setdefault(id(b if b is not None else t), op.name)
+        out_dtype = self._functional_dtype(op, args, kwargs)
         result = self.run_inplace(op, args, kwargs)     # the real (eager) in-place update
         value = self.graph.call_function(op.functional, arg_nodes, kwarg_nodes)
+        if out_dtype is not target.dtype:
+            # the in-place op casts its result into self's dtype (x32.add_(y64), x.logical_not_())
+            value = self.graph.call_function(_to_dtype, (value, target.dtype))
         for t, b, base_node in writes:
             self.track(t, value)
             if b is not None:
                 value = self.graph.call_function(_view_scatter, (base_node, value, tuple(view_chain(t))))
                 self.track(b, value)
         return result
+
+    @staticmethod
+    def _functional_dtype(op, args, kwargs):
+        try:
+            meta = op.functional.meta(args, kwargs)
+        except Exception:
+            with no_grad():
+                meta = op.functional(*args, **kwargs)
+        return meta[1] if isinstance(meta, tuple) else meta.dtype
 
     def record_snapshot(self, tensor, snapshot):
         # In a functional graph the node of the old value still exists.

@@ -49,6 +49,7 @@ class _TraceInput(Function):
 
     @staticmethod
     def forward(ctx, x):
+        ctx.set_materialize_grads(False)     # no gradient stays None, as eager gives it
         return Tensor._make(same_layout_copy(x._data))
 
     @staticmethod

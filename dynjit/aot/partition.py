@@ -23,7 +23,7 @@ from collections import deque
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
 from ..fx.node import Node, map_arg, iter_nodes, RANDOM_OPS
-from ..ops.registry import POINTWISE, VIEW, FACTORY, registry
+from ..ops.registry import POINTWISE, VIEW, FACTORY, INPLACE, registry
 
 _clone = registry["clone"]
 
@@ -66,7 +66,7 @@ def _descendants(nodes):
 
 def _side_effects(graph):
     """Nodes that must run in the forward although nothing reads them (copy_ into an input)."""
-    return [n for n in graph.nodes if n.op == "call_function" and n.is_impure()]
+    return [n for n in graph.nodes if n.op == "call_function" and getattr(n.target, "kind", None) == INPLACE]
 
 
 def extract_graph(joint_graph, inputs, outputs, constants_root, side_effects=()):
@@ -94,7 +94,8 @@ def _constants(joint_gm):
 def _protect_inputs_written_in_graph(graph, saved):
     """A saved input that the forward graph itself overwrites (a kept `copy_`) is saved
     as a clone taken before the write."""
-    written = {n.args[0] for n in _side_effects(graph) if n.args and isinstance(n.args[0], Node)}
+    written_by = set(_side_effects(graph))
+    written = {n.args[0] for n in written_by if n.args and isinstance(n.args[0], Node)}
     result = []
     for n in saved:
         if n.op == "placeholder" and n in written:
@@ -103,7 +104,7 @@ def _protect_inputs_written_in_graph(graph, saved):
                 copy = graph.call_function(_clone, (n,))
             copy.meta = dict(n.meta)
             for u in list(n.users):
-                if u is not copy and not (u.is_impure() and u.args[0] is n):
+                if u is not copy and not (u in written_by and u.args[0] is n):
                     u.replace_input_with(n, copy)
             n = copy
         result.append(n)
@@ -182,8 +183,9 @@ def min_cut_rematerialization_partition(joint_module, _joint_inputs=None, compil
     recomputed (instead of pointwise, view and factory ops)."""
     graph, primals, tangents, fw_outs, grads = _split_joint(joint_module, num_fwd_outputs)
     tangent_side = _descendants(tangents)
+    writes = set(_side_effects(graph))
     forward_region = [n for n in graph.nodes if n not in tangent_side and n.op != "output"
-                      and (n.op == "placeholder" or not n.is_impure())]
+                      and n not in writes]
     region = set(forward_region)
     grad_nodes = set(iter_nodes(grads))
     backward_nodes = _ancestors(grad_nodes, stop=region) - region

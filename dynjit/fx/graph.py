@@ -315,9 +315,9 @@ class _CodeGen:
             return "{" + ", ".join(f"{k!r}: {self.arg(v)}" for k, v in a.items()) + "}"
         if isinstance(a, slice):
             return f"slice({self.arg(a.start)}, {self.arg(a.stop)}, {self.arg(a.step)})"
-        if isinstance(a, bool) or a is None or a is Ellipsis or isinstance(a, (int, str)):
+        if a is None or a is Ellipsis or type(a) in (bool, int, str):
             return "..." if a is Ellipsis else repr(a)
-        if isinstance(a, float):
+        if type(a) is float:
             return _fmt_float(a)
         if isinstance(a, dtype):
             setattr(self.dynjit, a.name, a)
