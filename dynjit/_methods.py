@@ -25,18 +25,28 @@ SAME_NAME = (
     "narrow", "select", "unbind", "clone", "matmul", "mm", "bmm", "dot", "outer", "gather",
     "scatter", "scatter_add", "index_select", "index_put", "tril", "triu", "diagonal", "roll",
     "softmax", "log_softmax", "fill", "zero", "copy", "sort", "argsort", "topk", "nonzero",
-    "masked_select", "logaddexp", "mv",
+    "masked_select", "logaddexp", "mv", "addcmul", "addcdiv",
 )
 INPLACE_METHODS = tuple(n for n in R if n.endswith("_") and R[n].kind == "inplace")
 
 
 def _method(op):
     def method(self, *args, **kwargs):
+        if kwargs and "axis" in kwargs:
+            kwargs = numpy_names(op, kwargs)
         return dispatch(op, (self,) + args, kwargs)
     method.__name__ = op.name
     method.__qualname__ = f"Tensor.{op.name}"
     method.__doc__ = f"See dynjit.{op.name}."
     return method
+
+
+def numpy_names(op, kwargs):
+    """PyTorch accepts numpy's `axis` for `dim` (x.sum(axis=0))."""
+    if "dim" in op.index and "dim" not in kwargs:
+        kwargs = dict(kwargs)
+        kwargs["dim"] = kwargs.pop("axis")
+    return kwargs
 
 
 for _name in SAME_NAME + INPLACE_METHODS:
@@ -103,6 +113,45 @@ def _median(full, dim_op):
     return method
 
 
+def _nonzero(self, *, as_tuple=False):
+    idx = dispatch(R["nonzero"], (self,), {})
+    if not as_tuple:
+        return idx
+    if self.ndim == 0:
+        return (idx.reshape(-1),)
+    return tuple(idx.unbind(1))
+
+
+def _diag(self, diagonal=0):
+    """The diagonal of a matrix, or a square matrix with a vector on its diagonal."""
+    if self.ndim == 1:
+        n = self.shape[0] + (diagonal if diagonal >= 0 else -diagonal)
+        return dispatch(R["diagonal_backward"], (self, (n, n), diagonal, 0, 1), {})
+    if self.ndim != 2:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {self.ndim}D")
+    return self.diagonal(diagonal)
+
+
+def _diff(self, n=1, dim=-1):
+    out = self
+    for _ in range(n):
+        size = out.shape[normalize_dims(dim, out.ndim)[0]]
+        length = size - 1 if size else 0
+        out = out.narrow(dim, 1 if size else 0, length) - out.narrow(dim, 0, length)
+    return out
+
+
+def _tile(self, *dims):
+    dims = _sizes(dims)
+    return self.repeat((1,) * (self.ndim - len(dims)) + tuple(dims))
+
+
+Tensor.nonzero = _nonzero
+Tensor.diag = _diag
+Tensor.trace = lambda self: self.diagonal().sum()
+Tensor.diff = _diff
+Tensor.count_nonzero = lambda self, dim=None: (self != 0).sum(dim)
+Tensor.tile = _tile
 Tensor.median = _median(R["median"], R["median_dim"])
 Tensor.nanmedian = _median(R["nanmedian"], R["nanmedian_dim"])
 Tensor.isin = lambda self, test_elements, *, invert=False: dispatch(R["isin"], (self, test_elements, invert), {})

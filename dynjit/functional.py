@@ -1,6 +1,6 @@
 """The `dynjit.<fn>` functions: factories, and the function forms of tensor ops."""
 from . import _dtype
-from ._methods import SAME_NAME, _sizes
+from ._methods import SAME_NAME, _sizes, numpy_names
 from .ops import registry as R
 from .ops.dispatch import dispatch
 from .tensor import Tensor
@@ -12,6 +12,8 @@ def _function(op):
     def fn(*args, **kwargs):
         if "input" in kwargs:
             kwargs["self"] = kwargs.pop("input")
+        if "axis" in kwargs:
+            kwargs = numpy_names(op, kwargs)
         kwargs.pop("out", None) if kwargs.get("out") is None else _no_out()
         return dispatch(op, args, kwargs)
     fn.__name__ = op.name
@@ -293,3 +295,58 @@ def detach(input):
 
 
 __all__ += ["median", "nanmedian", "isin", "std_mean"]
+
+
+def where(condition, input=None, other=None):
+    """where(cond, x, y) picks elementwise; where(cond) alone is nonzero(cond, as_tuple=True)."""
+    if input is None and other is None:
+        return condition.nonzero(as_tuple=True)
+    return dispatch(R["where"], (condition, input, other), {})
+
+
+def nonzero(input, *, as_tuple=False):
+    return input.nonzero(as_tuple=as_tuple)
+
+
+def diag(input, diagonal=0):
+    return input.diag(diagonal)
+
+
+def trace(input):
+    return input.trace()
+
+
+def diff(input, n=1, dim=-1):
+    return input.diff(n, dim)
+
+
+def count_nonzero(input, dim=None):
+    return input.count_nonzero(dim)
+
+
+def tile(input, dims):
+    return input.tile(dims)
+
+
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids (as expanded views) from 1-D tensors; indexing 'ij' or 'xy'."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    for t in tensors:
+        if t.ndim > 1:
+            raise RuntimeError(f"meshgrid expects 0-D or 1-D tensors, got a {t.ndim}-D tensor")
+    swap = indexing == "xy" and len(tensors) >= 2
+    order = [1, 0] + list(range(2, len(tensors))) if swap else list(range(len(tensors)))
+    shape = [tensors[i].numel() for i in order]
+    grids = []
+    for i, t in enumerate(tensors):
+        axis = order.index(i)
+        view = [1] * len(tensors)
+        view[axis] = -1
+        grids.append(t.reshape(view).expand(shape))
+    return tuple(grids)
+
+
+__all__ += ["where", "nonzero", "diag", "trace", "diff", "count_nonzero", "tile", "meshgrid"]

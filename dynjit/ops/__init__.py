@@ -15,7 +15,7 @@ INPLACE_OF = (
     "round", "frac", "clamp", "fmod", "remainder", "lerp", "masked_fill", "copy", "fill", "zero",
     "index_put", "scatter", "scatter_add", "exp2", "expm1", "log1p", "log2", "log10", "atan",
     "asin", "acos", "sinh", "cosh", "leaky_relu", "elu", "silu", "floor_divide", "tril", "triu",
-    "logical_not", "bitwise_not", "erf", "gelu", "atan2",
+    "logical_not", "bitwise_not", "erf", "gelu", "atan2", "addcmul", "addcdiv",
 )
 
 

@@ -299,6 +299,45 @@ def _(grad, self, other, needs):
             (grad * (other - self).sigmoid()) if needs[1] else None)
 
 
+@register("addcmul", POINTWISE, operands=("self", "tensor1", "tensor2"))
+@quiet
+def addcmul(self, tensor1, tensor2, value=1):
+    return np.add(self, np.multiply(np.multiply(tensor1, tensor2), value))
+
+
+@addcmul.derivative
+def _(grad, tensor1, tensor2, value, needs):
+    return (grad, (grad * tensor2 * value) if needs[1] else None,
+            (grad * tensor1 * value) if needs[2] else None)
+
+
+def _check_addcdiv(t1, t2):
+    for t in (t1, t2):
+        dt = getattr(t, "dtype", None)
+        if dt is not None and (dt.kind in "biu" if isinstance(dt, np.dtype) else not dt.is_floating_point):
+            raise RuntimeError("Integer division with addcdiv is not supported; convert tensor1 and tensor2 "
+                               "to a floating point dtype first")
+
+
+@register("addcdiv", POINTWISE, operands=("self", "tensor1", "tensor2"))
+@quiet
+def addcdiv(self, tensor1, tensor2, value=1):
+    _check_addcdiv(tensor1, tensor2)
+    return np.add(self, np.multiply(np.true_divide(tensor1, tensor2), value))
+
+
+@addcdiv.meta_fn
+def _(self, tensor1, tensor2, value):
+    _check_addcdiv(tensor1, tensor2)
+    return pointwise_meta(addcdiv, (self, tensor1, tensor2, value))
+
+
+@addcdiv.derivative
+def _(grad, tensor1, tensor2, value, needs):
+    return (grad, (grad * value / tensor2) if needs[1] else None,
+            (-grad * value * tensor1 / (tensor2 * tensor2)) if needs[2] else None)
+
+
 # -- unary math --------------------------------------------------------------
 
 def _unary(name, kernel, dtype_rule=FLOAT):

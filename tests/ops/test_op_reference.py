@@ -356,6 +356,7 @@ REFERENCE = {
     "mul": lambda a, b: a * b, "div": lambda a, b: a / b, "div_mode": _div_mode,
     "floor_divide": lambda a, b: np.floor(a / b), "remainder": lambda a, b: a - np.floor(a / b) * b,
     "fmod": lambda a, b: a - np.trunc(a / b) * b, "pow": lambda a, b: np.power(np.asarray(a, dtype=np.float64), b),
+    "addcmul": lambda s, a, b, value=1: s + value * a * b, "addcdiv": lambda s, a, b, value=1: s + value * a / b,
     "atan2": np.arctan2, "logaddexp": lambda a, b: np.log(np.exp(a) + np.exp(b)), "maximum": np.maximum, "minimum": np.minimum,
     "lerp": lambda a, b, w: a + w * (b - a),
     "clamp": lambda a, min=None, max=None: np.minimum(np.maximum(a, -np.inf if min is None else min),
