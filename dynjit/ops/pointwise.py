@@ -55,6 +55,15 @@ def clear_broadcast_error(error, *operands):
     return broadcast_error(*operands) or error
 
 
+def _binary_kernel(np_fn):
+    def kernel(self, other):
+        try:
+            return np_fn(self, other)
+        except ValueError as e:
+            raise clear_broadcast_error(e, self, other) from None
+    return kernel
+
+
 def quiet(kernel):
     """Silence numpy's floating-point warnings (log(0), 0/0, ...): like PyTorch,
     dynjit returns inf/nan without warning. Broadcasting errors get a clear message."""
@@ -251,10 +260,7 @@ def _(grad, self, other):
     return grad * other / denom, -grad * self / denom
 
 
-@register("maximum", POINTWISE)
-@quiet
-def maximum(self, other):
-    return np.maximum(self, other)
+maximum = register("maximum", POINTWISE)(_binary_kernel(np.maximum))
 
 
 @maximum.derivative
@@ -264,10 +270,7 @@ def _(grad, self, other):
     return grad * mask, grad * (1 - mask)
 
 
-@register("minimum", POINTWISE)
-@quiet
-def minimum(self, other):
-    return np.minimum(self, other)
+minimum = register("minimum", POINTWISE)(_binary_kernel(np.minimum))
 
 
 @minimum.derivative
@@ -637,15 +640,6 @@ def _(grad, mask, value):
 
 
 # -- comparisons and logic (not differentiable) -----------------------------
-
-def _binary_kernel(np_fn):
-    def kernel(self, other):
-        try:
-            return np_fn(self, other)
-        except ValueError as e:
-            raise clear_broadcast_error(e, self, other) from None
-    return kernel
-
 
 def _cmp(name, kernel):
     return register(name, POINTWISE, dtype_rule=BOOL, differentiable=False)(kernel)
