@@ -73,7 +73,9 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
     cache = {}
 
     def compile_for(key, leaves, spec):
-        training = _grad_state.enabled and any(isinstance(v, Tensor) and v._requires_grad for v in leaves)
+        # With grad mode on, trace for training; a trace whose outputs need no gradient
+        # (nothing required grad) becomes an inference graph.
+        training = _grad_state.enabled
         traced = trace_function(fn, leaves, spec, training, keep_inference_input_mutations, decompositions)
         entry = cache[key] = _compile(traced, fw_compiler, bw_compiler, partition_fn, inference_compiler)
         return entry

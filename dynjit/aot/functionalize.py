@@ -28,6 +28,8 @@ class AliasingNotSupported(RuntimeError):
 class FunctionalTracer(GraphTracer):
     def __init__(self, graph=None):
         super().__init__(graph)
+        self.lift = None        # lift(tensor) -> placeholder node, for constants that need grad
+        self.is_global = lambda tensor: False   # is a tensor one the function reaches by name?
         self._versions = {}
         self.alias_of = {}      # id(alias) -> (op, source tensor), for ops like detach
         # id(root tensor) -> name of the first in-place op that wrote it with autograd
@@ -49,6 +51,11 @@ class FunctionalTracer(GraphTracer):
         if base is not None and self.is_tracked(base) and value._view_of is not None:
             return self._rederive(value)
         return super().node_of(value)
+
+    def add_constant(self, value, snapshot=False):
+        if self.lift is not None and value._requires_grad and not snapshot:
+            return self.lift(value)
+        return super().add_constant(value, snapshot)
 
     def _rederive(self, value):
         """The node of a view (or alias) of a tensor written in place: recomputed from its base."""
@@ -81,6 +88,11 @@ class FunctionalTracer(GraphTracer):
         base = target._base
         root = base if base is not None else target
         if not self.is_tracked(root) and id(root._data) not in self._by_data:
+            if (self.lift is not None and root._requires_grad) or self.is_global(root):
+                raise RuntimeError(
+                    f"the traced function modifies in place ({op.name}) a tensor that is not one of "
+                    "its arguments (a global or closure tensor); AOT tracing cannot replay that "
+                    "write on every call. Pass the tensor as an argument.")
             # A tensor made outside the trace (a literal built inside the function):
             # the graph must start from its value before this write.
             self.add_constant(root, snapshot=True)

@@ -97,6 +97,24 @@ def _shares_memory_group(tensors):
     return False
 
 
+def _names_reached_by(fn):
+    """A predicate: is a tensor one of fn's globals, closure cells or defaults?"""
+    def is_global(t):
+        f = getattr(fn, "__func__", fn)
+        cells = [c.cell_contents for c in (getattr(f, "__closure__", None) or ()) if _filled(c)]
+        values = list(getattr(f, "__globals__", {}).values()) + cells + list(getattr(f, "__defaults__", None) or ())
+        return any(v is t for v in values)
+    return is_global
+
+
+def _filled(cell):
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
 @_isolated
 def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=False,
                    decompositions=None):
@@ -150,6 +168,26 @@ def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=Fa
         ph_nodes.append(node)
         return k
 
+    lifted = set()
+
+    def lift(t):
+        """A tensor the function reads that is not an argument but needs a gradient (a
+        closure or global parameter): an extra input, fed that same tensor on every call."""
+        k = len(tr.placeholders)
+        where = graph.inserting_after(ph_nodes[-1]) if ph_nodes else graph.inserting_before(None)
+        with where:
+            node = graph.placeholder(f"primals_{k + 1}")
+        tracer.track(t, node)
+        tr.placeholders.append(("const", t))
+        inner.append(t)
+        grad_leaves.append(t)
+        ph_nodes.append(node)
+        lifted.add(k)
+        return node
+    if training:
+        tracer.lift = lift
+    tracer.is_global = _names_reached_by(fn)
+
     synthetic_views = []
     for i, v in enumerate(leaves):
         if not isinstance(v, Tensor):
@@ -198,6 +236,11 @@ def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=Fa
         new = tracer.node_of(t)
         if new is ph_nodes[k]:
             continue
+        if k in lifted:
+            raise RuntimeError(
+                "the traced function modifies in place a tensor that requires grad and is not one "
+                "of its arguments (a global or closure tensor); AOT autograd cannot replay that. "
+                "Pass the tensor as an argument.")
         op_name = tracer.autograd_writes.get(id(t))
         if op_name is not None:
             tr.mutation_ops.append((k, op_name))
@@ -215,7 +258,7 @@ def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=Fa
         if isinstance(v, Tensor):
             leaf_pos.setdefault(id(v), i)
     inner_pos = {id(t): k for k, t in enumerate(inner)}
-    program, memo = [], {}
+    program, memo, multi_views = [], {}, {}
 
     def value_of(t):
         """Index of the program step that produces (the runtime counterpart of) t."""
@@ -227,7 +270,20 @@ def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=Fa
         elif id(t) in inner_pos:
             step = ("ph", inner_pos[id(t)])
         elif t._base is not None:
-            step = ("view", value_of(t._base), tuple(view_chain(t)))
+            chain = tuple(view_chain(t))
+            base = value_of(t._base)
+            op, rest, index = chain[-1] if chain else (None, None, None)
+            if index is None:
+                step = ("view", base, chain)
+            else:
+                # one output of a multi-output view (unbind, split): the call is made once
+                # for all its outputs, which share one autograd node as in eager
+                key = (base, repr(chain[:-1]), op.name, repr(rest))
+                whole = multi_views.get(key)
+                if whole is None:
+                    program.append(("view", base, chain[:-1] + ((op, rest, None),)))
+                    whole = multi_views[key] = len(program) - 1
+                step = ("item", whole, index)
         elif id(t) in tracer.alias_of:
             op, source = tracer.alias_of[id(t)]
             step = ("alias", op, value_of(source))
@@ -257,8 +313,10 @@ def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=Fa
     # -- the backward -----------------------------------------------------------------
     if training and not any(fw_diff):
         # Nothing the caller gets back needs a gradient (the function ran under no_grad,
-        # say): an inference graph, as eager would record no autograd history.
+        # or nothing required grad): an inference graph, as eager would record no history.
         training = tr.training = False
+        for k, node in enumerate(ph_nodes):
+            node.name = node.target = graph._names.create(f"arg{k}_1")
     tr.num_fwd_outputs = len(fw_nodes)
     tr.fw_meta = [(n.meta["val"].shape, n.meta["val"].dtype) for n in fw_nodes]
     tr.fw_requires_grad = fw_diff

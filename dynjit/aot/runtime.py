@@ -84,7 +84,7 @@ class CompiledEntry:
         self.diff_outputs = [j for j, g in enumerate(t.fw_requires_grad) if g]
         self.diff_meta = [t.fw_meta[j] for j in self.diff_outputs]
         self.plain_inputs = all(kind == "leaf" for kind, _ in t.placeholders)
-        self.input_leaves = [i for _, i in t.placeholders]
+        self.input_leaves = [i for _, i in t.placeholders] if self.plain_inputs else None
         self.copied_back = {k for k, _, _ in t.copy_back}
 
     def backward_fn(self):
@@ -97,7 +97,8 @@ class CompiledEntry:
         if self.plain_inputs:
             inputs = [leaves[i] for i in self.input_leaves]
         else:
-            inputs = [leaves[i] if kind == "leaf" else _root(leaves[i]) for kind, i in t.placeholders]
+            inputs = [leaves[i] if kind == "leaf" else _root(leaves[i]) if kind == "root" else i
+                      for kind, i in t.placeholders]
         if t.mutation_ops and _grad_state.enabled:
             for k, op_name in t.mutation_ops:
                 x = inputs[k]
@@ -170,6 +171,8 @@ def build_outputs(t, fw_outs, inputs, leaves):
             values.append(inputs[step[1]])
         elif kind == "view":
             values.append(_graph.replay_view_chain(values[step[1]], step[2]))
+        elif kind == "item":
+            values.append(values[step[1]][step[2]])
         elif kind == "alias":
             values.append(step[1](values[step[2]]))
         else:
