@@ -38,7 +38,8 @@ def _example_inputs(gm):
     for n in gm.graph.nodes:
         if n.op == "placeholder":
             meta = n.meta.get("val")
-            out.append(Tensor._make(np.zeros(meta.shape, dtype=meta.dtype.np)) if meta is not None else None)
+            is_tensor = hasattr(meta, "shape") and hasattr(meta, "dtype")
+            out.append(Tensor._make(np.zeros(meta.shape, dtype=meta.dtype.np)) if is_tensor else meta)
     return out
 
 

@@ -146,6 +146,9 @@ def default_partition(joint_module, _joint_inputs=None, *, num_fwd_outputs):
     graph, primals, tangents, fw_outs, grads = _split_joint(joint_module, num_fwd_outputs)
     forward_nodes = _ancestors(list(fw_outs) + _side_effects(graph)) | set(primals)
     forward_nodes.discard(graph.output_node())
+    # the items of a forward multi-output op are forward values too (save an item, not a tuple)
+    forward_nodes |= {u for n in forward_nodes for u in n.users
+                      if u.op == "call_function" and u.target is operator.getitem}
     saved = _backward_frontier(grads, forward_nodes | set(tangents)) - set(tangents)
     return _finish(joint_module, graph, primals, tangents, fw_outs, grads, saved)
 
