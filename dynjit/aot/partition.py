@@ -5,9 +5,9 @@ a backward graph, choosing which forward values are saved for backward.
   need; every forward value that backward reads is saved.
 - `min_cut_rematerialization_partition`: a max-flow/min-cut over the forward
   values finds the cheapest set of tensors to save (in bytes); cheap ops
-  (pointwise, views, factories) between the saved values and the backward
-  are recomputed in backward instead of being saved. Ops that are expensive
-  (matmul, reductions) or random are never recomputed.
+  (pointwise, views, reductions, data movement) between the saved values and
+  the backward are recomputed in backward instead of being saved. Expensive
+  ops (matmul and friends) and random ops are never recomputed.
 
 The joint graph's placeholders are `primals_*` then `tangents_*`; its output
 is `(*forward_outputs, *input_gradients)`. Both partitioners return
@@ -23,7 +23,7 @@ from collections import deque
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
 from ..fx.node import Node, map_arg, iter_nodes, RANDOM_OPS
-from ..ops.registry import POINTWISE, VIEW, FACTORY, INPLACE, registry
+from ..ops.registry import EXTERN, INPLACE, registry
 
 _clone = registry["clone"]
 
@@ -154,6 +154,9 @@ def default_partition(joint_module, _joint_inputs=None, *, num_fwd_outputs):
 
 
 def _is_recomputable(n):
+    """May backward recompute this node instead of the forward saving it? Everything but
+    expensive ops (matmul and friends), random ops (they would draw other numbers) and
+    calls that are not registered ops."""
     if n.op == "placeholder":
         return False
     if n.op != "call_function":
@@ -161,9 +164,9 @@ def _is_recomputable(n):
     if n.target is operator.getitem:
         return True
     kind = getattr(n.target, "kind", None)
-    if getattr(n.target, "name", "") in RANDOM_OPS:
+    if kind is None or kind in (EXTERN, INPLACE) or getattr(n.target, "name", "") in RANDOM_OPS:
         return False
-    return kind in (POINTWISE, VIEW, FACTORY)
+    return True
 
 
 def size_in_bytes(n):
@@ -183,7 +186,7 @@ def min_cut_rematerialization_partition(joint_module, _joint_inputs=None, compil
     """Save the cheapest cut of forward values; recompute cheap ops in backward.
 
     `recomputable_ops`, if given, is a collection of op names that may be
-    recomputed (instead of pointwise, view and factory ops)."""
+    recomputed (instead of every op but matmul-like and random ones)."""
     graph, primals, tangents, fw_outs, grads = _split_joint(joint_module, num_fwd_outputs)
     tangent_side = _descendants(tangents)
     writes = set(_side_effects(graph))
@@ -250,3 +253,10 @@ def _min_cut_source_side(cap):
         for a, b in path:
             flow_cap[a][b] -= push
             flow_cap[b][a] = flow_cap[b].get(a, 0) + push
+
+
+def saved_stats(forward_gm):
+    """(number of tensors, bytes) a partitioned forward graph saves for backward."""
+    saved = set(forward_gm.meta.get("saved", ()))
+    sizes = [size_in_bytes(n) for n in forward_gm.graph.nodes if n.name in saved]
+    return len(sizes), sum(sizes)
