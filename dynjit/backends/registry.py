@@ -1,8 +1,10 @@
 """The backend registry: names -> compiler functions `fn(gm, example_inputs) -> callable`.
 
 Backends register with `@register_backend` or, from another package, through
-the entry-point group `dynjit.backends` (loaded lazily, on first lookup of an
-unknown name or on `list_backends()`).
+the entry-point group `dynjit.backends`. Entry points are read when a name is
+not (yet) known and by `list_backends()`, so a package installed while the
+program runs is found; a plugin's module is imported only when its backend
+is first used. See docs/backends.md.
 """
 import importlib.metadata
 
@@ -10,7 +12,6 @@ from ..exc import BackendCompilerFailed, InvalidBackend
 
 _BACKENDS = {}
 _TAGS = {}
-_entry_points_loaded = False
 ENTRY_POINT_GROUP = "dynjit.backends"
 
 
@@ -20,9 +21,13 @@ def register_backend(compiler_fn=None, name=None, tags=()):
         return lambda fn: register_backend(fn, name=name, tags=tags)
     if not callable(compiler_fn):
         raise TypeError(f"a backend must be callable as fn(gm, example_inputs), got {compiler_fn!r}")
-    name = name or compiler_fn.__name__
-    if name in _BACKENDS and _BACKENDS[name] is not compiler_fn:
-        raise ValueError(f"backend {name!r} is already registered (by {_BACKENDS[name]!r})")
+    name = name or getattr(compiler_fn, "__name__", None)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"register_backend needs a name for {compiler_fn!r} (pass name=...)")
+    existing = _BACKENDS.get(name)
+    if existing is not None and existing is not compiler_fn and not isinstance(existing, _LazyEntryPoint):
+        raise ValueError(f"a backend named {name!r} is already registered ({existing!r}); "
+                         "choose another name")
     _BACKENDS[name] = compiler_fn
     _TAGS[name] = tuple(tags)
     return compiler_fn
@@ -33,10 +38,8 @@ def _entry_points():
 
 
 def _load_entry_points():
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
+    """Register every entry point of the group not registered yet (their modules are
+    imported on first use)."""
     for ep in _entry_points():
         if ep.name not in _BACKENDS:
             _BACKENDS[ep.name] = _LazyEntryPoint(ep)
@@ -51,52 +54,64 @@ class _LazyEntryPoint:
         self.fn = None
 
     def __call__(self, gm, example_inputs, **kwargs):
+        return self.load()(gm, example_inputs, **kwargs)
+
+    def load(self):
         if self.fn is None:
             try:
-                self.fn = self.ep.load()
+                fn = self.ep.load()
             except Exception as e:
                 raise InvalidBackend(f"backend {self.ep.name!r} (entry point {self.ep.value!r}) "
                                      f"failed to load: {type(e).__name__}: {e}") from e
-        return self.fn(gm, example_inputs, **kwargs)
+            if not callable(fn):
+                raise InvalidBackend(f"backend {self.ep.name!r}: entry point {self.ep.value!r} is "
+                                     f"a {type(fn).__name__}, not a function fn(gm, example_inputs)")
+            self.fn = fn
+        return self.fn
 
     def __repr__(self):
         return f"<backend {self.ep.name} from entry point {self.ep.value}>"
 
 
 def lookup_backend(compiler_fn):
-    """A backend callable from a name or a callable."""
+    """The backend for a name (registered, or an entry point), or a callable as is."""
     if callable(compiler_fn):
         return compiler_fn
     if not isinstance(compiler_fn, str):
-        raise TypeError(f"backend must be a name or a callable, got {type(compiler_fn).__name__}")
+        raise TypeError(f"backend must be a name or a callable fn(gm, example_inputs), "
+                        f"got {type(compiler_fn).__name__}")
     if compiler_fn not in _BACKENDS:
         _load_entry_points()
     fn = _BACKENDS.get(compiler_fn)
     if fn is None:
         raise InvalidBackend(f"Invalid backend: {compiler_fn!r}, see `dynjit.backends.list_backends()` "
-                             f"for available backends (known: {', '.join(list_backends())}).")
+                             f"for available backends (known: {', '.join(list_backends(exclude_tags=()))}).")
     return fn
 
 
 def list_backends(exclude_tags=("debug", "experimental")):
+    """Sorted names of the registered and installed backends, without those tagged
+    with one of `exclude_tags`."""
     _load_entry_points()
     exclude = set(exclude_tags or ())
     return sorted(n for n in _BACKENDS if not exclude.intersection(_TAGS.get(n, ())))
 
 
+def backend_name(backend):
+    return backend if isinstance(backend, str) else getattr(backend, "__name__", repr(backend))
+
+
 def call_backend(backend, gm, example_inputs):
-    """Run a backend, wrapping its failures in BackendCompilerFailed."""
+    """Compile a graph with a backend, wrapping its failures in BackendCompilerFailed."""
     fn = lookup_backend(backend)
     try:
         compiled = fn(gm, example_inputs)
     except BackendCompilerFailed:
         raise
     except Exception as e:
-        name = backend if isinstance(backend, str) else getattr(backend, "__name__", repr(backend))
-        raise BackendCompilerFailed(name, e) from e
+        raise BackendCompilerFailed(backend_name(backend), e) from e
     if not callable(compiled):
-        name = backend if isinstance(backend, str) else getattr(backend, "__name__", repr(backend))
-        raise BackendCompilerFailed(name, TypeError(
+        raise BackendCompilerFailed(backend_name(backend), TypeError(
             f"the backend returned {type(compiled).__name__}, which is not callable; a backend must "
             "return a callable that takes the graph's inputs"))
     return compiled

@@ -200,7 +200,6 @@ def test_input_written_in_graph_and_saved_is_saved_as_a_clone():
     assert "clone = dynjit.ops.clone(primals_2)" in code and fw.graphs[0].meta["saved"] == ["clone"]
 
 
-@pytest.mark.slow
 def test_mlp_measurement_script_runs():
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
     import bench_partition
