@@ -132,7 +132,7 @@ def test_grad_mode_is_part_of_the_signature():
     assert dynjit.allclose(x.grad, x.exp())
 
 
-# ports: 001_fdd911346beae147.txt TestAOTAutograd.test_generate_gives_inference_graph
+# ports: 001_fdd911346beae147.txt TestAOTExport.test_generate_gives_inference_graph
 def test_no_grad_inside_gives_an_inference_graph():
     def generate(x):
         with dynjit.no_grad():
@@ -373,7 +373,7 @@ def test_integer_tensor_outputs_never_require_grad():
     verify_aot(lambda x: (x.argmax(), (x > 0), x.sum()), _inputs(lambda: _leaf(5)))
 
 
-# ports: 001_fdd911346beae147.txt TestAOTAutograd.test_preserve_random
+# ports: 001_fdd911346beae147.txt TestAOTExport.test_preserve_random
 def test_random_numbers_are_those_eager_draws():
     def fn(x):
         return dynjit.dropout(x, 0.5) + x
@@ -386,7 +386,7 @@ def test_random_numbers_are_those_eager_draws():
     assert dynjit.equal(ref[0], res[0]) and dynjit.equal(ref[1], res[1])
 
 
-# ports: 001_fdd911346beae147.txt TestAOTAutograd.test_contiguous
+# ports: 001_fdd911346beae147.txt TestAOTExport.test_contiguous
 def test_gradient_of_a_transposed_view_output():
     def f(x):
         return x.view(2, 3).t()
@@ -404,7 +404,7 @@ def test_expand_to_own_shape_with_min_cut():
     assert dynjit.equal(af(inp), inp.expand(inp.shape))
 
 
-# ports: 001_fdd911346beae147.txt TestAOTAutograd.test_meta_tensor_inplace_op
+# ports: 001_fdd911346beae147.txt TestAOTExport.test_meta_tensor_inplace_op
 def test_every_graph_node_has_tensor_meta():
     def check_meta_tensor(gm, _):
         for node in gm.graph.nodes:

@@ -137,6 +137,18 @@ def test_input_output_view_mutate_multiple(requires_grad):
             "    return (mul, mul_1)\n")
 
 
+# ports: 001_fdd911346beae147.txt TestAOTAutograd.test_output_aliases_intermediate_single
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_output_aliases_intermediate_single(requires_grad):
+    compiled, fw, _ = _compile_recording(lambda a: dynjit.mul(a, 3).view(-1))
+    ref, res = run(lambda a: dynjit.mul(a, 3).view(-1), _leaves(3, 3, requires_grad=requires_grad),
+                   compiled_f=compiled)
+    assert res["out"]._base is not None and res["out"]._base.shape == (3, 3)
+    # the graph returns the intermediate; the view of it is made at run time
+    assert fw.graphs[-1].code.endswith("mul = dynjit.ops.mul({}, 3);  {} = None\n    return (mul,)\n".format(
+        *(["primals_1"] * 2 if requires_grad else ["arg0_1"] * 2)))
+
+
 # ports: 001_fdd911346beae147.txt TestAOTAutograd.test_output_aliases_intermediate_no_grad
 @pytest.mark.parametrize("requires_grad", [False, True])
 def test_output_aliases_intermediate_no_grad(requires_grad):

@@ -112,7 +112,7 @@ def test_min_cut_saves_fewer_bytes_on_a_pointwise_chain():
                                                             "tanh"]
 
 
-# ports: 001_fdd911346beae147.txt TestAOTAutograd.test_min_cut_partitioner
+# ports: 001_fdd911346beae147.txt TestAOTExport.test_min_cut_partitioner
 def test_min_cut_partitioner():
     fw, bw = fw_bw_graphs(lambda x: x.cos().cos().cos(), [dynjit.randn(3, requires_grad=True)],
                           min_cut_rematerialization_partition)
@@ -127,7 +127,7 @@ def test_min_cut_partitioner():
     assert fw.meta["saved"] == ["add_2"]        # one sum instead of four inputs
 
 
-# ports: 001_fdd911346beae147.txt TestAOTAutograd.test_recompute_partitioning
+# ports: 001_fdd911346beae147.txt TestAOTExport.test_recompute_partitioning
 def test_recompute_partitioning():
     def fn(a, b):
         return dynjit.sin(dynjit.sin(a)) + b

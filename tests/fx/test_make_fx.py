@@ -10,7 +10,7 @@ def _targets(gm):
     return [n.target for n in gm.graph.nodes if n.op == "call_function"]
 
 
-# ports: 001_fdd911346beae147.txt TestPythonKey.test_make_fx
+# ports: 001_fdd911346beae147.txt TestPythonKey.test_make_fx, TestPythonKey.test_nnc_jit
 def test_make_fx_replays_on_new_inputs():
     def f(x):
         return dynjit.sin(x)
@@ -18,6 +18,13 @@ def test_make_fx_replays_on_new_inputs():
     new = dynjit.randn(3)
     assert dynjit.equal(gm(new), f(new))
     assert _targets(gm) == [R["sin"]]
+
+
+# ports: 001_fdd911346beae147.txt TestPythonKey.test_nnc_scalar
+def test_make_fx_of_a_0d_tensor():
+    gm = make_fx(dynjit.sin)(dynjit.randn(()))
+    new = dynjit.randn(())
+    assert gm(new).shape == () and dynjit.equal(gm(new), dynjit.sin(new))
 
 
 # ports: 001_fdd911346beae147.txt TestPythonKey.test_make_fx_grad
