@@ -67,9 +67,10 @@ class FunctionalTracer(GraphTracer):
                 self.track(value, node)
                 return node
             raise AliasingNotSupported(
-                "a tensor was modified in place through an alias that is not a view of it (for "
-                "example through .data); dynjit's AOT tracing cannot follow that. Use .clone() "
-                "before modifying, or modify the tensor itself.")
+                "a tensor was modified in place through another tensor sharing its memory that is "
+                "neither a view nor a detach() of it (made outside dynjit's ops, e.g. from the same "
+                "numpy array); AOT tracing cannot follow that write. Use .clone() before modifying, "
+                "or modify the tensor itself.")
         node = self.node_of(base)
         for op, rest, index in view_chain(value):
             node = self.graph.call_function(op, (node,) + tuple(self.to_arg(list(rest))))

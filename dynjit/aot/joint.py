@@ -125,6 +125,7 @@ def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=Fa
     graph = tracer.graph
     tr = TracedFunction()
     tr.training = training
+    tr.n_leaves = len(leaves)
 
     # -- inputs: one placeholder per distinct tensor, or per shared base ----------
     groups = {}

@@ -77,6 +77,7 @@ class CompiledEntry:
     def __init__(self, traced, fw, bw_compile=None, fw_gm=None, bw_gm=None):
         t = self.t = traced
         self.fw = fw
+        self.fw_boxed = bool(getattr(fw, "_boxed_call", False))
         self.fw_gm, self.bw_gm = fw_gm, bw_gm
         self._bw_compile = bw_compile
         self.bw = None
@@ -85,7 +86,13 @@ class CompiledEntry:
         self.diff_meta = [t.fw_meta[j] for j in self.diff_outputs]
         self.plain_inputs = all(kind == "leaf" for kind, _ in t.placeholders)
         self.input_leaves = [i for _, i in t.placeholders] if self.plain_inputs else None
+        # the common call: the leaves are exactly the graph's inputs
+        self.leaves_are_inputs = self.plain_inputs and self.input_leaves == list(range(t.n_leaves))
         self.copied_back = {k for k, _, _ in t.copy_back}
+        self.simple_out = [t.program[k][1] for k in t.out_values] if t.simple_outputs else None
+        # nothing to check or write back, outputs straight from the graph
+        self.fast = (not t.training and not t.mutation_ops and not t.copy_back
+                     and self.simple_out is not None)
 
     def backward_fn(self):
         if self.bw is None:
@@ -93,6 +100,21 @@ class CompiledEntry:
         return self.bw
 
     def __call__(self, leaves):
+        if self.fast and self.leaves_are_inputs:
+            prev = _grad_state.enabled
+            _grad_state.enabled = False
+            try:
+                fw_outs = self.fw(leaves) if self.fw_boxed else self.fw(*leaves)
+            finally:
+                _grad_state.enabled = prev
+            if not isinstance(fw_outs, (list, tuple)):
+                fw_outs = (fw_outs,)
+            if self.t.out_spec is None:
+                return fw_outs[self.simple_out[0]]
+            return unflatten(self.t.out_spec, iter([fw_outs[j] for j in self.simple_out]))
+        return self.call(leaves)
+
+    def call(self, leaves):
         t = self.t
         if self.plain_inputs:
             inputs = [leaves[i] for i in self.input_leaves]
@@ -110,7 +132,7 @@ class CompiledEntry:
             prev = _grad_state.enabled
             _grad_state.enabled = False
             try:
-                fw_outs = call_compiled(self.fw, inputs)
+                fw_outs = self.fw(inputs) if self.fw_boxed else self.fw(*inputs)
             finally:
                 _grad_state.enabled = prev
             if not isinstance(fw_outs, (list, tuple)):
@@ -122,8 +144,8 @@ class CompiledEntry:
             else:
                 with no_grad():
                     _copy_(inputs[k], value)
-        if t.simple_outputs:
-            result = [fw_outs[t.program[k][1]] for k in t.out_values]
+        if self.simple_out is not None:
+            result = [fw_outs[j] for j in self.simple_out]
         else:
             result = build_outputs(t, fw_outs, inputs, leaves)
         if t.out_spec is None:
@@ -131,8 +153,12 @@ class CompiledEntry:
         return unflatten(t.out_spec, iter(result))
 
     def _forward_with_autograd(self, inputs):
-        with no_grad():
-            outs = call_compiled(self.fw, inputs)
+        prev = _grad_state.enabled
+        _grad_state.enabled = False
+        try:
+            outs = self.fw(inputs) if self.fw_boxed else self.fw(*inputs)
+        finally:
+            _grad_state.enabled = prev
         n = self.n_fw
         fw_outs = list(outs[:n])
         saved = outs[n:]
