@@ -15,7 +15,6 @@ the graph's inputs positionally, or as one list if it is marked boxed (see
 """
 import functools
 
-from ..autograd.grad_mode import state as _grad_state
 from ..tensor import Tensor
 from .flat import call_key
 from .joint import trace_function
@@ -74,9 +73,10 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
     cache = {}
 
     def compile_for(key, leaves, spec):
-        # With grad mode on, trace for training; a trace whose outputs need no gradient
-        # (nothing required grad) becomes an inference graph.
-        training = _grad_state.enabled
+        # Trace for training: whether an output needs a gradient is known only after the
+        # function ran (it may switch grad mode itself); a trace whose outputs need none
+        # (nothing required grad, or grad mode was off) becomes an inference graph.
+        training = True
         traced = trace_function(fn, leaves, spec, training, keep_inference_input_mutations, decompositions)
         entry = cache[key] = _compile(traced, fw_compiler, bw_compiler, partition_fn, inference_compiler)
         return entry

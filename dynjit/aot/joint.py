@@ -26,7 +26,7 @@ import numpy as np
 from .. import random as _random
 from ..autograd import grad as autograd_grad
 from ..autograd.function import Function, _apply_eager
-from ..autograd.grad_mode import enable_grad
+from ..autograd.grad_mode import enable_grad, state as _grad_state
 from ..autograd.graph import view_chain, replay_view_chain
 from ..fx.graph_module import GraphModule
 from ..fx.proxy_tensor import same_layout_copy
@@ -75,10 +75,12 @@ class TracedFunction:
 
 def _isolated(fn):
     """Run a trace on its own: outer dispatch modes (an enclosing make_fx) do not see
-    the tracing run, and the random number generator is left as it was, so the
-    compiled graph draws the numbers eager would have drawn on this call."""
+    the tracing run, and the random number generator and grad mode are left as
+    they were, so the compiled graph draws the numbers eager would have drawn on
+    this call and the function's own grad-mode switches happen when it runs."""
     def wrapper(*args, **kwargs):
         state = _random.get_rng_state()
+        grad_mode = _grad_state.enabled
         outer = _dispatch._modes[:]
         _dispatch._modes.clear()
         try:
@@ -86,6 +88,7 @@ def _isolated(fn):
         finally:
             _dispatch._modes[:] = outer
             _random.set_rng_state(state)
+            _grad_state.enabled = grad_mode
     return wrapper
 
 
@@ -211,8 +214,12 @@ def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=Fa
 
     # -- run the function ---------------------------------------------------------
     args, kwargs = unflatten(spec, iter(traced)) if spec is not None else (traced, {})
+    grad_mode = _grad_state.enabled
     with tracer:
         out = fn(*args, **kwargs)
+    # a graph may switch grad mode (the frontend's graphs do, at no_grad boundaries):
+    # the compiled function leaves grad mode as the function did
+    tr.grad_mode_after = _grad_state.enabled if _grad_state.enabled != grad_mode else None
 
     fw_nodes, fw_tensors, fw_diff, fw_index = [], [], [], {}
 

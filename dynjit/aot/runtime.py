@@ -78,6 +78,7 @@ class CompiledEntry:
         t = self.t = traced
         self.fw = fw
         self.fw_boxed = bool(getattr(fw, "_boxed_call", False))
+        self.grad_mode_after = t.grad_mode_after
         self.fw_gm, self.bw_gm = fw_gm, bw_gm
         self._bw_compile = bw_compile
         self.bw = None
@@ -106,7 +107,7 @@ class CompiledEntry:
             try:
                 fw_outs = self.fw(leaves) if self.fw_boxed else self.fw(*leaves)
             finally:
-                _grad_state.enabled = prev
+                _grad_state.enabled = prev if self.grad_mode_after is None else self.grad_mode_after
             if not isinstance(fw_outs, (list, tuple)):
                 fw_outs = (fw_outs,)
             if self.t.out_spec is None:
@@ -148,6 +149,8 @@ class CompiledEntry:
             result = [fw_outs[j] for j in self.simple_out]
         else:
             result = build_outputs(t, fw_outs, inputs, leaves)
+        if self.grad_mode_after is not None:
+            _grad_state.enabled = self.grad_mode_after
         if t.out_spec is None:
             return result[0]
         return unflatten(t.out_spec, iter(result))
