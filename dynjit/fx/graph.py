@@ -265,6 +265,7 @@ class _CodeGen:
         self.globals = {"operator": __import__("operator")}
         self.dynjit = _DynjitNamespace()
         self.globals["dynjit"] = self.dynjit
+        self._node_names = {n.name for n in graph._nodes}
         self._extra = 0
         self.source = self._generate(annotate, with_free)
 
@@ -276,7 +277,8 @@ class _CodeGen:
         if not name or name[0].isdigit():
             name = "_" + name
         base, i = name, 0
-        while name in self.globals:
+        node_names = self._node_names
+        while name in self.globals or name in node_names:    # a local would hide the global
             i += 1
             name = f"{base}_{i}"
         self.globals[name] = obj

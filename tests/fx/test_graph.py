@@ -264,3 +264,35 @@ def test_graph_module_with_constant_attribute():
         "    return add\n")
     assert gm._tensor_constant0 is c
     assert np.array_equal(gm(dynjit.ones(3)).numpy(), [2.0, 3.0, 4.0])
+
+
+def _double(x):
+    return x * 2
+
+
+def test_code_for_plain_functions_methods_and_attributes():
+    g = Graph()
+    x = g.placeholder("x")
+    # a node named like the global the generated code needs for its target
+    a = g.call_function(_double, (x,), name="test_graph__double")
+    b = g.call_method("sum", (a,), {"dim": 0})
+    c = g.call_function(operator.add, (b, g.get_attr("sub.bias")))
+    g.output((c, [a]))
+    g.lint()
+
+    class Sub:
+        bias = dynjit.tensor([1.0, 2.0])
+
+    class Root:
+        sub = Sub()
+    gm = GraphModule(Root(), g)
+    assert gm.code == (
+        "def forward(self, x):\n"
+        "    test_graph__double = test_graph__double_1(x);  x = None\n"
+        "    sum_1 = test_graph__double.sum(dim = 0)\n"
+        "    sub_bias = self.sub.bias\n"
+        "    add = operator.add(sum_1, sub_bias);  sum_1 = sub_bias = None\n"
+        "    return (add, [test_graph__double])\n")
+    out, (doubled,) = gm(dynjit.ones(2, 2))
+    assert dynjit.equal(out, dynjit.tensor([5.0, 6.0])) and dynjit.equal(doubled, dynjit.full((2, 2), 2.0))
+    assert dynjit.equal(Interpreter(gm).run(dynjit.ones(2, 2))[0], out)
