@@ -12,6 +12,14 @@ input mutations and the aliasing of outputs are those of eager.
 A compiler is `compiler(gm, example_inputs) -> callable`; the callable takes
 the graph's inputs positionally, or as one list if it is marked boxed (see
 `make_boxed_func`).
+
+Tracing runs the function on real values, once per signature: Python control
+flow and values read out of tensors (`.item()`, `if x.sum() > 0`) are
+specialized to that first call, as in any tracer (`dynjit.compile` breaks the
+graph there instead). Tensors the function reads that are not arguments
+(globals, closures) stay live references; those that require grad become
+extra graph inputs so that gradients reach them; writing into them in place
+is an error.
 """
 import functools
 

@@ -110,6 +110,15 @@ def _names_reached_by(fn):
     return is_global
 
 
+def _holds_tensors(obj):
+    """Does an object other than a list/tuple/dict keep tensors in its attributes?"""
+    try:
+        attrs = list(vars(obj).values())
+    except TypeError:
+        attrs = [getattr(obj, n, None) for n in getattr(type(obj), "__slots__", ())]
+    return any(isinstance(a, Tensor) for a in attrs)
+
+
 def _filled(cell):
     try:
         cell.cell_contents
@@ -313,6 +322,11 @@ def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=Fa
         if isinstance(o, Tensor):
             tr.out_values.append(value_of(o))
         else:
+            if _holds_tensors(o):
+                raise TypeError(
+                    f"the traced function returned a {type(o).__name__} holding tensors; AOT "
+                    "compilation returns tensors, Python values, and lists, tuples and dicts of "
+                    "them. Return the tensors themselves (e.g. as a tuple or dict).")
             program.append(("const", o))
             tr.out_values.append(len(program) - 1)
     tr.program = program

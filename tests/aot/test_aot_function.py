@@ -442,6 +442,15 @@ def test_aot_module_simplified_compiles_for_the_example_inputs():
     assert dynjit.allclose(compiled(x, y)[0], x @ y) and len(fw.graphs) == 1
 
 
+def test_outputs_holding_tensors_in_other_objects_are_an_error():
+    class Result:
+        def __init__(self, value):
+            self.value = value
+    f = aot_function(lambda x: Result(x * 2), nop)
+    with pytest.raises(TypeError, match="returned a Result holding tensors"):
+        f(dynjit.ones(2))
+
+
 def test_aot_function_errors_are_clear():
     with pytest.raises(TypeError, match="aot_function needs a callable"):
         aot_function(3, nop)
