@@ -359,10 +359,13 @@ def test_shapes_dtypes_and_requires_grad_are_part_of_the_signature():
 
 
 def test_keyword_arguments():
-    f = aot_function(lambda x, *, scale=1.0, shift=None: x * scale + (0 if shift is None else shift), nop)
+    def g(x, *, scale=1.0, shift=None):
+        return x * scale + (0 if shift is None else shift)
+    f = aot_function(g, nop)
+    verify_aot(lambda x: g(x, scale=2.0, shift=x), _inputs(lambda: _leaf(3)),
+               compiled_f=lambda x: f(x, scale=2.0, shift=x))
     x = _leaf(3)
-    verify_aot(lambda x: f(x, scale=2.0, shift=x), _inputs(lambda: _leaf(3)), compiled_f=lambda x: f(x, scale=2.0, shift=x))
-    assert dynjit.allclose(f(x, scale=3.0), x * 3)
+    assert dynjit.allclose(f(x, scale=3.0), x * 3) and len(f._cache) == 2
 
 
 def test_int_and_none_outputs():

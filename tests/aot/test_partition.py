@@ -3,8 +3,6 @@ backward, and that min-cut saves no more (often less) than the default."""
 import os
 import sys
 
-import pytest
-
 import dynjit
 from dynjit.aot import aot_function, nop, default_partition, min_cut_rematerialization_partition
 from dynjit.aot.partition import saved_stats
