@@ -513,3 +513,20 @@ def test_nested_aot_inside_make_fx():
     x = dynjit.randn(3)
     assert dynjit.allclose(gm(x), x.sin() * 2 + 1)
     assert not any(n.op == "get_attr" for n in gm.graph.nodes)
+
+
+def test_an_error_while_tracing_leaves_no_state_behind():
+    from dynjit.ops.dispatch import current_modes
+
+    def f(x, fail):
+        y = x * 2
+        if fail:
+            raise ValueError("bad input")
+        return y
+    compiled = aot_function(f, nop)
+    with dynjit.no_grad():
+        with pytest.raises(ValueError, match="bad input"):
+            compiled(_leaf(3), True)
+        assert current_modes() == () and not dynjit.is_grad_enabled()
+    assert dynjit.is_grad_enabled() and not compiled._cache
+    assert dynjit.allclose(compiled(dynjit.ones(3), False), dynjit.full((3,), 2.0))
