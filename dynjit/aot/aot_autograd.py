@@ -51,12 +51,13 @@ def _example_inputs(gm):
 
 
 def _compile(traced, fw_compiler, bw_compiler, partition_fn, inference_compiler):
+    example_inputs, traced.example_inputs = traced.example_inputs, None   # not kept alive
     if not traced.training:
         compiler = inference_compiler or fw_compiler
-        fw = _check_compiled(compiler(traced.gm, traced.example_inputs), compiler, "inference")
+        fw = _check_compiled(compiler(traced.gm, example_inputs), compiler, "inference")
         return CompiledEntry(traced, fw, fw_gm=traced.gm)
-    fw_gm, bw_gm = partition_fn(traced.gm, traced.example_inputs, num_fwd_outputs=traced.num_fwd_outputs)
-    fw = _check_compiled(fw_compiler(fw_gm, traced.example_inputs), fw_compiler, "forward")
+    fw_gm, bw_gm = partition_fn(traced.gm, example_inputs, num_fwd_outputs=traced.num_fwd_outputs)
+    fw = _check_compiled(fw_compiler(fw_gm, example_inputs), fw_compiler, "forward")
 
     def compile_bw():
         return _check_compiled(bw_compiler(bw_gm, _example_inputs(bw_gm)), bw_compiler, "backward")

@@ -170,9 +170,12 @@ class CompiledEntry:
             mutated = {id(inputs[k]) for k in self.copied_back}
             with no_grad():
                 saved = [s.clone() if isinstance(s, Tensor) and id(s) in mutated else s for s in saved]
-        node = CompiledFunctionBackward(self, [_graph.SavedTensor(s) if isinstance(s, Tensor) else s
-                                               for s in saved], len(inputs),
-                                        [inputs[k] for k in self.t.bw_copy_back])
+        # Saved outputs and intermediates are kept as plain aliases: an output (or a view
+        # of one) holds this node as its grad_fn, and the node must not hold it back.
+        input_ids = {id(x) for x in inputs}
+        node = CompiledFunctionBackward(
+            self, [_graph.SavedTensor(s if id(s) in input_ids else _alias(s)) if isinstance(s, Tensor) else s
+                   for s in saved], len(inputs), [inputs[k] for k in self.t.bw_copy_back])
         node.next_functions = tuple(_graph.edge_of(x) if x._requires_grad else None for x in inputs)
         for nr, j in enumerate(self.diff_outputs):
             o = fw_outs[j]
@@ -180,6 +183,13 @@ class CompiledEntry:
             o._output_nr = nr
             o._requires_grad = True
         return fw_outs
+
+
+def _alias(t):
+    """A tensor on t's memory and version counter, without t's autograd history or base."""
+    a = Tensor._make(t._data)
+    a._version_counter = t._version_counter
+    return a
 
 
 def _root(t):

@@ -530,3 +530,27 @@ def test_an_error_while_tracing_leaves_no_state_behind():
         assert current_modes() == () and not dynjit.is_grad_enabled()
     assert dynjit.is_grad_enabled() and not compiled._cache
     assert dynjit.allclose(compiled(dynjit.ones(3), False), dynjit.full((3,), 2.0))
+
+
+# ports: 001_fdd911346beae147.txt TestAOTAutograd.test_mem_leak_from_save_for_bw
+def test_saved_tensors_are_freed():
+    import weakref
+
+    def f(a, b):
+        add = a + a
+        first, second = add.split(4, 1)
+        return second, second.unsqueeze(-1) * b
+    compiled = aot_function(f, nop)
+    inps = [dynjit.ones(8, 8, requires_grad=True), dynjit.ones(1, 4, 1, requires_grad=True)]
+    outs = compiled(*inps)
+    node = outs[1].grad_fn
+    saved = [weakref.ref(s.tensor) for s in node._saved if s.tensor is not inps[0] and s.tensor is not inps[1]]
+    assert saved
+    del node, outs                      # no reference cycle keeps them
+    assert all(r() is None for r in saved)
+    outs = compiled(*inps)
+    node = outs[1].grad_fn
+    saved = [weakref.ref(s.tensor) for s in node._saved if s.tensor is not inps[0] and s.tensor is not inps[1]]
+    outs[1].sum().backward()            # backward frees them too
+    del node
+    assert all(r() is None for r in saved)
