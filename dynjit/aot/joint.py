@@ -1,12 +1,12 @@
 """Tracing a function for AOT compilation into one functional graph.
 
 `trace_function` runs the user's function once, on copies of its tensor
-arguments, under a `FunctionalTracer`. In training mode (grad enabled and a
-tensor argument requires grad) it then runs `autograd.grad` from the
-differentiable outputs, still under the tracer, so the same graph also holds
-the backward: the *joint* graph, with placeholders `primals_*` (inputs) and
-`tangents_*` (incoming gradients) and output `(*forward_outputs, *grads)`.
-Without training it is a forward-only (inference) graph.
+arguments, under a `FunctionalTracer`. If an output needs a gradient, it then
+runs `autograd.grad` from the differentiable outputs, still under the tracer,
+so the same graph also holds the backward: the *joint* graph, with
+placeholders `primals_*` (inputs) and `tangents_*` (incoming gradients) and
+output `(*forward_outputs, *grads)`. Otherwise it is a forward-only
+(inference) graph with placeholders `arg*_1`.
 
 Everything eager would do besides computing the graph's outputs is recorded
 in the returned `TracedFunction` for the runtime to replay:
@@ -60,16 +60,20 @@ class _TraceInput(Function):
 class TracedFunction:
     """One trace: the graph and how to map a call's values onto it and back.
 
-    placeholders  -- per graph input: ("leaf", i) pass argument leaf i, or
-                     ("root", i) pass the base that leaf i is a view of
-    num_fwd_outputs, fw_requires_grad -- the forward outputs, and which of them
-                     are differentiable
-    copy_back     -- (placeholder, forward output) pairs: write the output into
-                     the caller's tensor after the forward
-    mutation_ops  -- (placeholder, op name) for inputs written in place
+    gm, training  -- the joint graph (or, training False, the inference graph)
+    placeholders  -- per graph input: ("leaf", i) pass argument leaf i, ("root", i)
+                     pass the base that leaf i is a view of, ("const", t) pass t
+    num_fwd_outputs, fw_requires_grad, fw_meta -- the forward outputs, which of
+                     them are differentiable, their (shape, dtype)
+    copy_back     -- (placeholder, forward output, with autograd?): write the
+                     output into the caller's tensor after the forward
+    mutation_ops  -- (placeholder, op name) for inputs written with autograd
+                     recording (checked as eager checks in-place writes)
     grad_inputs   -- placeholders that receive gradients, in joint-output order
+    bw_copy_back  -- placeholders the backward writes (extra backward outputs)
     program, out_values, out_spec -- how to build the user's outputs (see
                      runtime.build_outputs)
+    grad_mode_after -- the grad mode the function left, if it switched it
     """
 
 
@@ -128,44 +132,71 @@ def _filled(cell):
 
 
 @_isolated
-def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=False,
+def trace_function(fn, leaves, spec, training=True, keep_inference_input_mutations=False,
                    decompositions=None):
-    """Trace fn(*unflatten(spec, leaves)) into a TracedFunction (see the module docstring)."""
-    tracer = FunctionalTracer()
-    if decompositions:
-        tracer.decompositions = dict(decompositions)
-    graph = tracer.graph
-    tr = TracedFunction()
-    tr.training = training
-    tr.n_leaves = len(leaves)
+    """Trace fn(*unflatten(spec, leaves)) into a TracedFunction (see the module docstring).
 
-    # -- inputs: one placeholder per distinct tensor, or per shared base ----------
-    groups = {}
-    for i, v in enumerate(leaves):
-        if isinstance(v, Tensor):
-            root = v._base if v._base is not None else v
-            members = groups.setdefault(id(root), [])
-            if all(leaves[j] is not v for j in members):
-                members.append(i)
-    synthetic = {}       # leaf index -> group root, for groups traced through their base
-    for members in groups.values():
-        if len(members) > 1 and _shares_memory_group([leaves[i] for i in members]):
-            for i in members:
-                v = leaves[i]
-                synthetic[i] = v._base if v._base is not None else v
+    `training`: trace the backward too when an output needs a gradient (a trace
+    whose outputs need none is an inference graph either way)."""
+    return _JointTrace(fn, leaves, spec, training, keep_inference_input_mutations, decompositions).run()
 
-    tr.placeholders = []
-    inner = []           # per placeholder: the tensor the trace uses for it
-    grad_leaves = []     # per placeholder: the leaf gradients are taken for, or None
-    ph_nodes = []
-    traced = list(leaves)
-    root_ph = {}         # id(runtime root) -> placeholder index
 
-    def add_placeholder(runtime, source):
-        k = len(tr.placeholders)
-        node = graph.placeholder(f"primals_{k + 1}" if training else f"arg{k}_1")
+class _JointTrace:
+    """The state of one trace; `run` does the steps in order."""
+
+    def __init__(self, fn, leaves, spec, training, keep_input_mutations, decompositions):
+        self.fn, self.leaves, self.spec = fn, leaves, spec
+        self.training = training
+        self.keep_input_mutations = keep_input_mutations
+        self.tracer = FunctionalTracer()
+        if decompositions:
+            self.tracer.decompositions = dict(decompositions)
+        self.graph = self.tracer.graph
+        self.tr = TracedFunction()
+        self.tr.n_leaves = len(leaves)
+        self.tr.placeholders = []
+        self.inner = []          # per placeholder: the tensor the trace uses for it
+        self.grad_leaves = []    # per placeholder: the tensor gradients are taken for, or None
+        self.ph_nodes = []
+        self.lifted = set()      # placeholders for closure tensors that need grad
+        self.fw_nodes, self.fw_tensors, self.fw_diff, self.fw_index = [], [], [], {}
+
+    def run(self):
+        tr = self.tr
+        traced = self.make_inputs()
+        out = self.call(traced)
+        kept = self.find_input_writes()
+        self.describe_outputs(out, traced)
+        if self.training and not any(self.fw_diff):
+            # Nothing the caller gets back needs a gradient (the function ran under
+            # no_grad, or nothing required grad): an inference graph, as eager would
+            # record no history.
+            self.training = False
+            for k, node in enumerate(self.ph_nodes):
+                node.name = node.target = self.graph._names.create(f"arg{k}_1")
+        tr.training = self.training
+        tr.num_fwd_outputs = len(self.fw_nodes)
+        tr.fw_meta = [(n.meta["val"].shape, n.meta["val"].dtype) for n in self.fw_nodes]
+        tr.fw_requires_grad = self.fw_diff
+        tr.grad_inputs = [k for k, g in enumerate(self.grad_leaves) if g is not None] if self.training else []
+        tr.bw_copy_back = []
+        grad_nodes = self.trace_backward() if self.training else []
+        graph = self.graph
+        for target, value in kept:
+            graph.call_function(_copy_, (target, value))
+        graph.output(tuple(self.fw_nodes) + tuple(grad_nodes))
+        graph.eliminate_dead_code()
+        graph.lint()
+        tr.gm = GraphModule(self.tracer.constants, graph)
+        tr.example_inputs = [g if g is not None else t for g, t in zip(self.grad_leaves, self.inner)]
+        return tr
+
+    # -- inputs ---------------------------------------------------------------------
+    def add_placeholder(self, runtime, source):
+        k = len(self.tr.placeholders)
+        node = self.graph.placeholder(f"primals_{k + 1}" if self.training else f"arg{k}_1")
         arr = same_layout_copy(runtime._data)
-        if training and runtime._requires_grad:
+        if self.training and runtime._requires_grad:
             leaf = Tensor._make(arr)
             leaf._requires_grad = True
             with enable_grad():
@@ -173,122 +204,161 @@ def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=Fa
         else:
             leaf = None
             t = Tensor._make(arr)
-            t._requires_grad = runtime._requires_grad and not training
-        tracer.track(t, node)
-        tr.placeholders.append(source)
-        inner.append(t)
-        grad_leaves.append(leaf)
-        ph_nodes.append(node)
+            t._requires_grad = runtime._requires_grad and not self.training
+        self._record_placeholder(t, node, source, leaf)
         return k
 
-    lifted = set()
-
-    def lift(t):
+    def lift(self, t):
         """A tensor the function reads that is not an argument but needs a gradient (a
         closure or global parameter): an extra input, fed that same tensor on every call."""
-        k = len(tr.placeholders)
-        where = graph.inserting_after(ph_nodes[-1]) if ph_nodes else graph.inserting_before(None)
+        k = len(self.tr.placeholders)
+        where = self.graph.inserting_after(self.ph_nodes[-1]) if self.ph_nodes else \
+            self.graph.inserting_before(None)
         with where:
-            node = graph.placeholder(f"primals_{k + 1}")
-        tracer.track(t, node)
-        tr.placeholders.append(("const", t))
-        inner.append(t)
-        grad_leaves.append(t)
-        ph_nodes.append(node)
-        lifted.add(k)
+            node = self.graph.placeholder(f"primals_{k + 1}")
+        self._record_placeholder(t, node, ("const", t), t)
+        self.lifted.add(k)
         return node
-    if training:
-        tracer.lift = lift
-    tracer.is_global = _names_reached_by(fn)
 
-    synthetic_views = []
-    for i, v in enumerate(leaves):
-        if not isinstance(v, Tensor):
-            continue
-        first = next(j for j in range(i + 1) if leaves[j] is v)
-        if first != i:
-            traced[i] = traced[first]        # the same tensor passed twice
-            continue
-        if i in synthetic:
-            root = synthetic[i]
-            k = root_ph.get(id(root))
-            if k is None:
-                k = root_ph[id(root)] = add_placeholder(root, ("root", i))
-            synthetic_views.append((i, k, view_chain(v) if v._base is not None else []))
-        else:
-            traced[i] = inner[add_placeholder(v, ("leaf", i))]
-    with tracer:
-        for i, k, chain in synthetic_views:
-            traced[i] = replay_view_chain(inner[k], chain)
+    def _record_placeholder(self, t, node, source, grad_leaf):
+        self.tracer.track(t, node)
+        self.tr.placeholders.append(source)
+        self.inner.append(t)
+        self.grad_leaves.append(grad_leaf)
+        self.ph_nodes.append(node)
 
-    # -- run the function ---------------------------------------------------------
-    args, kwargs = unflatten(spec, iter(traced)) if spec is not None else (traced, {})
-    grad_mode = _grad_state.enabled
-    with tracer:
-        out = fn(*args, **kwargs)
-    # a graph may switch grad mode (the frontend's graphs do, at no_grad boundaries):
-    # the compiled function leaves grad mode as the function did
-    tr.grad_mode_after = _grad_state.enabled if _grad_state.enabled != grad_mode else None
+    def make_inputs(self):
+        """The values the function is traced on: one placeholder per distinct tensor
+        argument, or one per shared base that the arguments are views of."""
+        leaves = self.leaves
+        groups = {}
+        for i, v in enumerate(leaves):
+            if isinstance(v, Tensor):
+                root = v._base if v._base is not None else v
+                members = groups.setdefault(id(root), [])
+                if all(leaves[j] is not v for j in members):
+                    members.append(i)
+        synthetic = {}       # leaf index -> group root, for groups traced through their base
+        for members in groups.values():
+            if len(members) > 1 and _shares_memory_group([leaves[i] for i in members]):
+                for i in members:
+                    v = leaves[i]
+                    synthetic[i] = v._base if v._base is not None else v
+        if self.training:
+            self.tracer.lift = self.lift
+        self.tracer.is_global = _names_reached_by(self.fn)
 
-    fw_nodes, fw_tensors, fw_diff, fw_index = [], [], [], {}
+        traced = list(leaves)
+        root_ph = {}         # id(runtime root) -> placeholder index
+        synthetic_views = []
+        for i, v in enumerate(leaves):
+            if not isinstance(v, Tensor):
+                continue
+            first = next(j for j in range(i + 1) if leaves[j] is v)
+            if first != i:
+                traced[i] = traced[first]        # the same tensor passed twice
+            elif i in synthetic:
+                root = synthetic[i]
+                k = root_ph.get(id(root))
+                if k is None:
+                    k = root_ph[id(root)] = self.add_placeholder(root, ("root", i))
+                synthetic_views.append((i, k, view_chain(v) if v._base is not None else []))
+            else:
+                traced[i] = self.inner[self.add_placeholder(v, ("leaf", i))]
+        with self.tracer:
+            for i, k, chain in synthetic_views:
+                traced[i] = replay_view_chain(self.inner[k], chain)
+        return traced
 
-    def forward_output(node, tensor, differentiable):
-        j = fw_index.get(node)
+    def call(self, traced):
+        args, kwargs = unflatten(self.spec, iter(traced)) if self.spec is not None else (traced, {})
+        grad_mode = _grad_state.enabled
+        with self.tracer:
+            out = self.fn(*args, **kwargs)
+        # a function may switch grad mode (the frontend's graphs do, at no_grad
+        # boundaries): the compiled function leaves grad mode as the function did
+        self.tr.grad_mode_after = _grad_state.enabled if _grad_state.enabled != grad_mode else None
+        return out
+
+    # -- forward outputs ------------------------------------------------------------
+    def forward_output(self, node, tensor, differentiable):
+        """Index of `node` among the forward graph's outputs (added if new)."""
+        j = self.fw_index.get(node)
         if j is None:
-            j = fw_index[node] = len(fw_nodes)
-            fw_nodes.append(node)
-            fw_tensors.append(tensor)
-            fw_diff.append(False)
-        fw_diff[j] = fw_diff[j] or differentiable
+            j = self.fw_index[node] = len(self.fw_nodes)
+            self.fw_nodes.append(node)
+            self.fw_tensors.append(tensor)
+            self.fw_diff.append(False)
+        self.fw_diff[j] = self.fw_diff[j] or differentiable
         return j
 
-    # -- inputs written in place ------------------------------------------------------
-    # A write autograd recorded gives the caller's tensor a new history (copied back
-    # with autograd); a write under no_grad, or to a tensor without grad, is copied
-    # back without (or kept in the graph as a copy_).
-    tr.copy_back = []
-    tr.mutation_ops = []
-    kept = []
-    for k, t in enumerate(inner):
-        new = tracer.node_of(t)
-        if new is ph_nodes[k]:
-            continue
-        if k in lifted:
-            raise RuntimeError(
-                "the traced function modifies in place a tensor that requires grad and is not one "
-                "of its arguments (a global or closure tensor); AOT autograd cannot replay that. "
-                "Pass the tensor as an argument.")
-        op_name = tracer.autograd_writes.get(id(t))
-        if op_name is not None:
-            tr.mutation_ops.append((k, op_name))
-        differentiable = training and op_name is not None and t._requires_grad
-        if keep_inference_input_mutations and not differentiable:
-            kept.append((ph_nodes[k], new))
-        else:
-            tr.copy_back.append((k, forward_output(new, t, differentiable), differentiable))
+    def find_input_writes(self):
+        """Inputs the function wrote in place. A write autograd recorded gives the
+        caller's tensor a new history (copied back with autograd); a write under
+        no_grad, or to a tensor without grad, is copied back without one, or kept in
+        the graph as a copy_. Returns the (placeholder, new value) pairs kept."""
+        tr, tracer = self.tr, self.tracer
+        tr.copy_back, tr.mutation_ops, kept = [], [], []
+        for k, t in enumerate(self.inner):
+            new = tracer.node_of(t)
+            if new is self.ph_nodes[k]:
+                continue
+            if k in self.lifted:
+                raise RuntimeError(
+                    "the traced function modifies in place a tensor that requires grad and is not one "
+                    "of its arguments (a global or closure tensor); AOT autograd cannot replay that. "
+                    "Pass the tensor as an argument.")
+            op_name = tracer.autograd_writes.get(id(t))
+            if op_name is not None:
+                tr.mutation_ops.append((k, op_name))
+            differentiable = self.training and op_name is not None and t._requires_grad
+            if self.keep_input_mutations and not differentiable:
+                kept.append((self.ph_nodes[k], new))
+            else:
+                tr.copy_back.append((k, self.forward_output(new, t, differentiable), differentiable))
+        return kept
 
-    # -- outputs ----------------------------------------------------------------------
-    out_leaves = []
-    tr.out_spec = flatten(out, out_leaves)
-    leaf_pos = {}
-    for i, v in enumerate(traced):
-        if isinstance(v, Tensor):
-            leaf_pos.setdefault(id(v), i)
-    inner_pos = {id(t): k for k, t in enumerate(inner)}
-    program, memo, multi_views = [], {}, {}
+    def describe_outputs(self, out, traced):
+        """The output program: how each returned value is had at run time."""
+        tr = self.tr
+        out_leaves = []
+        tr.out_spec = flatten(out, out_leaves)
+        leaf_pos = {}
+        for i, v in enumerate(traced):
+            if isinstance(v, Tensor):
+                leaf_pos.setdefault(id(v), i)
+        self.leaf_pos = leaf_pos
+        self.inner_pos = {id(t): k for k, t in enumerate(self.inner)}
+        self.program, self.memo, self.multi_views = [], {}, {}
+        tr.out_values = []
+        for o in out_leaves:
+            if isinstance(o, Tensor):
+                tr.out_values.append(self.value_of(o))
+            else:
+                if _holds_tensors(o):
+                    raise TypeError(
+                        f"the traced function returned a {type(o).__name__} holding tensors; AOT "
+                        "compilation returns tensors, Python values, and lists, tuples and dicts of "
+                        "them. Return the tensors themselves (e.g. as a tuple or dict).")
+                self.program.append(("const", o))
+                tr.out_values.append(len(self.program) - 1)
+        tr.program = self.program
+        tr.simple_outputs = all(self.program[k][0] == "out" for k in tr.out_values) and \
+            len(self.program) == len(tr.out_values)
 
-    def value_of(t):
+    def value_of(self, t):
         """Index of the program step that produces (the runtime counterpart of) t."""
-        k = memo.get(id(t))
+        program = self.program
+        k = self.memo.get(id(t))
         if k is not None:
             return k
-        if id(t) in leaf_pos:
-            step = ("leaf", leaf_pos[id(t)])
-        elif id(t) in inner_pos:
-            step = ("ph", inner_pos[id(t)])
+        if id(t) in self.leaf_pos:
+            step = ("leaf", self.leaf_pos[id(t)])
+        elif id(t) in self.inner_pos:
+            step = ("ph", self.inner_pos[id(t)])
         elif t._base is not None:
             chain = tuple(view_chain(t))
-            base = value_of(t._base)
+            base = self.value_of(t._base)
             op, rest, index = chain[-1] if chain else (None, None, None)
             if index is None:
                 step = ("view", base, chain)
@@ -296,72 +366,49 @@ def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=Fa
                 # one output of a multi-output view (unbind, split): the call is made once
                 # for all its outputs, which share one autograd node as in eager
                 key = (base, repr(chain[:-1]), op.name, repr(rest))
-                whole = multi_views.get(key)
+                whole = self.multi_views.get(key)
                 if whole is None:
                     program.append(("view", base, chain[:-1] + ((op, rest, None),)))
-                    whole = multi_views[key] = len(program) - 1
+                    whole = self.multi_views[key] = len(program) - 1
                 step = ("item", whole, index)
-        elif id(t) in tracer.alias_of:
-            op, source = tracer.alias_of[id(t)]
-            step = ("alias", op, value_of(source))
+        elif id(t) in self.tracer.alias_of:
+            op, source = self.tracer.alias_of[id(t)]
+            step = ("alias", op, self.value_of(source))
         else:
-            node = tracer.node_of(t)
+            node = self.tracer.node_of(t)
             if node.op == "get_attr":
                 step = ("const", t)
             elif node.op == "placeholder":
-                step = ("ph", ph_nodes.index(node))
+                step = ("ph", self.ph_nodes.index(node))
             else:
-                diff = training and t._requires_grad and t.dtype.is_floating_point
-                step = ("out", forward_output(node, t, diff))
+                diff = self.training and t._requires_grad and t.dtype.is_floating_point
+                step = ("out", self.forward_output(node, t, diff))
         program.append(step)
-        memo[id(t)] = len(program) - 1
+        self.memo[id(t)] = len(program) - 1
         return len(program) - 1
 
-    tr.out_values = []
-    for o in out_leaves:
-        if isinstance(o, Tensor):
-            tr.out_values.append(value_of(o))
-        else:
-            if _holds_tensors(o):
-                raise TypeError(
-                    f"the traced function returned a {type(o).__name__} holding tensors; AOT "
-                    "compilation returns tensors, Python values, and lists, tuples and dicts of "
-                    "them. Return the tensors themselves (e.g. as a tuple or dict).")
-            program.append(("const", o))
-            tr.out_values.append(len(program) - 1)
-    tr.program = program
-    tr.simple_outputs = all(program[k][0] == "out" for k in tr.out_values) and len(program) == len(tr.out_values)
-
-    # -- the backward -----------------------------------------------------------------
-    if training and not any(fw_diff):
-        # Nothing the caller gets back needs a gradient (the function ran under no_grad,
-        # or nothing required grad): an inference graph, as eager would record no history.
-        training = tr.training = False
-        for k, node in enumerate(ph_nodes):
-            node.name = node.target = graph._names.create(f"arg{k}_1")
-    tr.num_fwd_outputs = len(fw_nodes)
-    tr.fw_meta = [(n.meta["val"].shape, n.meta["val"].dtype) for n in fw_nodes]
-    tr.fw_requires_grad = fw_diff
-    tr.grad_inputs = [k for k, leaf in enumerate(grad_leaves) if leaf is not None] if training else []
-    tr.bw_copy_back = []
-    grad_nodes = []
-    if training:
-        diff = [j for j, g in enumerate(tr.fw_requires_grad) if g]
+    # -- the backward ---------------------------------------------------------------
+    def trace_backward(self):
+        """autograd.grad from the differentiable forward outputs, seeded with tangent
+        placeholders, recorded into the same graph; returns the gradient nodes (and the
+        new values of inputs the backward writes, see bw_copy_back)."""
+        tr, tracer, graph = self.tr, self.tracer, self.graph
+        diff = [j for j, g in enumerate(self.fw_diff) if g]
         tangents, tangent_nodes = [], []
-        with graph.inserting_after(ph_nodes[-1] if ph_nodes else None):
+        with graph.inserting_after(self.ph_nodes[-1] if self.ph_nodes else None):
             for n, j in enumerate(diff):
                 node = graph.placeholder(f"tangents_{n + 1}")
-                meta = fw_nodes[j].meta["val"]
+                meta = self.fw_nodes[j].meta["val"]
                 tangent = Tensor._make(np.ones(meta.shape, dtype=meta.dtype.np))
                 tracer.track(tangent, node)
                 tangents.append(tangent)
                 tangent_nodes.append(node)
-        after_forward = [tracer.node_of(t) for t in inner]
+        after_forward = [tracer.node_of(t) for t in self.inner]
         grads = [None] * len(tr.grad_inputs)
         if diff and tr.grad_inputs:
             with tracer:
-                grads = autograd_grad([fw_tensors[j] for j in diff],
-                                      [grad_leaves[k] for k in tr.grad_inputs],
+                grads = autograd_grad([self.fw_tensors[j] for j in diff],
+                                      [self.grad_leaves[k] for k in tr.grad_inputs],
                                       tangents, allow_unused=True)
         grad_nodes = [tracer.node_of(g) if g is not None else None for g in grads]
         for tangent, node in zip(tangents, tangent_nodes):
@@ -373,18 +420,9 @@ def trace_function(fn, leaves, spec, training, keep_inference_input_mutations=Fa
                     "does not support that. Use an out-of-place op (grad_output * 2) instead.")
         # Inputs the backward writes (a custom Function's backward zeroing a saved input):
         # their new values are extra backward outputs, copied back after the backward.
-        for k, t in enumerate(inner):
+        for k, t in enumerate(self.inner):
             new = tracer.node_of(t)
             if new is not after_forward[k]:
                 tr.bw_copy_back.append(k)
                 grad_nodes.append(new)
-
-    for target, value in kept:
-        graph.call_function(_copy_, (target, value))
-    graph.output(tuple(fw_nodes) + tuple(grad_nodes))
-    graph.eliminate_dead_code()
-    graph.lint()
-    tr.gm = GraphModule(tracer.constants, graph)
-    tr.example_inputs = [grad_leaves[k] if grad_leaves[k] is not None else inner[k]
-                         for k in range(len(inner))]
-    return tr
+        return grad_nodes
