@@ -22,12 +22,18 @@ extra graph inputs so that gradients reach them; writing into them in place
 is an error.
 """
 import functools
+import warnings
 
 from ..tensor import Tensor
 from .flat import call_key
 from .joint import trace_function
 from .partition import default_partition
 from .runtime import CompiledEntry
+
+# Compiled signatures per function before calls with a new one run uncompiled (a
+# signature that changes on every call, such as a new unhashable object passed each
+# time, would otherwise retrace forever).
+CACHE_SIZE_LIMIT = 64
 
 
 def _check_compiled(fn, compiler, what):
@@ -95,10 +101,20 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
         key, leaves, spec = call_key(args, kwargs)
         entry = cache.get(key)
         if entry is None:
+            if len(cache) >= CACHE_SIZE_LIMIT:
+                if not compiled._warned:
+                    compiled._warned = True
+                    warnings.warn(
+                        f"aot_function({getattr(fn, '__qualname__', fn)!r}) was traced for "
+                        f"{CACHE_SIZE_LIMIT} different signatures (argument shapes, dtypes, "
+                        "requires_grad, non-tensor values); calls with a new signature now run "
+                        "uncompiled. Pass values that change on every call as tensors.")
+                return fn(*args, **kwargs)
             entry = compile_for(key, leaves, spec)
         return entry(leaves)
 
     compiled._cache = cache
+    compiled._warned = False
     compiled._compile_for = lambda *args, **kwargs: compile_for(*call_key(args, kwargs))
     return compiled
 

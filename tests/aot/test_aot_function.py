@@ -554,3 +554,23 @@ def test_saved_tensors_are_freed():
     outs[1].sum().backward()            # backward frees them too
     del node
     assert all(r() is None for r in saved)
+
+
+def test_signature_changing_on_every_call_stops_compiling(monkeypatch):
+    from dynjit.aot import aot_autograd
+    monkeypatch.setattr(aot_autograd, "CACHE_SIZE_LIMIT", 3)
+
+    class Config:                  # unhashable-by-value objects key by identity
+        __hash__ = None
+
+        def __init__(self, scale):
+            self.scale = scale
+    fw = GraphRecorder()
+    f = aot_function(lambda x, cfg: x * cfg.scale, fw)
+    x = dynjit.ones(2)
+    for i in range(3):
+        assert dynjit.equal(f(x, Config(i)), dynjit.full((2,), float(i)))
+    with pytest.warns(UserWarning, match="traced for 3 different signatures"):
+        assert dynjit.equal(f(x, Config(7)), dynjit.full((2,), 7.0))
+    assert dynjit.equal(f(x, Config(8)), dynjit.full((2,), 8.0))     # one warning only
+    assert len(fw.graphs) == 3
