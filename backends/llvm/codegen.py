@@ -1,0 +1,691 @@
+"""Kernel -> LLVM IR function, with an explicitly vectorized innermost loop.
+
+Signature of every kernel: `void k(PyObject *arg0, ..., i64 start, i64 end, i64 chunk)`.
+The arguments are numpy arrays; the data pointer is read from the array
+object (`DATA_OFFSET`); shapes, strides and offsets are compile-time
+constants (the wrapper guards them). `[start, end)` is the range of
+`kernel.par_dim` this call computes (threads split it); `chunk` indexes the
+partial-result slot of a split full reduction.
+
+Loop structure: kept dims outermost, reduced dims inside. A pure elementwise
+kernel runs one loop nest whose innermost loop goes `W` elements at a time
+(vector types `<W x T>`, vector loads/stores where the stride is 1) and then
+one at a time for the rest. A kernel with reductions runs, for each index of
+the kept dims, one or more passes over the reduced dims: pass k computes the
+reductions whose inputs need only results of passes < k (softmax: max, then
+sum of exp(x - max), then the stores of exp(x - max) / sum), with vector
+accumulators combined across lanes after the pass.
+
+Every value is computed in the outermost loop in which all its inputs are
+known (loop-invariant code is hoisted as it is generated), so a broadcast
+operand costs one load per row, not one per element.
+"""
+import contextlib
+import ctypes
+import math
+import sys
+
+import llvmlite.ir as ir
+import numpy as np
+
+from dynjit import _dtype as D
+
+from . import mathlib
+from .irutil import F32, F64, I1, I8, I8P, I16, I32, I64, VOID, Ops, const, element_of, like, vector_of
+
+VECTOR_WIDTH = 8
+
+
+def _data_offset():
+    """Byte offset of the data pointer in a numpy array object (checked, not assumed)."""
+    a = np.zeros(3)
+    off = object.__basicsize__
+    if ctypes.c_void_p.from_address(id(a) + off).value != a.ctypes.data:
+        raise RuntimeError("llvm backend: cannot locate the data pointer of numpy arrays on this build")
+    return off
+
+
+DATA_OFFSET = _data_offset()
+
+_INT_TYPES = {1: I8, 2: I16, 4: I32, 8: I64}
+
+
+def value_type(dtype):
+    """The LLVM type a dtype's values have in registers (bool: i1)."""
+    if dtype is D.bool_:
+        return I1
+    if dtype is D.float32:
+        return F32
+    if dtype is D.float64:
+        return F64
+    return _INT_TYPES[dtype.itemsize]
+
+
+def memory_type(dtype):
+    return I8 if dtype is D.bool_ else value_type(dtype)
+
+
+SUPPORTED_DTYPES = (D.bool_, D.uint8, D.int8, D.int16, D.int32, D.int64, D.float32, D.float64)
+
+
+def is_float(dtype):
+    return dtype.is_floating_point
+
+
+def is_unsigned(dtype):
+    return dtype is D.bool_ or dtype is D.uint8
+
+
+# -- primitives ------------------------------------------------------------------
+
+def cast(ops, x, src, dst):
+    if src is dst:
+        return x
+    b = ops.b
+    to = like(x.type, value_type(dst))
+    if dst is D.bool_:
+        if is_float(src):
+            return b.fcmp_unordered("!=", x, ops.c(x, 0.0))
+        return b.icmp_unsigned("!=", x, ops.c(x, 0))
+    if is_float(dst):
+        if is_float(src):
+            return b.fpext(x, to) if dst.itemsize > src.itemsize else b.fptrunc(x, to)
+        return b.uitofp(x, to) if is_unsigned(src) else b.sitofp(x, to)
+    if is_float(src):
+        return b.fptoui(x, to) if dst is D.uint8 else b.fptosi(x, to)
+    sw, dw = element_of(x.type).width, element_of(to).width
+    if sw == dw:
+        return x
+    if dw < sw:
+        return b.trunc(x, to)
+    return b.zext(x, to) if is_unsigned(src) else b.sext(x, to)
+
+
+def _cmp(ops, pred, a, b, dtype):
+    if is_float(dtype):
+        if pred == "!=":
+            return ops.b.fcmp_unordered("!=", a, b)
+        return ops.b.fcmp_ordered(pred, a, b)
+    if is_unsigned(dtype):
+        return ops.b.icmp_unsigned(pred, a, b)
+    return ops.b.icmp_signed(pred, a, b)
+
+
+def _isnan(ops, x, dtype):
+    return ops.isnan(x) if is_float(dtype) else ops.c(x, 0, I1)
+
+
+def _prim_add(ops, n, a, b):
+    if n.dtype is D.bool_:
+        return ops.b.or_(a, b)
+    return ops.b.fadd(a, b) if is_float(n.dtype) else ops.b.add(a, b)
+
+
+def _prim_mul(ops, n, a, b):
+    if n.dtype is D.bool_:
+        return ops.b.and_(a, b)
+    return ops.b.fmul(a, b) if is_float(n.dtype) else ops.b.mul(a, b)
+
+
+def _prim_sub(ops, n, a, b):
+    return ops.b.fsub(a, b) if is_float(n.dtype) else ops.b.sub(a, b)
+
+
+def _prim_neg(ops, n, a):
+    return ops.b.fneg(a) if is_float(n.dtype) else ops.b.sub(ops.c(a, 0), a)
+
+
+def _prim_abs(ops, n, a):
+    if is_float(n.dtype):
+        return ops.fabs(a)
+    if is_unsigned(n.dtype):
+        return a
+    return ops.b.select(ops.b.icmp_signed("<", a, ops.c(a, 0)), ops.b.sub(ops.c(a, 0), a), a)
+
+
+def _prim_max(ops, n, a, b):
+    # numpy: (a >= b || isnan(a)) ? a : b  (NaN propagates from either side)
+    t = n.dtype
+    if t is D.bool_:
+        return ops.b.or_(a, b)
+    take_a = _cmp(ops, ">=", a, b, t)
+    if is_float(t):
+        take_a = ops.b.or_(take_a, ops.isnan(a))
+    return ops.b.select(take_a, a, b)
+
+
+def _prim_min(ops, n, a, b):
+    t = n.dtype
+    if t is D.bool_:
+        return ops.b.and_(a, b)
+    take_a = _cmp(ops, "<=", a, b, t)
+    if is_float(t):
+        take_a = ops.b.or_(take_a, ops.isnan(a))
+    return ops.b.select(take_a, a, b)
+
+
+def _compare(pred):
+    def emit(ops, n, a, b):
+        return _cmp(ops, pred, a, b, n.args[0].dtype)
+    return emit
+
+
+def _prim_sign(ops, n, a):
+    t = n.dtype
+    if is_float(t):
+        one = ops.c(a, 1.0)
+        r = ops.b.select(ops.gt(a, ops.c(a, 0.0)), one, ops.c(a, 0.0))
+        r = ops.b.select(ops.lt(a, ops.c(a, 0.0)), ops.c(a, -1.0), r)
+        return ops.b.select(ops.isnan(a), a, r)
+    if t is D.bool_:
+        return a
+    pos = ops.b.zext(_cmp(ops, ">", a, ops.c(a, 0), t), a.type)
+    neg = ops.b.zext(_cmp(ops, "<", a, ops.c(a, 0), t), a.type)
+    return ops.b.sub(pos, neg)
+
+
+def _float_or_same(name):
+    def emit(ops, n, a):
+        return ops.intrinsic(name, a) if is_float(n.dtype) else a
+    return emit
+
+
+def _prim_isinf(ops, n, a):
+    if not is_float(n.args[0].dtype):
+        return ops.c(a, 0, I1)
+    return ops.eq(ops.fabs(a), ops.c(a, math.inf))
+
+
+def _prim_isfinite(ops, n, a):
+    if not is_float(n.args[0].dtype):
+        return ops.c(a, 1, I1)
+    return ops.lt(ops.fabs(a), ops.c(a, math.inf))
+
+
+def _prim_signbit(ops, n, a):
+    t = n.args[0].dtype
+    if is_float(t):
+        ity = like(a.type, _INT_TYPES[t.itemsize])
+        return ops.b.icmp_signed("<", ops.b.bitcast(a, ity), ops.c(a, 0, element_of(ity)))
+    if is_unsigned(t):
+        return ops.c(a, 0, I1)
+    return ops.b.icmp_signed("<", a, ops.c(a, 0))
+
+
+def _int_guard(ops, b):
+    """(safe divisor, b == 0, b == -1): x86 traps on division by 0 and MIN / -1."""
+    zero = ops.b.icmp_signed("==", b, ops.c(b, 0))
+    minus1 = ops.b.icmp_signed("==", b, ops.c(b, -1))
+    safe = ops.b.select(ops.b.or_(zero, minus1), ops.c(b, 1), b)
+    return safe, zero, minus1
+
+
+def _prim_fmod(ops, n, a, b):
+    if is_float(n.dtype):
+        return ops.b.frem(a, b)
+    if is_unsigned(n.dtype):
+        zero = ops.b.icmp_unsigned("==", b, ops.c(b, 0))
+        r = ops.b.urem(a, ops.b.select(zero, ops.c(b, 1), b))
+        return ops.b.select(zero, ops.c(a, 0), r)
+    safe, zero, minus1 = _int_guard(ops, b)
+    r = ops.b.srem(a, safe)
+    return ops.b.select(ops.b.or_(zero, minus1), ops.c(a, 0), r)
+
+
+def _prim_remainder(ops, n, a, b):
+    """numpy's remainder: the result has the divisor's sign."""
+    bl = ops.b
+    if is_float(n.dtype):
+        mod = bl.frem(a, b)
+        nz = bl.fcmp_unordered("!=", mod, ops.c(mod, 0.0))
+        adj = bl.and_(nz, bl.xor(ops.lt(b, ops.c(b, 0.0)), ops.lt(mod, ops.c(mod, 0.0))))
+        mod2 = bl.select(adj, bl.fadd(mod, b), mod)
+        return bl.select(nz, mod2, ops.copysign(ops.c(mod, 0.0), b))
+    if is_unsigned(n.dtype):
+        return _prim_fmod(ops, n, a, b)
+    r = _prim_fmod(ops, n, a, b)
+    adj = bl.and_(bl.icmp_signed("!=", r, ops.c(r, 0)),
+                  bl.xor(bl.icmp_signed("<", r, ops.c(r, 0)), bl.icmp_signed("<", b, ops.c(b, 0))))
+    return bl.select(adj, bl.add(r, b), r)
+
+
+def _prim_floordiv(ops, n, a, b):
+    """numpy's floor_divide (npy_floor_divide / Python's // for integers)."""
+    bl = ops.b
+    if is_float(n.dtype):
+        mod = bl.frem(a, b)
+        div = bl.fdiv(bl.fsub(a, mod), b)
+        nz = bl.fcmp_unordered("!=", mod, ops.c(mod, 0.0))
+        adj = bl.and_(nz, bl.xor(ops.lt(b, ops.c(b, 0.0)), ops.lt(mod, ops.c(mod, 0.0))))
+        div = bl.select(adj, bl.fsub(div, ops.c(div, 1.0)), div)
+        fl = ops.floor(div)
+        fl = bl.select(ops.gt(bl.fsub(div, fl), ops.c(div, 0.5)), bl.fadd(fl, ops.c(fl, 1.0)), fl)
+        q = bl.fdiv(a, b)
+        res = bl.select(bl.fcmp_unordered("!=", div, ops.c(div, 0.0)), fl, ops.copysign(ops.c(div, 0.0), q))
+        return bl.select(bl.fcmp_unordered("==", b, ops.c(b, 0.0)), q, res)
+    if is_unsigned(n.dtype):
+        zero = bl.icmp_unsigned("==", b, ops.c(b, 0))
+        return bl.select(zero, ops.c(a, 0), bl.udiv(a, bl.select(zero, ops.c(b, 1), b)))
+    safe, zero, minus1 = _int_guard(ops, b)
+    q = bl.sdiv(a, safe)
+    r = bl.srem(a, safe)
+    adj = bl.and_(bl.icmp_signed("!=", r, ops.c(r, 0)),
+                  bl.xor(bl.icmp_signed("<", r, ops.c(r, 0)), bl.icmp_signed("<", b, ops.c(b, 0))))
+    q = bl.select(adj, bl.sub(q, ops.c(q, 1)), q)
+    q = bl.select(minus1, bl.sub(ops.c(a, 0), a), q)
+    return bl.select(zero, ops.c(a, 0), q)
+
+
+def _prim_truncdiv(ops, n, a, b):
+    bl = ops.b
+    if is_float(n.dtype):
+        return ops.intrinsic("trunc", bl.fdiv(a, b))
+    if is_unsigned(n.dtype):
+        zero = bl.icmp_unsigned("==", b, ops.c(b, 0))
+        return bl.select(zero, ops.c(a, 0), bl.udiv(a, bl.select(zero, ops.c(b, 1), b)))
+    safe, zero, minus1 = _int_guard(ops, b)
+    q = bl.select(minus1, bl.sub(ops.c(a, 0), a), bl.sdiv(a, safe))
+    return bl.select(zero, ops.c(a, 0), q)
+
+
+def _bitwise(name):
+    def emit(ops, n, *args):
+        return getattr(ops.b, name)(*args)
+    return emit
+
+
+PRIMS = {
+    "add": _prim_add,
+    "sub": _prim_sub,
+    "mul": _prim_mul,
+    "div": lambda ops, n, a, b: ops.b.fdiv(a, b),
+    "neg": _prim_neg,
+    "abs": _prim_abs,
+    "maximum": _prim_max,
+    "minimum": _prim_min,
+    "eq": _compare("=="), "ne": _compare("!="), "lt": _compare("<"),
+    "le": _compare("<="), "gt": _compare(">"), "ge": _compare(">="),
+    "and": _bitwise("and_"), "or": _bitwise("or_"), "xor": _bitwise("xor"),
+    "not": lambda ops, n, a: ops.b.not_(a),
+    "isnan": lambda ops, n, a: _isnan(ops, a, n.args[0].dtype),
+    "isinf": _prim_isinf,
+    "isfinite": _prim_isfinite,
+    "signbit": _prim_signbit,
+    "where": lambda ops, n, c, a, b: ops.b.select(c, a, b),
+    "sqrt": lambda ops, n, a: ops.sqrt(a),
+    "floor": _float_or_same("floor"),
+    "ceil": _float_or_same("ceil"),
+    "trunc": _float_or_same("trunc"),
+    "round": _float_or_same("rint"),
+    "sign": _prim_sign,
+    "copysign": lambda ops, n, a, b: ops.copysign(a, b),
+    "fmod": _prim_fmod,
+    "remainder": _prim_remainder,
+    "floordiv": _prim_floordiv,
+    "truncdiv": _prim_truncdiv,
+    "math": None,      # params["fn"]: a mathlib function
+    "cast": None,
+}
+
+
+# -- reductions ------------------------------------------------------------------
+
+def _identity(kind, dtype, ty):
+    if kind == "sum":
+        return const(ty, 0.0 if is_float(dtype) else 0)
+    if kind == "prod":
+        return const(ty, 1.0 if is_float(dtype) else 1)
+    big = kind == "min"
+    if is_float(dtype):
+        return const(ty, math.inf if big else -math.inf)
+    if dtype is D.bool_:
+        return const(ty, 1 if big else 0)
+    info = np.iinfo(dtype.np)
+    return const(ty, int(info.max if big else info.min))
+
+
+def _combine(ops, kind, dtype, acc, x):
+    if kind == "sum":
+        return ops.b.fadd(acc, x) if is_float(dtype) else ops.b.add(acc, x)
+    if kind == "prod":
+        return ops.b.fmul(acc, x) if is_float(dtype) else ops.b.mul(acc, x)
+    pred = ">" if kind == "max" else "<"
+    take = _cmp(ops, pred, x, acc, dtype)
+    if is_float(dtype):
+        take = ops.b.or_(take, ops.isnan(x))
+    return ops.b.select(take, x, acc)
+
+
+# -- the kernel ------------------------------------------------------------------
+
+class Scope:
+    """One loop level: where its values are emitted (`block`), its memo, its indices."""
+    __slots__ = ("parent", "level", "width", "block", "memo", "index", "dim")
+
+    def __init__(self, parent, level, width, block, dim=None, index=None):
+        self.parent = parent
+        self.level = level
+        self.width = width
+        self.block = block
+        self.memo = {}
+        self.index = dict(parent.index) if parent is not None else {}
+        self.dim = dim
+        if dim is not None:
+            self.index[dim] = index
+
+
+class KernelCodegen:
+    def __init__(self, module, kernel, name, width=VECTOR_WIDTH):
+        self.k = kernel
+        self.module = module
+        nargs = 1 + max((op.arg for op in kernel.operands), default=-1)
+        fnty = ir.FunctionType(VOID, [I8P] * nargs + [I64, I64, I64])
+        self.fn = ir.Function(module, fnty, name=name)
+        self.fn.attributes.add("nounwind")
+        self.args = self.fn.args[:nargs]
+        self.start, self.end, self.chunk = self.fn.args[nargs:]
+        entry = self.fn.append_basic_block("entry")
+        self.b = ir.IRBuilder(entry)
+        self.ops = Ops(self.b, module)
+        self.width = width
+        kept, red = kernel.kept_dims(), kernel.reduced_dims()
+        self.kept, self.red = kept, red
+        self.level_of_dim = {d: i + 1 for i, d in enumerate(kept + red)}
+        self.npl = len(kept)
+        self._levels = {}
+        self._ready = {}
+        self._ptrs = {}
+        self.root = Scope(None, 0, 1, entry)
+
+    # -- structure ----------------------------------------------------------------
+    def emit(self):
+        k = self.k
+        for op in k.operands:
+            self._base_pointer(op)
+        reductions = k.reductions()
+        if not reductions:
+            self.loop_nest(self.kept, self.root, lambda s: self.store_all(k.stores, s), vector=True)
+        else:
+            self.loop_nest(self.kept, self.root, lambda s: self.p_body(s, reductions), vector=False)
+        self.b.ret_void()
+        return self.fn
+
+    def loop_nest(self, dims, parent, body, vector):
+        if not dims:
+            body(parent)
+            return
+        d = dims[0]
+        level = self.level_of_dim[d]
+        if d == self.k.par_dim:
+            lo, hi = self.start, self.end
+        else:
+            lo, hi = const(I64, 0), const(I64, self.k.shape[d])
+        if len(dims) == 1 and vector and self._vector_width(d) > 1:
+            w = self._vector_width(d)
+            rest = self.emit_loop(lo, hi, w, lambda i: body(self._scope(parent, level, w, d, i)))
+            self.emit_loop(rest, hi, 1, lambda i: body(self._scope(parent, level, 1, d, i)))
+        else:
+            self.emit_loop(lo, hi, 1, lambda i: self.loop_nest(
+                dims[1:], self._scope(parent, level, 1, d, i), body, vector))
+
+    def _vector_width(self, d):
+        return self.width if self.k.shape[d] >= self.width else 1
+
+    def _scope(self, parent, level, width, dim, index):
+        return Scope(parent, level, width, self.b.block, dim, index)
+
+    def emit_loop(self, lo, hi, step, body):
+        """for (i = lo; i + step <= hi; i += step) body(i); returns i after the loop."""
+        b = self.b
+        pre = b.block
+        header = self.fn.append_basic_block("loop")
+        body_block = self.fn.append_basic_block("body")
+        exit_block = self.fn.append_basic_block("after")
+        b.branch(header)
+        b.position_at_end(header)
+        i = b.phi(I64)
+        i.add_incoming(lo, pre)
+        if step == 1:
+            cond = b.icmp_signed("<", i, hi)
+        else:
+            cond = b.icmp_signed("<=", b.add(i, const(I64, step)), hi)
+        b.cbranch(cond, body_block, exit_block)
+        b.position_at_end(body_block)
+        body(i)
+        i.add_incoming(b.add(i, const(I64, step)), b.block)
+        b.branch(header)
+        b.position_at_end(exit_block)
+        return i
+
+    # -- reductions -----------------------------------------------------------------
+    def ready(self, n):
+        """The pass over the reduced dims from which `n` can be computed."""
+        r = self._ready.get(id(n))
+        if r is None:
+            if n.kind == "reduce":
+                r = self.ready(n.args[0]) + 1
+            else:
+                r = max((self.ready(a) for a in n.args), default=0)
+            self._ready[id(n)] = r
+        return r
+
+    def p_body(self, pscope, reductions):
+        k = self.k
+        s_stores, p_stores = [], []
+        for value, op in k.stores:
+            varies_in_r = any(op.strides[d] != 0 for d in self.red)
+            (s_stores if varies_in_r else p_stores).append((value, op))
+        passes = max([self.ready(r.args[0]) for r in reductions] + [self.ready(v) for v, _ in s_stores]) + 1
+        r_width = self._vector_width(self.red[-1]) if self.red else 1
+        partial_of = {id(r): op for r, op in k.partials}
+        for p in range(passes):
+            reds = [r for r in reductions if self.ready(r.args[0]) == p]
+            stores = [(v, op) for v, op in s_stores if self.ready(v) == p]
+            accs = {}
+            for r in reds:
+                acc_t = value_type(r.params["acc"])
+                slots = []
+                for w in ((r_width, 1) if r_width > 1 else (1,)):
+                    ty = vector_of(acc_t, w)
+                    slot = self._alloca(ty)
+                    self.b.store(_identity(r.op, r.params["acc"], ty), slot)
+                    slots.append((w, slot))
+                accs[id(r)] = dict(slots)
+
+            def body(scope, reds=reds, stores=stores, accs=accs):
+                for r in reds:
+                    acc_dt = r.params["acc"]
+                    x = cast(self.ops, self.value(r.args[0], scope), r.args[0].dtype, acc_dt)
+                    slot = accs[id(r)][scope.width]
+                    self.b.store(_combine(self.ops, r.op, acc_dt, self.b.load(slot), x), slot)
+                self.store_all(stores, scope)
+            self.loop_nest(self.red, pscope, body, vector=True)
+            pscope.block = self.b.block
+            for r in reds:
+                acc_dt = r.params["acc"]
+                slots = accs[id(r)]
+                acc = self.b.load(slots[1])
+                if r_width > 1:
+                    for lane in self.ops.lanes(self.b.load(slots[r_width])):
+                        acc = _combine(self.ops, r.op, acc_dt, acc, lane)
+                if id(r) in partial_of:
+                    self._store_partial(acc, partial_of[id(r)])
+                    continue
+                count = r.params.get("divide_by")
+                if count is not None:
+                    acc = self.b.fdiv(acc, const(acc.type, float(count)))
+                pscope.memo[id(r)] = cast(self.ops, acc, acc_dt, r.dtype)
+        self.store_all(p_stores, pscope)
+
+    def _alloca(self, ty):
+        b = self.b
+        saved = b.block
+        b.position_at_start(self.fn.entry_basic_block)
+        slot = b.alloca(ty)
+        b.position_at_end(saved)
+        return slot
+
+    def _store_partial(self, acc, op):
+        ptr = self.b.gep(self._ptrs[id(op)], [self.chunk])
+        self.b.store(acc, ptr)
+
+    # -- values -----------------------------------------------------------------------
+    def level(self, n):
+        lv = self._levels.get(id(n))
+        if lv is None:
+            if n.kind == "const":
+                lv = 0
+            elif n.kind == "load":
+                st = n.operand.strides
+                lv = max((self.level_of_dim[d] for d in range(len(st)) if st[d] != 0), default=0)
+            elif n.kind == "reduce":
+                lv = self.npl
+            else:
+                lv = max((self.level(a) for a in n.args), default=0)
+            self._levels[id(n)] = lv
+        return lv
+
+    def value(self, n, scope):
+        if n.kind == "const":
+            ty = vector_of(value_type(n.dtype), scope.width)
+            return const(ty, _const_value(n.value, n.dtype))
+        home = scope
+        lv = self.level(n)
+        while home.level > lv:
+            home = home.parent
+        key = id(n)
+        v = self._lookup(home, key)
+        if v is None:
+            if n.kind == "reduce":
+                raise AssertionError(f"reduction {n} used before its pass")
+            args = [self.value(a, home) for a in n.args]
+            with self._at(home):
+                v = self.emit_node(n, args, home)
+            home.memo[key] = v
+        if home is not scope and scope.width > 1 and not isinstance(v.type, ir.VectorType):
+            sk = ("splat", key)
+            s = scope.memo.get(sk)
+            if s is None:
+                s = scope.memo[sk] = self.ops.splat(v, scope.width)
+            return s
+        return v
+
+    @staticmethod
+    def _lookup(scope, key):
+        while scope is not None:
+            v = scope.memo.get(key)
+            if v is not None:
+                return v
+            scope = scope.parent
+        return None
+
+    @contextlib.contextmanager
+    def _at(self, scope):
+        b = self.b
+        saved = b.block
+        blk = scope.block
+        if blk.is_terminated:
+            b.position_before(blk.terminator)
+        else:
+            b.position_at_end(blk)
+        try:
+            yield
+        finally:
+            b.position_at_end(saved)
+
+    def emit_node(self, n, args, scope):
+        if n.kind == "load":
+            return self.load(n.operand, scope)
+        if n.op == "cast":
+            return cast(self.ops, args[0], n.args[0].dtype, n.dtype)
+        if n.op == "math":
+            return mathlib.call(self.ops, n.params["fn"], *args)
+        return PRIMS[n.op](self.ops, n, *args)
+
+    # -- memory -----------------------------------------------------------------------
+    def _base_pointer(self, op):
+        b = self.b
+        obj = self.args[op.arg]
+        field = b.bitcast(b.gep(obj, [const(I64, DATA_OFFSET)]), I8P.as_pointer())
+        data = b.load(field)
+        ptr = b.bitcast(data, memory_type(op.dtype).as_pointer())
+        if op.offset:
+            ptr = b.gep(ptr, [const(I64, op.offset)])
+        self._ptrs[id(op)] = ptr
+        return ptr
+
+    def _address(self, op, scope, lane_dim_zero=False):
+        b = self.b
+        off = None
+        for d, st in enumerate(op.strides):
+            if st == 0:
+                continue
+            term = b.mul(scope.index[d], const(I64, st))
+            off = term if off is None else b.add(off, term)
+        return off if off is not None else const(I64, 0)
+
+    def load(self, op, scope):
+        b = self.b
+        base = self._ptrs[id(op)]
+        off = self._address(op, scope)
+        mty = memory_type(op.dtype)
+        align = op.dtype.itemsize
+        w = scope.width
+        if w == 1:
+            v = b.load(b.gep(base, [off]), align=align)
+        else:
+            st = op.strides[scope.dim]
+            if st == 1:
+                v = b.load(b.bitcast(b.gep(base, [off]), vector_of(mty, w).as_pointer()), align=align)
+            else:
+                lanes = [b.load(b.gep(base, [b.add(off, const(I64, i * st))]), align=align) for i in range(w)]
+                v = self.ops.gather_lanes(vector_of(mty, w), lanes)
+        if op.dtype is D.bool_:
+            v = b.icmp_unsigned("!=", v, self.ops.c(v, 0))
+        return v
+
+    def store(self, v, op, scope):
+        b = self.b
+        base = self._ptrs[id(op)]
+        off = self._address(op, scope)
+        if op.dtype is D.bool_:
+            v = b.zext(v, like(v.type, I8))
+        align = op.dtype.itemsize
+        if isinstance(v.type, ir.VectorType):
+            st = op.strides[scope.dim]
+            if st == 1:
+                b.store(v, b.bitcast(b.gep(base, [off]), v.type.as_pointer()), align=align)
+            else:
+                for i, lane in enumerate(self.ops.lanes(v)):
+                    b.store(lane, b.gep(base, [b.add(off, const(I64, i * st))]), align=align)
+        else:
+            b.store(v, b.gep(base, [off]), align=align)
+
+    def store_all(self, stores, scope):
+        for value, op in stores:
+            if value.dtype is not op.dtype:
+                raise AssertionError(f"store of {value.dtype} into a {op.dtype} buffer")
+            self.store(self.value(value, scope), op, scope)
+
+
+def _const_value(value, dtype):
+    if dtype is D.bool_:
+        return int(bool(value))
+    if is_float(dtype):
+        return float(value)
+    v = int(value)
+    bits = dtype.itemsize * 8
+    v &= (1 << bits) - 1            # two's complement bit pattern
+    if v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
+
+
+def build_module(kernels, names):
+    """An IR module with one function per kernel."""
+    from .jit import triple_and_layout
+    module = ir.Module(name="dynjit_kernels")
+    module.triple, module.data_layout = triple_and_layout()
+    for k, name in zip(kernels, names):
+        KernelCodegen(module, k, name).emit()
+    return module

@@ -1,0 +1,727 @@
+"""Graph -> fused kernels + a straight-line Python wrapper that calls them.
+
+The graph is walked once in order. Pointwise ops (those with a lowering in
+op_lowerings) and the reductions that consume them are put into *groups*;
+a group becomes one kernel. A group has an iteration shape S and the dims D
+its reductions reduce (none for a purely elementwise group). A pointwise node
+joins the open group of its inputs when its shape is S, or, in a group with
+reductions, the shape of S reduced over D (with or without keepdim: it is
+computed once per row, after the reductions it needs); a reduction over D of
+a value of shape S joins its input's group. So `((a*b + c).sin() * 0.5).exp()`
+is one loop, `(a*b).sum(1)` one loop nest, and softmax
+(amax, sub, exp, sum, div) one kernel doing three passes over each row.
+
+A group closes when anything outside it uses one of its values (that value
+is then stored to a buffer) or before an op that may write memory; its
+kernel call is emitted into the wrapper at that point, so kernels and the
+other ops run in an order that respects every dependency.
+
+Everything else becomes a line of the wrapper: views that feed kernels are
+stride arithmetic (see layouts.py) and otherwise numpy views / dispatched
+view ops; matmul-like ("extern") ops call their numpy kernel; any other op
+is called through the dispatcher as in eager mode, so an op the backend does
+not know never fails the graph.
+"""
+import math
+import operator
+
+import numpy as np
+
+from dynjit import _dtype as D
+from dynjit.ops.meta import normalize_dims
+from dynjit.ops.registry import OpDef, POINTWISE, VIEW, EXTERN, INPLACE, registry
+
+from . import layouts as L
+from .codegen import SUPPORTED_DTYPES
+from .kernel import Kernel, KNode, Operand
+from .op_lowerings import KernelBuilder, Unsupported, lower_pointwise
+from .threads import split_ranges
+
+REDUCTIONS = {"sum": "sum", "mean": "sum", "prod": "prod", "amax": "max", "amin": "min",
+              "max": "max", "min": "min", "sum_to_size": "sum"}
+COPY_OPS = ("to_dtype", "clone", "contiguous_copy")
+ALIAS_OPS = ("detach",)
+
+# a kernel runs on several threads when (elements x cost per element) is at least this
+PARALLEL_WORK = 1 << 17
+MATH_COST = 6
+
+
+def _meta(node):
+    m = node.meta.get("val")
+    if m is not None and hasattr(m, "shape") and isinstance(getattr(m, "dtype", None), D.dtype):
+        return m
+    return None
+
+
+def _is_tensor_node(a):
+    return hasattr(a, "op") and hasattr(a, "meta") and _meta(a) is not None
+
+
+def _nodes_in(a):
+    from dynjit.fx.node import iter_nodes
+    return iter_nodes(a)
+
+
+class Group:
+    """Nodes that become one kernel: iteration shape S, reduced dims D."""
+
+    def __init__(self, shape, reduced=()):
+        self.shape = tuple(shape)
+        self.reduced = frozenset(reduced)
+        self.members = []
+        self.dim_map = {}        # member -> the S dim of each of its dims
+        self.after = {}          # member -> needs a reduction result of this group
+        self.inputs = set()      # nodes read from outside
+        self.open = True
+
+    def kept_shape(self, keepdim):
+        if keepdim:
+            return tuple(1 if d in self.reduced else s for d, s in enumerate(self.shape))
+        return tuple(s for d, s in enumerate(self.shape) if d not in self.reduced)
+
+    def kept_dims(self):
+        return tuple(d for d in range(len(self.shape)) if d not in self.reduced)
+
+    def is_full(self, reduced=None):
+        reduced = self.reduced if reduced is None else reduced
+        return math.prod(s for d, s in enumerate(self.shape) if d not in reduced) == 1
+
+    def add(self, node, dim_map, after):
+        for a in _nodes_in((node.args, node.kwargs)):
+            if a not in self.dim_map:
+                self.inputs.add(a)
+        self.members.append(node)
+        self.dim_map[node] = tuple(dim_map)
+        self.after[node] = after
+
+    def pointwise_map(self, shape):
+        """How a pointwise value of `shape` maps onto S (None: it does not fit this group)."""
+        shape = tuple(shape)
+        ident = tuple(range(len(self.shape)))
+        if shape == self.shape:
+            return ident
+        if self.reduced:
+            if shape == self.kept_shape(True):
+                return ident
+            if shape == self.kept_shape(False):
+                return self.kept_dims()
+        return None
+
+    def consistent(self, arg, node_shape, node_map):
+        """Whether member `arg`, broadcast to a consumer of `node_shape` mapped by
+        `node_map`, lands on the S dims it was computed on."""
+        a_shape = _meta(arg).shape
+        lead = len(node_shape) - len(a_shape)
+        a_map = self.dim_map[arg]
+        for i, n in enumerate(a_shape):
+            if n != 1 and node_map[i + lead] != a_map[i]:
+                return False
+        return True
+
+
+class Lowering:
+    def __init__(self, gm, example_inputs, nthreads):
+        self.gm = gm
+        self.graph = decompose(gm.graph)
+        self.examples = list(example_inputs)
+        self.nthreads = nthreads
+        self.lines = []
+        self.prologue = []
+        self.guards = []
+        self.globals = {"_np": np}
+        self.kernels = []
+        self.params = []
+        self.array = {}
+        self.tensor = {}
+        self.layout = {}
+        self.group_of = {}
+        self.open_groups = []
+        self.contig = {}
+        self.reduce_info = {}
+        self.view_src = {}       # view node -> (source node, numpy view function var, rest of the call)
+        self.view_op = {}        # view node -> the dispatched view op's var
+        self.counter = 0
+        self.stats = {"kernels": 0, "fused_nodes": 0, "extern": 0, "fallback": 0, "views": 0}
+
+    # -- names ----------------------------------------------------------------
+    def fresh(self, hint):
+        self.counter += 1
+        return f"{hint}{self.counter}"
+
+    def global_value(self, value, hint="_g"):
+        name = self.fresh(hint)
+        self.globals[name] = value
+        return name
+
+    def literal(self, value):
+        if value is None or isinstance(value, (bool, str)) or type(value) is int:
+            return repr(value)
+        if type(value) is float and math.isfinite(value):
+            return repr(value)
+        return self.global_value(value)
+
+    def emit(self, line):
+        self.lines.append(line)
+
+    # -- the walk -----------------------------------------------------------------
+    def run(self):
+        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != len(self.examples):
+            raise TypeError(f"the graph has {len(placeholders)} inputs but {len(self.examples)} "
+                            "example inputs were given")
+        for node in self.graph.nodes:
+            if node.op == "placeholder":
+                self.visit_input(node, self.examples[len(self.params)])
+            elif node.op == "get_attr":
+                self.visit_constant(node)
+            elif node.op == "call_function":
+                self.visit_call(node)
+            elif node.op == "output":
+                for g in list(self.open_groups):
+                    self.close(g)
+                self.emit("return " + self.render(node.args[0], tensor=True))
+            else:
+                raise Unsupported(f"node op {node.op}")
+        return self
+
+    def visit_input(self, node, example):
+        name = node.name
+        self.params.append(name)
+        self.tensor[node] = name
+        data = getattr(example, "_data", None)
+        if isinstance(data, np.ndarray):
+            var = f"{name}_d"
+            self.prologue.append(f"{var} = {name}._data")
+            self.array[node] = var
+            dt = self.global_value(data.dtype, "_dt")
+            self.guards.append(f"{var}.shape != {data.shape!r} or {var}.strides != {data.strides!r} "
+                               f"or {var}.dtype != {dt}")
+            meta = _meta(node)
+            if meta is not None and meta.dtype in SUPPORTED_DTYPES:
+                lay = L.of_array(L.Storage("input", var), meta.dtype, data)
+                if lay is not None:
+                    self.layout[node] = lay
+        elif isinstance(example, (int, float, bool, str, type(None))):
+            self.guards.append(f"{name} != {self.literal(example)}")
+
+    def visit_constant(self, node):
+        value = self.gm
+        for part in node.target.split("."):
+            value = getattr(value, part)
+        t = self.global_value(value, "_const")
+        self.tensor[node] = t
+        data = getattr(value, "_data", None)
+        if isinstance(data, np.ndarray):
+            var = self.fresh("_cd")
+            self.prologue.append(f"{var} = {t}._data")
+            self.array[node] = var
+            meta = _meta(node)
+            if meta is not None and meta.dtype in SUPPORTED_DTYPES:
+                lay = L.of_array(L.Storage("input", var), meta.dtype, data)
+                if lay is not None:
+                    self.layout[node] = lay
+
+    def visit_call(self, node):
+        target = node.target
+        if isinstance(target, OpDef):
+            args = target.normalize(tuple(node.args), dict(node.kwargs))
+            name = target.name
+            if (target.kind == POINTWISE or name in COPY_OPS) and self.try_pointwise(node, target, args):
+                return
+            if name in REDUCTIONS and self.try_reduction(node, target, args):
+                return
+            if target.kind == VIEW or name in ALIAS_OPS:
+                self.visit_view(node, target, args)
+                return
+            if target.kind == EXTERN:
+                self.visit_extern(node, target, args)
+                return
+            self.visit_fallback(node, barrier=target.kind == INPLACE or node.is_impure())
+            return
+        if target is operator.getitem and isinstance(self.layout.get(node.args[0]), list):
+            self.visit_view(node, target, tuple(node.args[1:]))
+            return
+        self.visit_fallback(node, barrier=target is not operator.getitem)
+
+    # -- groups ---------------------------------------------------------------------
+    def _open_group_of(self, n):
+        g = self.group_of.get(n)
+        return g if g is not None and g.open else None
+
+    def _supported(self, node, args):
+        meta = _meta(node)
+        if meta is None or meta.dtype not in SUPPORTED_DTYPES:
+            return False
+        for a in _nodes_in(args):
+            m = _meta(a)
+            if m is None or m.dtype not in SUPPORTED_DTYPES:
+                return False
+        return True
+
+    def try_pointwise(self, node, op, args):
+        if not self._supported(node, args):
+            return False
+        meta = _meta(node)
+        try:       # a dry run: does the op lower with these arguments?
+            kb = KernelBuilder()
+            lower_pointwise(kb, op.name, meta.dtype, [
+                KNode("load", _meta(a).dtype) if _is_tensor_node(a) else a for a in args])
+        except Unsupported:
+            return False
+        shape = tuple(meta.shape)
+        tensor_args = [a for a in args if _is_tensor_node(a)]
+        candidates = []
+        for a in tensor_args:
+            g = self._open_group_of(a)
+            if g is not None and g not in candidates:
+                candidates.append(g)
+        fits = []
+        for g in candidates:
+            dm = g.pointwise_map(shape)
+            ok = dm is not None and all(g.consistent(a, shape, dm) for a in tensor_args if self.group_of.get(a) is g)
+            if ok:
+                after = any(g.after.get(a, False) for a in tensor_args if self.group_of.get(a) is g)
+                p_valued = g.reduced and shape != g.shape
+                if g.is_full() and g.reduced and (after or p_valued):
+                    ok = False
+            (fits if ok else []).append(g)
+        for g in candidates:
+            if g not in fits:
+                self.close(g)
+        target = None
+        for g in fits:
+            if target is None:
+                target = g
+            elif g.open and self._mergeable(target, g):
+                self._merge(target, g)
+            elif g.open:
+                self.close(g)
+        if target is None and not candidates:
+            target = self._sibling_group(shape, tensor_args)
+        if target is None:
+            target = Group(shape)
+            self.open_groups.append(target)
+        dm = target.pointwise_map(shape)
+        after = any(target.after.get(a, False) for a in tensor_args if self.group_of.get(a) is target)
+        target.add(node, dm, after)
+        self.group_of[node] = target
+        return True
+
+    def _sibling_group(self, shape, tensor_args):
+        """An open group that already reads one of these inputs and has room for a value of
+        `shape` (so the inputs are loaded once, and no extra kernel is launched)."""
+        for g in reversed(self.open_groups):
+            if not any(a in g.inputs for a in tensor_args):
+                continue
+            if g.pointwise_map(shape) is None or (g.reduced and shape != g.shape and g.is_full()):
+                continue
+            return g
+        return None
+
+    @staticmethod
+    def _mergeable(g1, g2):
+        return g1.shape == g2.shape and (g1.reduced == g2.reduced or not g2.reduced)
+
+    def _merge(self, target, g):
+        for m in g.members:
+            target.add(m, g.dim_map[m], g.after[m])
+            self.group_of[m] = target
+        # keep node order: members are emitted in graph order
+        order = {n: i for i, n in enumerate(self.graph.nodes)}
+        target.members.sort(key=order.get)
+        g.members = []
+        g.open = False
+        self.open_groups.remove(g)
+
+    def try_reduction(self, node, op, args):
+        x = args[0]
+        if not _is_tensor_node(x) or not self._supported(node, args):
+            return False
+        meta, xmeta = _meta(node), _meta(x)
+        shape = tuple(xmeta.shape)
+        name = op.name
+        in_dtype = xmeta.dtype
+        if name == "sum_to_size":
+            size = tuple(args[1])
+            lead = len(shape) - len(size)
+            dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(size) if s == 1 and shape[lead + i] != 1)
+            out_map = tuple(range(lead, len(shape)))
+        else:
+            if name in ("max", "min"):
+                dim, keepdim = None, False
+            else:
+                dim, keepdim = args[1], args[2]
+            if dim is not None and not isinstance(dim, (int, tuple, list)):
+                return False
+            dims = normalize_dims(dim, len(shape)) if shape else ()
+            if name in ("sum", "mean", "prod") and args[3] is not None:
+                in_dtype = D.to_dtype(args[3])
+            out_map = tuple(range(len(shape))) if keepdim else tuple(d for d in range(len(shape)) if d not in dims)
+        kind = REDUCTIONS[name]
+        out_dtype = meta.dtype
+        if kind in ("sum", "prod"):
+            acc = D.float64 if out_dtype.is_floating_point else D.int64
+        else:
+            acc = out_dtype
+        if in_dtype not in SUPPORTED_DTYPES or (kind in ("max", "min") and in_dtype is not out_dtype):
+            return False
+        divide_by = math.prod(shape[d] for d in dims) if name == "mean" else None
+        dims = frozenset(dims)
+        g = self._open_group_of(x)
+        joined = False
+        if g is not None and g.dim_map[x] == tuple(range(len(g.shape))) and g.shape == shape:
+            same = g.reduced == dims or not g.reduced
+            if same and not (g.after[x] and g.is_full(dims)):
+                if not g.reduced:
+                    g.reduced = dims
+                joined = True
+        if not joined:
+            if g is not None:
+                self.close(g)
+            g = Group(shape, dims)
+            self.open_groups.append(g)
+        g.add(node, out_map, True)
+        self.reduce_info[node] = {"kind": kind, "acc": acc, "in_dtype": in_dtype, "divide_by": divide_by}
+        self.group_of[node] = g
+        return True
+
+    def close(self, g):
+        if not g.open:
+            return
+        g.open = False
+        self.open_groups.remove(g)
+        self.emit_group(g)
+
+    def close_inputs_of(self, node):
+        for a in _nodes_in((node.args, node.kwargs)):
+            g = self._open_group_of(a)
+            if g is not None:
+                self.close(g)
+
+    # -- a group's kernel -------------------------------------------------------------
+    def emit_group(self, g):
+        members = set(g.members)
+        kb = KernelBuilder()
+        knode = {}
+        operands, arg_vars, loads = [], [], {}
+        S = g.shape
+
+        def arg_index(var):
+            if var not in arg_vars:
+                arg_vars.append(var)
+            return arg_vars.index(var)
+
+        def load(a, consumer_shape, consumer_map):
+            lay = self.kernel_layout(a)
+            s_strides = [0] * len(S)
+            lead = len(consumer_shape) - len(lay.shape)
+            for i, (n, st) in enumerate(zip(lay.shape, lay.strides)):
+                if n != 1:
+                    s_strides[consumer_map[i + lead]] = st
+            var = self.storage_var(lay.storage)
+            key = (var, lay.offset, tuple(s_strides), lay.dtype)
+            k = loads.get(key)
+            if k is None:
+                opnd = Operand(arg_index(var), lay.dtype, lay.offset, s_strides)
+                operands.append(opnd)
+                k = loads[key] = KNode("load", lay.dtype, operand=opnd)
+            return k
+
+        for m in g.members:
+            meta = _meta(m)
+            if m in self.reduce_info:
+                info = self.reduce_info[m]
+                x = m.args[0]
+                xv = knode[x] if x in members else load(x, S, tuple(range(len(S))))
+                xv = kb.cast(xv, info["in_dtype"])
+                knode[m] = KNode("reduce", meta.dtype, op=info["kind"], args=(xv,),
+                                 params={"acc": info["acc"], "divide_by": info["divide_by"]})
+                continue
+            op = m.target
+            args = op.normalize(tuple(m.args), dict(m.kwargs))
+            shape = tuple(meta.shape)
+            dm = g.dim_map[m]
+            vals = []
+            for a in args:
+                if _is_tensor_node(a):
+                    vals.append(knode[a] if a in members else load(a, shape, dm))
+                else:
+                    vals.append(a)
+            knode[m] = kb.cast(lower_pointwise(kb, op.name, meta.dtype, vals), meta.dtype)
+
+        stores, outputs = [], []
+        for m in g.members:
+            if all(u in members for u in m.users):
+                continue
+            meta = _meta(m)
+            var = self.fresh("buf")
+            shape = tuple(meta.shape)
+            cs = L.contiguous_strides(shape)
+            s_strides = [0] * len(S)
+            for i, d in enumerate(g.dim_map[m]):
+                if shape[i] != 1:
+                    s_strides[d] = cs[i]
+            opnd = Operand(arg_index(var), meta.dtype, 0, s_strides, is_output=True)
+            operands.append(opnd)
+            stores.append((knode[m], opnd))
+            outputs.append((m, var, shape, meta.dtype))
+            self.array[m] = var
+            self.layout[m] = L.contiguous(L.Storage("buffer", var), meta.dtype, shape)
+        if not stores:
+            return
+        self.stats["kernels"] += 1
+        self.stats["fused_nodes"] += len(g.members)
+        kernel = Kernel(S, g.reduced, operands, stores, name=f"KPREFIX_{len(self.kernels)}")
+        kernel.coalesce()
+        for m, var, shape, dtype in outputs:
+            self.emit(f"{var} = _empty({shape!r}, {self.global_value(dtype.np, '_dt')})")
+        self.emit_kernel_call(kernel, arg_vars, outputs, knode)
+
+    def emit_kernel_call(self, kernel, arg_vars, outputs, knode):
+        idx = len(self.kernels)
+        self.kernels.append(kernel)
+        fn = f"_k{idx}"
+        kept, red = kernel.kept_dims(), kernel.reduced_dims()
+        work = kernel.numel * (1 + MATH_COST * _math_count(kernel))
+        parallel = self.nthreads > 1 and work >= PARALLEL_WORK
+        reductions = kernel.reductions()
+        if kernel.numel and not kept and red and parallel and all(r.params["acc"] is not D.bool_ for r in reductions) \
+                and kernel.shape[red[0]] >= 2:
+            self.emit_split_reduction(kernel, fn, arg_vars, outputs, knode)
+            return
+        args = ", ".join(arg_vars)
+        par = None
+        if parallel and kept:
+            par = next((d for d in kept if kernel.shape[d] >= 2 * self.nthreads), None)
+            if par is None:
+                par = max(kept, key=lambda d: kernel.shape[d])
+        if par is not None and kernel.shape[par] >= 2:
+            kernel.par_dim = par
+            innermost = not red and par == kept[-1]
+            ranges = split_ranges(kernel.shape[par], self.nthreads, align=16 if innermost else 1)
+            self.emit(f"_par({fn}, ({args},), {ranges!r})")
+        else:
+            self.emit(f"{fn}({args}, 0, 0, 0)")
+
+    def emit_split_reduction(self, kernel, fn, arg_vars, outputs, knode):
+        """A big full reduction: each thread reduces a range of the outermost reduced dim
+        into its own slot of a partial array; the partials are combined in numpy."""
+        red = kernel.reduced_dims()
+        kernel.par_dim = red[0]
+        ranges = split_ranges(kernel.shape[red[0]], self.nthreads)
+        node_of = {id(v): m for m, v in knode.items()}
+        stores, finishes = [], []
+        for value, opnd in kernel.stores:
+            if value.kind == "reduce":
+                part = self.fresh("part")
+                acc = value.params["acc"]
+                popnd = Operand(len(arg_vars), acc, 0, [0] * len(kernel.shape), is_output=True)
+                arg_vars.append(part)
+                kernel.operands.append(popnd)
+                kernel.partials.append((value, popnd))
+                self.emit(f"{part} = _empty({len(ranges)}, {self.global_value(acc.np, '_dt')})")
+                out_var = self.array[node_of[id(value)]]
+                finishes.append(f"_finish_{value.op}({out_var}, {part}, {value.params['divide_by']!r})")
+            else:
+                stores.append((value, opnd))
+        kernel.stores = stores
+        self.emit(f"_par({fn}, ({', '.join(arg_vars)},), {ranges!r})")
+        for line in finishes:
+            self.emit(line)
+
+    # -- runtime values -------------------------------------------------------------
+    def kernel_layout(self, node):
+        lay = self.layout.get(node)
+        if isinstance(lay, L.Layout):
+            return lay
+        meta = _meta(node)
+        lay = L.contiguous(L.Storage("runtime", node=node), meta.dtype, tuple(meta.shape))
+        self.layout[node] = lay
+        return lay
+
+    def storage_var(self, storage):
+        if storage.kind != "runtime":
+            return storage.var
+        var = self.contig.get(storage.node)
+        if var is None:
+            node = storage.node
+            dt = self.global_value(_meta(node).dtype.np, "_dt")
+            var = self.fresh("c")
+            self.emit(f"{var} = _contig({self.array_of(node)}, {dt})")
+            self.contig[node] = var
+        return var
+
+    def array_of(self, node):
+        var = self.array.get(node)
+        if var is None:
+            if node in self.tensor:
+                var = self.fresh("a")
+                self.emit(f"{var} = {self.tensor[node]}._data")
+            elif node in self.view_src:
+                src, fn_name, rest = self.view_src[node]
+                var = self.fresh("v")
+                self.emit(f"{var} = {fn_name}({self.array_of(src)}{rest})")
+            else:
+                raise AssertionError(f"no value for {node}")
+            self.array[node] = var
+        return var
+
+    def tensor_of(self, node):
+        var = self.tensor.get(node)
+        if var is None:
+            if node in self.view_src:
+                src, _, rest = self.view_src[node]
+                op = self.view_op[node]
+                var = self.fresh("t")
+                self.emit(f"{var} = {op}({self.tensor_of(src)}{rest})")
+            else:
+                var = self.fresh("t")
+                self.emit(f"{var} = _T({self.array_of(node)})")
+            self.tensor[node] = var
+        return var
+
+    def render(self, a, tensor):
+        """Python source for an argument: nodes as their runtime variables."""
+        if hasattr(a, "op") and hasattr(a, "users"):
+            if tensor or _meta(a) is None:
+                return self.tensor_of(a)
+            return self.array_of(a)
+        if isinstance(a, tuple) and not hasattr(a, "_fields"):
+            inner = ", ".join(self.render(x, tensor) for x in a)
+            return f"({inner},)" if len(a) == 1 else f"({inner})"
+        if isinstance(a, list):
+            return "[" + ", ".join(self.render(x, tensor) for x in a) + "]"
+        if isinstance(a, dict):
+            return "{" + ", ".join(f"{k!r}: {self.render(v, tensor)}" for k, v in a.items()) + "}"
+        if isinstance(a, slice):
+            return f"slice({self.render(a.start, tensor)}, {self.render(a.stop, tensor)}, {self.render(a.step, tensor)})"
+        return self.literal(a)
+
+    # -- other nodes ------------------------------------------------------------------
+    def visit_view(self, node, op, args):
+        self.close_inputs_of(node)
+        self.stats["views"] += 1
+        src = node.args[0]
+        rest = "".join(", " + self.render(a, tensor=False) for a in args[1:]) if op is not operator.getitem \
+            else ", " + self.render(args[0], tensor=False)
+        if op is operator.getitem:
+            fn_name = self.global_value(operator.getitem, "_getitem")
+            self.view_src[node] = (src, fn_name, rest)
+            self.view_op[node] = fn_name
+            self.layout[node] = self.layout[src][args[0]]
+            return
+        self.view_src[node] = (src, self.global_value(op.kernel, "_view"), rest)
+        self.view_op[node] = self.global_value(op, "_op")
+        if any(_nodes_in(args[1:])) or _meta(src) is None or _meta(src).dtype not in SUPPORTED_DTYPES:
+            return
+        src_layout = self.kernel_layout(src)
+        if op.name in ALIAS_OPS:
+            self.layout[node] = src_layout
+            return
+        dtype = _meta(src).dtype
+        lay = L.view_layout(op, src_layout, args[1:], dtype)
+        if lay is not None:
+            self.layout[node] = lay
+
+    def visit_extern(self, node, op, args):
+        self.close_inputs_of(node)
+        if any(_meta(a) is None for a in _nodes_in(args)) or _meta(node) is None:
+            self.visit_fallback(node, barrier=False)
+            return
+        self.stats["extern"] += 1
+        fn_name = self.global_value(op.kernel, "_ext")
+        var = self.fresh("x")
+        call = ", ".join(self.render(a, tensor=False) for a in args)
+        self.emit(f"{var} = _asarray({fn_name}({call}), {self.global_value(_meta(node).dtype.np, '_dt')})")
+        self.array[node] = var
+
+    def visit_fallback(self, node, barrier):
+        self.close_inputs_of(node)
+        if barrier:
+            for g in list(self.open_groups):
+                self.close(g)
+            self.contig.clear()
+        self.stats["fallback"] += 1
+        target = node.target
+        fn_name = self.global_value(target, "_op" if isinstance(target, OpDef) else "_fn")
+        args = ", ".join(self.render(a, tensor=True) for a in node.args)
+        kwargs = ", ".join(f"{k}={self.render(v, tensor=True)}" for k, v in node.kwargs.items())
+        call = ", ".join(x for x in (args, kwargs) if x)
+        var = self.fresh("r")
+        self.emit(f"{var} = {fn_name}({call})")
+        self.tensor[node] = var
+
+
+def _math_count(kernel):
+    seen, count = set(), 0
+    stack = [v for v, _ in kernel.stores]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if n.kind == "prim" and n.op == "math":
+            count += 1
+        stack.extend(n.args)
+    return count
+
+
+# -- decompositions ----------------------------------------------------------------------
+
+def decompose(graph):
+    """A copy of the graph with softmax / log_softmax spelled as the reductions and
+    pointwise ops they are made of (so they fuse), or the graph itself if it has none."""
+    if not any(n.op == "call_function" and getattr(n.target, "name", None) in ("softmax", "log_softmax")
+               for n in graph.nodes):
+        return graph
+    from dynjit.fx import Graph
+    new = Graph()
+    env = {}
+    for n in graph.nodes:
+        name = getattr(n.target, "name", None)
+        if n.op == "output":
+            new.output(_map(n.args[0], env))
+        elif name in ("softmax", "log_softmax") and _softmax_decomposable(n):
+            env[n] = _decompose_softmax(new, n, env, log=name == "log_softmax")
+        else:
+            env[n] = new.node_copy(n, lambda x: env[x])
+    return new
+
+
+def _map(a, env):
+    from dynjit.fx.node import map_arg
+    return map_arg(a, lambda x: env[x])
+
+
+def _softmax_decomposable(n):
+    args = n.target.normalize(tuple(n.args), dict(n.kwargs))
+    x = args[0]
+    m = _meta(n)
+    return _is_tensor_node(x) and m is not None and len(m.shape) > 0 and isinstance(args[1], int) \
+        and m.dtype in (D.float32, D.float64)
+
+
+def _decompose_softmax(graph, n, env, log):
+    from dynjit.fx.proxy_tensor import TensorMeta
+    args = n.target.normalize(tuple(n.args), dict(n.kwargs))
+    x, dim = env[args[0]], args[1]
+    out_dtype = _meta(n).dtype
+
+    def call(opname, *a):
+        op = registry[opname]
+        node = graph.call_function(op, a)
+        metas = [(_meta(v) if hasattr(v, "meta") else v) for v in a]
+        shape, dtype = op.meta(metas)
+        node.meta["val"] = TensorMeta(shape, dtype)
+        return node
+    if _meta(args[0]).dtype is not out_dtype:
+        x = call("to_dtype", x, out_dtype)
+    m = call("amax", x, dim, True)
+    m = call("where", call("isfinite", m), m, 0.0)
+    s = call("sub", x, m)
+    e = call("exp", s)
+    t = call("sum", e, dim, True)
+    if log:
+        return call("sub", s, call("log", t))
+    return call("div", e, t)
