@@ -43,10 +43,23 @@ def _is_op_level(gm):
     return True
 
 
+def _metas_match(gm, example_inputs):
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for node, x in zip(placeholders, example_inputs):
+        meta = node.meta.get("val")
+        data = getattr(x, "_data", None)
+        if data is None:
+            continue
+        if meta is None or tuple(meta.shape) != data.shape or getattr(meta.dtype, "np", None) != data.dtype:
+            return False
+    return True
+
+
 def to_op_level(gm, example_inputs):
-    """The graph retraced at the op level (the frontend's graphs call Tensor methods and
-    Python operators); the RNG state is restored, so random ops draw what eager draws."""
-    if _is_op_level(gm):
+    """The graph at the op level with metas for these inputs: retraced when it calls
+    Tensor methods and Python operators (the frontend's graphs) or was traced for
+    other shapes or dtypes. The RNG state is restored, so random ops draw what eager draws."""
+    if _is_op_level(gm) and _metas_match(gm, example_inputs):
         return gm
     import dynjit
     from dynjit.fx import make_fx
