@@ -33,7 +33,23 @@ from dynjit import _dtype as D
 from . import mathlib
 from .irutil import F32, F64, I1, I8, I8P, I16, I32, I64, VOID, Ops, const, element_of, like, vector_of
 
-VECTOR_WIDTH = 8
+VECTOR_BYTES = 64      # elements per vector step: two AVX2 registers' worth of the widest type
+
+
+def vector_width(kernel):
+    """Lanes per step of the innermost loop: 64 bytes of the widest type the kernel computes
+    with (16 float32 lanes, 8 float64), so each step has two independent vector chains."""
+    widest = 1
+    seen = set()
+    stack = [v for v, _ in kernel.stores] + [v for v, _ in kernel.partials]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        widest = max(widest, n.dtype.itemsize, n.params.get("acc", n.dtype).itemsize if n.kind == "reduce" else 1)
+        stack.extend(n.args)
+    return max(4, min(16, VECTOR_BYTES // widest))
 
 
 def _data_offset():
@@ -375,7 +391,7 @@ class Scope:
 
 
 class KernelCodegen:
-    def __init__(self, module, kernel, name, width=VECTOR_WIDTH):
+    def __init__(self, module, kernel, name, width=None):
         self.k = kernel
         self.module = module
         nargs = 1 + max((op.arg for op in kernel.operands), default=-1)
@@ -387,7 +403,7 @@ class KernelCodegen:
         entry = self.fn.append_basic_block("entry")
         self.b = ir.IRBuilder(entry)
         self.ops = Ops(self.b, module)
-        self.width = width
+        self.width = width or vector_width(kernel)
         kept, red = kernel.kept_dims(), kernel.reduced_dims()
         self.kept, self.red = kept, red
         self.level_of_dim = {d: i + 1 for i, d in enumerate(kept + red)}
