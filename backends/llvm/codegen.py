@@ -365,27 +365,30 @@ def _combine(ops, kind, dtype, acc, x):
         return ops.b.fadd(acc, x) if is_float(dtype) else ops.b.add(acc, x)
     if kind == "prod":
         return ops.b.fmul(acc, x) if is_float(dtype) else ops.b.mul(acc, x)
-    pred = ">" if kind == "max" else "<"
-    take = _cmp(ops, pred, x, acc, dtype)
     if is_float(dtype):
-        take = ops.b.or_(take, ops.isnan(x))
+        # NaN-propagating (IEEE maximum/minimum); a select of the loaded accumulator
+        # would let LLVM turn a reduction into a masked store (slow on AMD)
+        return ops.intrinsic("maximum" if kind == "max" else "minimum", acc, x)
+    take = _cmp(ops, ">" if kind == "max" else "<", x, acc, dtype)
     return ops.b.select(take, x, acc)
 
 
 # -- the kernel ------------------------------------------------------------------
 
 class Scope:
-    """One loop level: where its values are emitted (`block`), its memo, its indices."""
-    __slots__ = ("parent", "level", "width", "block", "memo", "index", "dim")
+    """One loop level: where its values are emitted (`block`), its memo, its indices.
+    Values in a scope of `width` W > 1 are vectors whose lanes run along dim `vdim`
+    (the innermost vectorized loop at or above this scope)."""
+    __slots__ = ("parent", "level", "width", "vdim", "block", "memo", "index")
 
-    def __init__(self, parent, level, width, block, dim=None, index=None):
+    def __init__(self, parent, level, width, block, dim=None, index=None, vdim=None):
         self.parent = parent
         self.level = level
         self.width = width
+        self.vdim = vdim
         self.block = block
         self.memo = {}
         self.index = dict(parent.index) if parent is not None else {}
-        self.dim = dim
         if dim is not None:
             self.index[dim] = index
 
@@ -421,10 +424,59 @@ class KernelCodegen:
         reductions = k.reductions()
         if not reductions:
             self.loop_nest(self.kept, self.root, lambda s: self.store_all(k.stores, s), vector=True)
+        elif self.outer and self._accumulate_in_outputs_ok(reductions):
+            self.emit_accumulate_in_outputs(reductions)
         else:
-            self.loop_nest(self.kept, self.root, lambda s: self.p_body(s, reductions), vector=False)
+            self.loop_nest(self.kept, self.root, lambda s: self.p_body(s, reductions), vector=self.outer)
         self.b.ret_void()
         return self.fn
+
+    def _accumulate_in_outputs_ok(self, reductions):
+        stored = {id(v) for v, _ in self.k.stores}
+        return (all(id(r) in stored for r in reductions)
+                and all(self.ready(r.args[0]) == 0 for r in reductions)
+                and all(v.kind == "reduce" or self.ready(v) == 0 for v, _ in self.k.stores)
+                and all(v.kind == "reduce" or any(op.strides[d] for d in self.red) for v, op in self.k.stores))
+
+    def emit_accumulate_in_outputs(self, reductions):
+        """Reductions over outer dims (sum(0) of a matrix): walk the input in memory order,
+        rows outside and the kept innermost dim vectorized inside, adding each row into the
+        output (numpy's order for such reductions; it accumulates in the output dtype)."""
+        vd = self.kept[-1]
+        order = self.kept[:-1] + self.red + [vd]
+        self.level_of_dim = {d: i + 1 for i, d in enumerate(order)}
+        red_stores = [(v, op) for v, op in self.k.stores if v.kind == "reduce"]
+        s_stores = [(v, op) for v, op in self.k.stores if v.kind != "reduce"]
+
+        def init(scope):
+            for r, op in red_stores:
+                ty = vector_of(value_type(op.dtype), scope.width)
+                self.store(_identity(r.op, op.dtype, ty), op, scope)
+
+        def body(scope):
+            for r, op in red_stores:
+                x = cast(self.ops, self.value(r.args[0], scope), r.args[0].dtype, op.dtype)
+                self.store(_combine(self.ops, r.op, op.dtype, self.load(op, scope), x), op, scope)
+            self.store_all(s_stores, scope)
+
+        def finish(scope):
+            for r, op in red_stores:
+                count = r.params.get("divide_by")
+                if count is not None:
+                    v = self.load(op, scope)
+                    self.store(self.b.fdiv(v, const(v.type, float(count))), op, scope)
+        self.loop_nest(self.kept, self.root, init, vector=True)
+        self.loop_nest(order, self.root, body, vector=True)
+        if any(r.params.get("divide_by") is not None for r, _ in red_stores):
+            self.loop_nest(self.kept, self.root, finish, vector=True)
+
+    @property
+    def outer(self):
+        """Whether the reductions run 'outer': the innermost dim is kept, so the lanes of a
+        vector are neighbouring outputs and each lane accumulates its own result while
+        the loops over the reduced dims (inside) walk rows. Otherwise the innermost
+        reduced loop is vectorized and lanes are combined after each pass."""
+        return bool(self.kept) and (not self.red or self.kept[-1] > self.red[-1])
 
     def loop_nest(self, dims, parent, body, vector):
         if not dims:
@@ -438,17 +490,17 @@ class KernelCodegen:
             lo, hi = const(I64, 0), const(I64, self.k.shape[d])
         if len(dims) == 1 and vector and self._vector_width(d) > 1:
             w = self._vector_width(d)
-            rest = self.emit_loop(lo, hi, w, lambda i: body(self._scope(parent, level, w, d, i)))
-            self.emit_loop(rest, hi, 1, lambda i: body(self._scope(parent, level, 1, d, i)))
+            rest = self.emit_loop(lo, hi, w, lambda i: body(self._scope(parent, level, d, i, w, d)))
+            self.emit_loop(rest, hi, 1, lambda i: body(self._scope(parent, level, d, i, 1, None)))
         else:
             self.emit_loop(lo, hi, 1, lambda i: self.loop_nest(
-                dims[1:], self._scope(parent, level, 1, d, i), body, vector))
+                dims[1:], self._scope(parent, level, d, i, parent.width, parent.vdim), body, vector))
 
     def _vector_width(self, d):
         return self.width if self.k.shape[d] >= self.width else 1
 
-    def _scope(self, parent, level, width, dim, index):
-        return Scope(parent, level, width, self.b.block, dim, index)
+    def _scope(self, parent, level, dim, index, width, vdim):
+        return Scope(parent, level, width, self.b.block, dim, index, vdim)
 
     def emit_loop(self, lo, hi, step, body):
         """for (i = lo; i + step <= hi; i += step) body(i); returns i after the loop."""
@@ -492,7 +544,10 @@ class KernelCodegen:
             varies_in_r = any(op.strides[d] != 0 for d in self.red)
             (s_stores if varies_in_r else p_stores).append((value, op))
         passes = max([self.ready(r.args[0]) for r in reductions] + [self.ready(v) for v, _ in s_stores]) + 1
-        r_width = self._vector_width(self.red[-1]) if self.red else 1
+        if self.outer:
+            r_width = pscope.width
+        else:
+            r_width = self._vector_width(self.red[-1]) if self.red else 1
         partial_of = {id(r): op for r, op in k.partials}
         for p in range(passes):
             reds = [r for r in reductions if self.ready(r.args[0]) == p]
@@ -501,7 +556,7 @@ class KernelCodegen:
             for r in reds:
                 acc_t = value_type(r.params["acc"])
                 slots = []
-                for w in ((r_width, 1) if r_width > 1 else (1,)):
+                for w in ((r_width, 1) if r_width > 1 and not self.outer else (r_width,)):
                     ty = vector_of(acc_t, w)
                     slot = self._alloca(ty)
                     self.b.store(_identity(r.op, r.params["acc"], ty), slot)
@@ -515,13 +570,16 @@ class KernelCodegen:
                     slot = accs[id(r)][scope.width]
                     self.b.store(_combine(self.ops, r.op, acc_dt, self.b.load(slot), x), slot)
                 self.store_all(stores, scope)
-            self.loop_nest(self.red, pscope, body, vector=True)
+            self.loop_nest(self.red, pscope, body, vector=not self.outer)
             pscope.block = self.b.block
             for r in reds:
                 acc_dt = r.params["acc"]
                 slots = accs[id(r)]
-                acc = self.b.load(slots[1])
-                if r_width > 1:
+                if self.outer:
+                    acc = self.b.load(slots[r_width])
+                else:
+                    acc = self.b.load(slots[1])
+                if r_width > 1 and not self.outer:
                     for lane in self.ops.lanes(self.b.load(slots[r_width])):
                         acc = _combine(self.ops, r.op, acc_dt, acc, lane)
                 if id(r) in partial_of:
@@ -650,9 +708,11 @@ class KernelCodegen:
         if w == 1:
             v = b.load(b.gep(base, [off]), align=align)
         else:
-            st = op.strides[scope.dim]
+            st = op.strides[scope.vdim]
             if st == 1:
                 v = b.load(b.bitcast(b.gep(base, [off]), vector_of(mty, w).as_pointer()), align=align)
+            elif st == 0:
+                v = self.ops.splat(b.load(b.gep(base, [off]), align=align), w)
             else:
                 lanes = [b.load(b.gep(base, [b.add(off, const(I64, i * st))]), align=align) for i in range(w)]
                 v = self.ops.gather_lanes(vector_of(mty, w), lanes)
@@ -668,7 +728,7 @@ class KernelCodegen:
             v = b.zext(v, like(v.type, I8))
         align = op.dtype.itemsize
         if isinstance(v.type, ir.VectorType):
-            st = op.strides[scope.dim]
+            st = op.strides[scope.vdim]
             if st == 1:
                 b.store(v, b.bitcast(b.gep(base, [off]), v.type.as_pointer()), align=align)
             else:

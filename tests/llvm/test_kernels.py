@@ -187,3 +187,16 @@ def test_unsupported_op_falls_back_to_eager():
 def test_large_values_keep_sin_and_cos_accurate():
     x = _t(np.array([1e5, -3e6, 1e10, 3e38, 12345.678, 2 ** 17 + 0.5], np.float32))
     check(lambda x: (x.sin(), x.cos()), x, rtol=1e-6, atol=1e-7)
+
+
+def test_reductions_over_outer_dims_vectorize_along_the_kept_dim():
+    x = dynjit.randn(37, 45)
+    x.numpy()[3, 7] = np.nan
+    x.numpy()[10, 20] = np.inf
+    x.numpy()[11, 33] = -np.inf
+    check(lambda x: (x.sum(0), x.mean(0, keepdim=True), x.amax(0), x.amin(0), (x * 0.01 + 1).prod(0),
+                     x.softmax(0), (x.exp() * 2).sum(0) + 1), x)
+    y = dynjit.randn(6, 5, 40)
+    check(lambda y: (y.sum(1), y.amax((0, 1)), y.mean((0, 1), keepdim=True), y.sum_to_size(5, 1)), y)
+    i = dynjit.tensor(np.arange(6 * 40, dtype=np.int64).reshape(6, 40) % 7 - 3)
+    check(lambda i: (i.sum(0), i.amax(0), i.amin(0), (i > 0).sum(0)), i)
