@@ -283,8 +283,8 @@ class Lowering:
             if ok:
                 after = any(g.after.get(a, False) for a in tensor_args if self.group_of.get(a) is g)
                 p_valued = g.reduced and shape != g.shape
-                if g.is_full() and g.reduced and (after or p_valued):
-                    ok = False
+                if g.is_full() and g.reduced and after and not p_valued:
+                    ok = False      # a full reduction's result is known only after the whole pass
             (fits if ok else []).append(g)
         for g in candidates:
             if g not in fits:
@@ -314,7 +314,7 @@ class Lowering:
         for g in reversed(self.open_groups):
             if not any(a in g.inputs for a in tensor_args):
                 continue
-            if g.pointwise_map(shape) is None or (g.reduced and shape != g.shape and g.is_full()):
+            if g.pointwise_map(shape) is None:
                 continue
             return g
         return None
@@ -486,8 +486,8 @@ class Lowering:
         work = kernel.numel * (1 + MATH_COST * _math_count(kernel))
         parallel = self.nthreads > 1 and work >= PARALLEL_WORK
         reductions = kernel.reductions()
-        if kernel.numel and not kept and red and parallel and all(r.params["acc"] is not D.bool_ for r in reductions) \
-                and kernel.shape[red[0]] >= 2:
+        if kernel.numel and not kept and red and parallel and kernel.shape[red[0]] >= 2 \
+                and _splittable(kernel, reductions):
             self.emit_split_reduction(kernel, fn, arg_vars, outputs, knode)
             return
         args = ", ".join(arg_vars)
@@ -651,6 +651,16 @@ class Lowering:
         var = self.fresh("r")
         self.emit(f"{var} = {fn_name}({call})")
         self.tensor[node] = var
+
+
+def _splittable(kernel, reductions):
+    """Whether a full reduction can be split over threads: the kernel's only per-output
+    values are the reductions themselves (no epilogue), each stored, none of bools."""
+    red = kernel.reduced_dims()
+    p_values = [v for v, op in kernel.stores if not any(op.strides[d] for d in red)]
+    return (all(v.kind == "reduce" for v in p_values)
+            and {id(r) for r in reductions} == {id(v) for v in p_values}
+            and all(r.params["acc"] is not D.bool_ for r in reductions))
 
 
 def _math_count(kernel):
