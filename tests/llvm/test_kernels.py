@@ -54,6 +54,7 @@ def test_comparisons_and_predicates():
                         x.isfinite(), x.signbit(), (x > 0) & (y > 0), (x > 0) | (y < 0), ~(x > 0)), x, y)
 
 
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
 def test_rounding():
     x = _t(np.array([0.5, 1.5, 2.5, -0.5, -1.5, 2.7, -2.7, np.inf, np.nan, -0.0], np.float32))
     check(lambda x: (x.floor(), x.ceil(), x.trunc(), x.round(), x.frac()), x)
@@ -200,3 +201,27 @@ def test_reductions_over_outer_dims_vectorize_along_the_kept_dim():
     check(lambda y: (y.sum(1), y.amax((0, 1)), y.mean((0, 1), keepdim=True), y.sum_to_size(5, 1)), y)
     i = dynjit.tensor(np.arange(6 * 40, dtype=np.int64).reshape(6, 40) % 7 - 3)
     check(lambda i: (i.sum(0), i.amax(0), i.amin(0), (i > 0).sum(0)), i)
+
+
+def test_small_integer_dtypes():
+    i32 = dynjit.tensor(np.array([[1, -2, 300, 7]], dtype=np.int32))
+    u8 = dynjit.tensor(np.array([[250, 3, 0, 9]], dtype=np.uint8))
+    i8 = dynjit.tensor(np.array([[-128, 5, 127, -1]], dtype=np.int8))
+    check(lambda a, b, c: (a + b, b + c, b * 2, c - 1, b // 4, b > c, a.sum(1), b.sum(), c.abs(), b.amax(1),
+                           a.float() / 3, b.double(), (a & 6) | 1, c ^ 3, ~b), i32, u8, i8)
+
+
+def test_zero_dim_tensor_operands_in_fill_and_select():
+    x, v = dynjit.randn(3, 4), dynjit.tensor(-7.5)
+    m = x > 0
+    check(lambda x, m, v: (x.masked_fill(m, v), dynjit.where(m, 1.0, v), dynjit.where(m, x, 0)), x, m, v)
+
+
+def test_python_scalar_inputs_are_specialized():
+    x = dynjit.randn(5)
+    from dynjit.fx import make_fx
+    from backends.llvm import compile_graph
+    gm = make_fx(lambda x, n: x * n + 1)(x, 3)
+    fn = compile_graph(gm, [x, 3])
+    np.testing.assert_allclose(fn(x, 3).numpy(), x.numpy() * 3 + 1, rtol=1e-6)
+    np.testing.assert_allclose(fn(x, 4).numpy(), gm(x, 4).numpy(), rtol=1e-6)
