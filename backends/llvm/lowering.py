@@ -587,7 +587,9 @@ class Lowering:
             if tensor or _meta(a) is None:
                 return self.tensor_of(a)
             return self.array_of(a)
-        if isinstance(a, tuple) and not hasattr(a, "_fields"):
+        if isinstance(a, tuple) and hasattr(a, "_fields"):
+            return f"{self.global_value(type(a), '_tuple')}({', '.join(self.render(x, tensor) for x in a)})"
+        if isinstance(a, tuple):
             inner = ", ".join(self.render(x, tensor) for x in a)
             return f"({inner},)" if len(a) == 1 else f"({inner})"
         if isinstance(a, list):
