@@ -1,0 +1,20 @@
+"""The layers of dynjit.nn, one module per family (as in torch.nn.modules)."""
+from .module import Module
+from .linear import Identity, Linear, Bilinear
+from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict
+from .activation import (ReLU, ReLU6, LeakyReLU, ELU, GELU, SiLU, Mish, Sigmoid, Tanh, Softplus,
+                         Hardtanh, Threshold, LogSigmoid, Softmax, LogSoftmax, Softmin)
+from .dropout import Dropout
+from .flatten import Flatten, Unflatten
+from .normalization import LayerNorm
+from .batchnorm import BatchNorm1d, BatchNorm2d
+from .sparse import Embedding
+from .loss import (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, NLLLoss, CrossEntropyLoss, BCELoss,
+                   BCEWithLogitsLoss, KLDivLoss)
+__all__ = ["Module", "Identity", "Linear", "Bilinear", "Sequential", "ModuleList", "ModuleDict",
+           "ParameterList", "ParameterDict", "ReLU", "ReLU6", "LeakyReLU", "ELU", "GELU", "SiLU", "Mish",
+           "Sigmoid", "Tanh", "Softplus", "Hardtanh", "Threshold", "LogSigmoid", "Softmax",
+           "LogSoftmax", "Softmin", "Dropout", "Flatten", "Unflatten", "LayerNorm", "BatchNorm1d",
+           "BatchNorm2d", "Embedding", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss",
+           "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss"]
+from . import module  # noqa: F401  (nn.modules.module.register_module_forward_hook, ...)
