@@ -156,8 +156,6 @@ def _break_call(fn, tx, output, exc, hook):
     if resume.in_try_block(code, inst.offset):
         raise Unsupported("a graph break inside a try block")
     consumed = resume.consumed_by(inst)
-    if any(v is NULL for v in stack[:len(stack) - consumed]):
-        raise Unsupported("a graph break with a pending call below it on the stack")
     stack = list(stack)
     if getattr(exc, "_in_inlined_call", False) and inst.opname in ("CALL", "CALL_KW", "CALL_FUNCTION_EX"):
         base = len(stack) - consumed
@@ -182,11 +180,11 @@ def _break_call(fn, tx, output, exc, hook):
     index = resume.index_of_offset(code, offset)
     live_t = tuple(live)
 
-    def make_resume(target, depth):
-        key = (code, target, depth, live_t, id(hook))
+    def make_resume(target, null_slots_after):
+        key = (code, target, tuple(null_slots_after), live_t, id(hook))
         cached = _resume_cache.get(key)
         if cached is None:
-            rcode = resume.resume_code(code, target, depth, live_t)
+            rcode = resume.resume_code(code, target, null_slots_after, live_t)
             rfn = types.FunctionType(rcode, fn.__globals__, rcode.co_name, None, fn.__closure__)
             cached = _resume_cache[key] = hook(rfn)
         return cached

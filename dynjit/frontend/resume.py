@@ -52,15 +52,71 @@ def _load(name, cellvars):
     return Instr("LOAD_DEREF", CellVar(name)) if name in cellvars else Instr("LOAD_FAST", name)
 
 
-def _call_resume(resume, depth, live, cellvars=(), tmp=STACK_PREFIX):
-    """Instructions: call resume(*stack, *live locals) and return its result."""
-    out = [Instr("BUILD_TUPLE", depth), Instr("STORE_FAST", tmp)]
+def _discard_null():
+    """Pop a NULL off the stack: POP_TOP cannot, but a call of a no-op function consumes it."""
+    if PY313:
+        return [Instr("LOAD_CONST", _nothing), Instr("SWAP", 2), Instr("CALL", 0), Instr("POP_TOP")]
+    return [Instr("LOAD_CONST", _nothing), Instr("CALL", 0), Instr("POP_TOP")] if sys.version_info >= (3, 12) \
+        else [Instr("LOAD_CONST", _nothing), Instr("PRECALL", 0), Instr("CALL", 0), Instr("POP_TOP")]
+
+
+def _nothing():
+    return None
+
+
+def _drop_nulls(null_slots):
+    """Instructions removing the NULLs at `null_slots` from the stack, other values kept in order."""
+    out = []
+    removed = 0
+    for from_top, is_null in enumerate(reversed(null_slots)):
+        if is_null:
+            out += [Instr("SWAP", j) for j in range(2, from_top + 2 - removed)]
+            out += _discard_null()
+            removed += 1
+    return out
+
+
+def _call_resume(resume, null_slots, live, cellvars=(), tmp=STACK_PREFIX):
+    """Instructions: call resume(*stack without NULLs, *live locals) and return its result."""
+    out = _drop_nulls(null_slots)
+    out += [Instr("BUILD_TUPLE", null_slots.count(False)), Instr("STORE_FAST", tmp)]
     out += _push_callable(resume)
     out += [Instr("LOAD_FAST", tmp)]
     out += [_load(name, cellvars) for name in live]
     out += [Instr("BUILD_TUPLE", len(live)), Instr("BINARY_OP", BinaryOp.ADD),
             Instr("CALL_FUNCTION_EX", 0), Instr("RETURN_VALUE")]
     return out
+
+
+_SUPERINSTRUCTIONS = {
+    "LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"),
+    "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST"),
+    "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST"),
+}
+
+
+def _split_superinstructions(items):
+    """3.13's two-local instructions, as two plain ones.
+
+    Their packed argument holds two 4-bit local indexes; a generated code
+    object has more locals than the original (the stack arguments come
+    first), and `bytecode` packs an index of 16 or more without complaint,
+    which silently reads the wrong local. Plain instructions have no limit.
+    """
+    out = []
+    for item in items:
+        names = _SUPERINSTRUCTIONS.get(getattr(item, "name", None))
+        if names is None:
+            out.append(item)
+            continue
+        for opname, arg in zip(names, item.arg):
+            out.append(Instr(opname, arg, location=item.location))
+    return out
+
+
+def _finish(bc, items):
+    bc.extend(_split_superinstructions(items) if PY313 else items)
+    return bc.to_code()
 
 
 def _new_like(code, name, argnames):
@@ -97,19 +153,38 @@ def stack_prefix(code):
     return f"{STACK_PREFIX}{n}_"
 
 
-def resume_code(code, dis_index, depth, live):
-    """The original code entered at dis instruction `dis_index` with `depth` stack values."""
+def resume_code(code, dis_index, null_slots, live):
+    """The original code entered at dis instruction `dis_index` with the given stack.
+
+    Each stack slot is an argument, except NULLs of pending calls, which the
+    prologue pushes itself (a NULL cannot be passed).
+    """
     bc, items, positions, _ = _abstract(code)
     prefix = stack_prefix(code)
-    stack_args = [f"{prefix}{k}" for k in range(depth)]
-    new = _new_like(code, f"__resume_at_{dis_index}_{code.co_name}", stack_args + list(live))
+    stack_args = [f"{prefix}{k}" for k, is_null in enumerate(null_slots) if not is_null]
+    new = _new_like(code, f"__resume_at_{dis_index}_{_base_name(code)}", stack_args + list(live))
     target = Label()
     start = _prefix_end(items)
     body = list(items)
     body.insert(positions[dis_index], target)
-    prologue = [Instr("LOAD_FAST", n) for n in stack_args] + [Instr("JUMP_FORWARD", target)]
-    new.extend(body[:start] + prologue + body[start:])
-    return new.to_code()
+    prologue = [Instr("PUSH_NULL") if is_null else Instr("LOAD_FAST", f"{prefix}{k}")
+                for k, is_null in enumerate(null_slots)]
+    prologue.append(Instr("JUMP_FORWARD", target))
+    return _finish(new, body[:start] + prologue + body[start:])
+
+
+def _base_name(code):
+    """The user's function name under any resume-function prefixes."""
+    name = code.co_name
+    while name.startswith("__resume_at_"):
+        name = name[len("__resume_at_"):].split("_", 1)[1]
+    return name
+
+
+def null_slots_after(inst, null_slots, jump):
+    """Which slots of the stack after `inst` hold NULLs (those below what it consumed)."""
+    below = list(null_slots[:len(null_slots) - consumed_by(inst)])
+    return below + [False] * (stack_depth_after(inst, len(null_slots), jump) - len(below))
 
 
 def stack_depth_after(inst, depth, jump):
@@ -140,7 +215,7 @@ def break_code(code, dis_index, null_slots, live, make_resume):
 
     `null_slots[k]` says stack slot k holds the NULL of a pending call (pushed
     with PUSH_NULL, not passed as an argument). `make_resume(target_dis_index,
-    depth_after)` returns the callable to resume with.
+    null_slots_after)` returns the callable to resume with.
     """
     bc, items, positions, dis_insts = _abstract(code)
     inst = dis_insts[dis_index]
@@ -165,18 +240,17 @@ def break_code(code, dis_index, null_slots, live, make_resume):
         taken = Label()
         jump = Instr(original.name, taken)
         body.append(jump)
-        after = stack_depth_after(inst, depth, jump=False)
+        after = null_slots_after(inst, null_slots, jump=False)
         body += _call_resume(make_resume(dis_index + 1, after), after, live, new.cellvars, prefix + "all")
         body.append(taken)
         target_index = _dis_index_of(items, positions, original.arg)
-        after_jump = stack_depth_after(inst, depth, jump=True)
+        after_jump = null_slots_after(inst, null_slots, jump=True)
         body += _call_resume(make_resume(target_index, after_jump), after_jump, live, new.cellvars, prefix + "all")
     else:
         body.append(original.copy())
-        after = stack_depth_after(inst, depth, jump=False)
+        after = null_slots_after(inst, null_slots, jump=False)
         body += _call_resume(make_resume(dis_index + 1, after), after, live, new.cellvars, prefix + "all")
-    new.extend(body)
-    return new.to_code()
+    return _finish(new, body)
 
 
 def _dis_index_of(items, positions, label):

@@ -35,7 +35,7 @@ def programs(draw):
     lines = []
     for i in range(draw(st.integers(2, 10))):
         kind = draw(st.sampled_from(["bin", "unary", "int", "if", "for", "log", "call", "break",
-                                     "tensor_if", "list"]))
+                                     "tensor_if", "list", "item"]))
         new = f"t{len(tensors)}"
         a, b = draw(st.sampled_from(tensors)), draw(st.sampled_from(tensors))
         n = draw(st.sampled_from(ints))
@@ -61,6 +61,8 @@ def programs(draw):
             lines.append(f"{new} = breaker(log, {a}) + {b}")
         elif kind == "tensor_if":
             lines.append(f"if {a}.sum() > {c}:\n    {new} = {a} + 1\nelse:\n    {new} = {b} - 1")
+        elif kind == "item":
+            lines.append(f"log.append(round({a}.sum().item(), 2) > {c})\n{new} = {b} * {c}")
         elif kind == "list":
             lines.append(f"xs = [{a}, {b}]\nxs.append({a} * {c})\n{new} = xs[0] + xs[-1]")
         tensors.append(new)

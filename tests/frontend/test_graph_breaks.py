@@ -118,3 +118,49 @@ def test_graph_break_function_call():
     compiled, counter = compiled_with_counter(fn)
     assert same(compiled(dynjit.ones(2)), fn(dynjit.ones(2)))
     assert counter.frame_count == 2
+
+
+def _many_locals(x, log):
+    a0 = x + 0; a1 = x + 1; a2 = x + 2; a3 = x + 3; a4 = x + 4; a5 = x + 5   # noqa: E702
+    a6 = x + 6; a7 = x + 7; a8 = x + 8; a9 = x + 9; a10 = x + 10; a11 = x + 11  # noqa: E702
+    a12 = x + 12; a13 = x + 13
+    log.append(a0.sum().item())
+    dynjit.graph_break()
+    s = a1 + a2 + a3 + a4 + a5 + a6 + a7 + a8 + a9 + a10 + a11 + a12
+    dynjit.graph_break()
+    return x * a13 + s
+
+
+def test_resume_functions_with_many_locals_read_the_right_ones():
+    # Resume functions take the stack as extra leading arguments, so a local's
+    # index grows past what 3.13's two-local instructions can encode.
+    cnt = CompileCounter()
+    compiled = dynjit.compile(_many_locals, backend=cnt)
+    x = dynjit.randn(3)
+    log_c, log_e = [], []
+    assert same(compiled(x, log_c), _many_locals(x, log_e))
+    assert log_c == log_e
+    assert cnt.frame_count == 3
+
+
+def test_break_inside_the_arguments_of_a_pending_call(capsys):
+    # print(...) and log.append(...) are already on the stack when .item()
+    # breaks the graph: the resume function rebuilds them around the result.
+    def fn(x, log):
+        y = x.sin()
+        print("total", round(y.sum().item(), 3))
+        log.append(y.max().item())
+        return y * 2
+
+    cnt = CompileCounter()
+    compiled = dynjit.compile(fn, backend=cnt)
+    x = dynjit.randn(5)
+    log_c, log_e = [], []
+    got = compiled(x, log_c)
+    printed_compiled = capsys.readouterr().out
+    want = fn(x, log_e)
+    assert same(got, want)
+    assert log_c == log_e
+    assert printed_compiled == capsys.readouterr().out
+    assert cnt.frame_count == 3      # before .item(), between the two reads, after
+    assert cnt.op_count == 4         # sin, sum | max | mul

@@ -110,8 +110,14 @@ class BuiltinMethodVariable(VariableTracker):
         self.obj = obj
         self.name = name
 
+    def describe(self):
+        return f"method {self.name} of {self.obj.describe()}"
+
     def call(self, tx, args, kwargs):
         return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def reconstruct(self, cg):
+        return f"{cg.value(self.obj)}.{self.name}"
 
 
 def _all_constant(args, kwargs):

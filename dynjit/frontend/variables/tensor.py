@@ -86,6 +86,9 @@ class TensorMethodVariable(VariableTracker):
     def describe(self):
         return f"tensor method {self.name}"
 
+    def reconstruct(self, cg):
+        return f"{cg.value(self.tensor)}.{self.name}"
+
     def call(self, tx, args, kwargs):
         name = self.name
         if name in DATA_DEPENDENT:
