@@ -19,6 +19,7 @@ from ..exc import Unsupported
 from ..fx.graph_module import GraphModule
 from ..utils import counters
 from . import resume
+from .bytecode_info import live_after
 from .codegen import generate, signature_source
 from .output_graph import OutputGraph
 from .source import LocalSource, ConstSource, CellContentsSource
@@ -164,7 +165,10 @@ def _break_call(fn, tx, output, exc, hook):
                 stack[k] = _Hooked(stack[k], hook)
                 break
     live, values = [], []
+    needed = live_after(code, ip)
     for name in code.co_varnames + tuple(n for n in code.co_cellvars if n not in code.co_varnames):
+        if needed is not None and name not in needed and name not in code.co_cellvars:
+            continue
         if name in code.co_cellvars:
             cell = tx.cells.get(name)
             v = cell.contents if isinstance(cell, CellVariable) else None
@@ -180,13 +184,17 @@ def _break_call(fn, tx, output, exc, hook):
     index = resume.index_of_offset(code, offset)
     live_t = tuple(live)
 
+    # resume functions live as long as the compiled function whose hook runs them
+    owner = getattr(hook, "__self__", None)
+    resume_cache = owner.__dict__.setdefault("_resume_cache", {}) if owner is not None else _resume_cache
+
     def make_resume(target, null_slots_after):
-        key = (code, target, tuple(null_slots_after), live_t, id(hook))
-        cached = _resume_cache.get(key)
+        key = (code, target, tuple(null_slots_after), live_t)
+        cached = resume_cache.get(key)
         if cached is None:
             rcode = resume.resume_code(code, target, null_slots_after, live_t)
             rfn = types.FunctionType(rcode, fn.__globals__, rcode.co_name, None, fn.__closure__)
-            cached = _resume_cache[key] = hook(rfn)
+            cached = resume_cache[key] = hook(rfn)
         return cached
 
     bcode = resume.break_code(code, index, null_slots, live_t, make_resume)

@@ -164,3 +164,20 @@ def test_break_inside_the_arguments_of_a_pending_call(capsys):
     assert printed_compiled == capsys.readouterr().out
     assert cnt.frame_count == 3      # before .item(), between the two reads, after
     assert cnt.op_count == 4         # sin, sum | max | mul
+
+
+def test_resume_functions_take_only_the_locals_still_read():
+    def fn(x, n, scratch):
+        y = x * n + scratch[0]
+        dynjit.graph_break()
+        return y + 1           # n and scratch are dead here
+
+    cnt = CompileCounter()
+    compiled = dynjit.compile(fn, backend=cnt)
+    x = dynjit.randn(3)
+    for n in (2, 3):
+        scratch = [dynjit.ones(3) * n]
+        assert same(compiled(x, n, scratch), fn(x, n, scratch))
+    # the part before the break specializes on n twice; the resume function,
+    # which never sees n or scratch, compiles once
+    assert cnt.frame_count == 3
