@@ -24,7 +24,7 @@ from math import inf, nan, pi, e  # noqa: E402
 __version__ = "0.1.0"
 from . import exc, utils, config  # noqa: E402
 from . import fx, backends  # noqa: E402
-from . import nn  # noqa: E402
+from . import nn, optim  # noqa: E402
 from .frontend import compile, optimize, optimize_assert, disable, reset, graph_break, explain  # noqa: E402
 from ._logging import set_logs, init_from_env as _init_logs  # noqa: E402
 _init_logs()

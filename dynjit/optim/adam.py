@@ -1,0 +1,77 @@
+"""Adam and AdamW (decoupled weight decay), with amsgrad and maximize, with
+PyTorch's update rule and state ('step', 'exp_avg', 'exp_avg_sq', 'max_exp_avg_sq')."""
+import math
+
+from .. import functional as _fn
+from ..tensor import tensor
+from .optimizer import Optimizer
+
+
+class Adam(Optimizer):
+    """m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;  (amsgrad: v_max = max(v_max, v))
+    p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+    Adam adds weight_decay * p to g; AdamW instead scales p by (1 - lr * weight_decay)."""
+    _decoupled_weight_decay = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if eps < 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        for i, beta in enumerate(betas):
+            if not 0.0 <= beta < 1.0:
+                raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, foreach=foreach, capturable=capturable,
+                        differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        return self._run_step(self._update_group, closure)
+
+    def _update_group(self, group):
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        weight_decay, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            g = -p.grad if maximize else p.grad
+            state = self.state[p]
+            if not state:
+                state["step"] = tensor(0.0)
+                state["exp_avg"] = _fn.zeros_like(p)
+                state["exp_avg_sq"] = _fn.zeros_like(p)
+                if amsgrad:
+                    state["max_exp_avg_sq"] = _fn.zeros_like(p)
+            state["step"].add_(1)
+            step = state["step"].item()
+            if weight_decay != 0:
+                if self._decoupled_weight_decay:
+                    p.mul_(1 - lr * weight_decay)
+                else:
+                    g = g.add(p, alpha=weight_decay)
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            exp_avg.lerp_(g, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+            bias_correction1 = 1 - beta1 ** step
+            bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)
+            if amsgrad:
+                max_sq = state["max_exp_avg_sq"]
+                max_sq.copy_(_fn.maximum(max_sq, exp_avg_sq))
+                denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+            else:
+                denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+            p.addcdiv_(exp_avg, denom, value=-lr / bias_correction1)
+
+
+class AdamW(Adam):
+    __doc__ = Adam.__doc__
+    _decoupled_weight_decay = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize, foreach=foreach,
+                         capturable=capturable, differentiable=differentiable, fused=fused)
