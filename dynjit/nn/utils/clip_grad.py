@@ -4,7 +4,7 @@ import math
 
 from ... import functional as _fn
 from ...autograd.grad_mode import no_grad
-from ...tensor import Tensor
+from ...tensor import Tensor, tensor
 
 
 def _grads(parameters):
@@ -19,7 +19,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     grads = _grads(parameters)
     max_norm, norm_type = float(max_norm), float(norm_type)
     if not grads:
-        return _fn.tensor(0.0)
+        return tensor(0.0)
     with no_grad():
         if norm_type == math.inf:
             norms = [g.abs().max() for g in grads]
