@@ -117,7 +117,7 @@ class CompiledFunction:
         cache = self.__dict__.setdefault("_nested", {})
         wrapped = cache.get(inner_fn)
         if wrapped is None:
-            if getattr(inner_fn, "_dynjit_disable", False):
+            if getattr(inner_fn, "_dynjit_disable", False) or _is_generator(inner_fn):
                 return inner_fn
             wrapped = cache[inner_fn] = CompiledFunction(inner_fn, self._backend, False, self._dynamic)
         return wrapped
@@ -148,6 +148,12 @@ class CompiledFunction:
         if self.eager_reason:
             parts.append(f"runs eagerly: {self.eager_reason}")
         return "\n".join(parts)
+
+
+def _is_generator(fn):
+    code = getattr(fn, "__code__", None)
+    return code is not None and bool(code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE
+                                                      | inspect.CO_ASYNC_GENERATOR))
 
 
 class OptimizedModule:

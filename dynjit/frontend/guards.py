@@ -56,7 +56,8 @@ class GuardBuilder:
 
     def dict_keys(self, source, value):
         e = source.expr()
-        self.add(f"type({e}) is dict and list({e}) == {self.k(list(value))}")
+        kind = "dict" if type(value) is dict else self.k(type(value))
+        self.add(f"type({e}) is {kind} and list({e}) == {self.k(list(value))}")
 
     def tensor(self, source, t):
         # placeholder, filled in at compile time: static or dynamic sizes

@@ -154,6 +154,10 @@ class OutputGraph:
             if has_tensor:
                 raise DataDependent(f"{getattr(fn, '__name__', fn)}() returned a Python value computed "
                                     "from tensor data (data-dependent)")
+            if value is None:
+                # called for its effects, which ran on example values only: run it for real
+                unimplemented(f"{getattr(fn, '__qualname__', fn)}() returns None (called for its side "
+                              "effects)")
             return wrap_result(None, None, value)
         node = self.graph.call_function(fn, tuple(self._unwrap(a, "node") for a in args),
                                         {k: self._unwrap(v, "node") for k, v in kwargs.items()})
@@ -218,6 +222,9 @@ def _flat(args, kwargs):
     def rec(v):
         if isinstance(v, (TupleVariable, ListVariable)):
             for i in v.items:
+                rec(i)
+        elif isinstance(v, DictVariable):
+            for i in v.items.values():
                 rec(i)
         else:
             out.append(v)

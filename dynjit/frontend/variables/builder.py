@@ -2,6 +2,7 @@
 guards that make the trace valid only while the value stays as it was seen."""
 import enum
 import types
+from collections import OrderedDict
 
 from ... import _dtype
 from ...tensor import Tensor
@@ -31,7 +32,7 @@ def build(tx, value, source):
     from .tensor import wrap_input_tensor
     from .functions import GradModeRestorer
     guards = tx.output.guards
-    if type(value) in (list, dict) or not (isinstance(value, (Tensor, tuple, type, types.FunctionType))
+    if type(value) in (list, dict, OrderedDict) or not (isinstance(value, (Tensor, tuple, type, types.FunctionType))
                                             or is_constant_value(value)):
         known = tx.output.side_effects.existing_object(value)
         if known is not None:      # the same object seen again: the same tracker (and its mutations)
@@ -55,14 +56,14 @@ def build(tx, value, source):
         var = ListVariable([build(tx, v, _item(source, i)) for i, v in enumerate(value)], source=source)
         tx.output.side_effects.track_existing(value, var)
         return var
-    if type(value) is dict:
+    if type(value) in (dict, OrderedDict):
         guards.dict_keys(source, value)
         items = {}
         for k, v in value.items():
             if not is_constant_value(k):
                 unimplemented(f"a dict with non-constant key {k!r}")
             items[k] = build(tx, v, _item(source, k))
-        var = DictVariable(items, source=source)
+        var = DictVariable(items, source=source, cls=type(value))
         tx.output.side_effects.track_existing(value, var)
         return var
     if is_dynjit_callable(value):
@@ -84,7 +85,7 @@ def build(tx, value, source):
         from .functions import GradModeExitVariable
         return GradModeExitVariable(value.__self__.prev)
     if isinstance(value, types.MethodType):
-        guards.identity(source, value.__func__)
+        guards.type(source, value)
         from ..source import AttrSource
         self_var = build(tx, value.__self__, AttrSource(source, "__self__"))
         return BoundMethodVariable(build(tx, value.__func__, AttrSource(source, "__func__")), self_var)

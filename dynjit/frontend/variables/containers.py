@@ -163,12 +163,13 @@ class ListVariable(BaseListVariable):
 
 
 class DictVariable(VariableTracker):
-    def __init__(self, items, source=None):
+    def __init__(self, items, source=None, cls=dict):
         super().__init__(source)
         self.items = dict(items)     # constant key -> tracker
+        self.cls = cls               # dict or OrderedDict
 
     def python_type(self):
-        return dict
+        return self.cls
 
     def describe(self):
         return "a dict"
@@ -201,7 +202,7 @@ class DictVariable(VariableTracker):
 
     def getattr(self, tx, name):
         from .functions import BuiltinMethodVariable
-        if hasattr(dict, name):
+        if hasattr(self.cls, name):
             return BuiltinMethodVariable(self, name)
         unimplemented(f"dict attribute {name!r}")
 
@@ -244,7 +245,7 @@ class DictVariable(VariableTracker):
                 self.items[k] = v
             return ConstantVariable(None)
         if name == "copy":
-            return DictVariable(self.items)
+            return DictVariable(self.items, cls=self.cls)
         if name == "clear":
             tx.output.side_effects.mutated(self)
             self.items.clear()
@@ -254,7 +255,8 @@ class DictVariable(VariableTracker):
     def reconstruct(self, cg):
         if self.source is not None:
             return self.source.expr()
-        return "{" + ", ".join(f"{cg.constant(k)}: {cg.value(v)}" for k, v in self.items.items()) + "}"
+        literal = "{" + ", ".join(f"{cg.constant(k)}: {cg.value(v)}" for k, v in self.items.items()) + "}"
+        return literal if self.cls is dict else f"{cg.constant(self.cls)}({literal})"
 
 
 class IteratorVariable(VariableTracker):

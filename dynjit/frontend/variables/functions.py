@@ -371,8 +371,11 @@ def is_dynjit_callable(value):
     from ...ops.registry import OpDef
     if isinstance(value, OpDef):
         return True
-    if isinstance(value, type):
-        return False
+    if isinstance(value, (type, types.MethodType)):
+        return False       # classes are called, bound methods traced into
+    from ..eval_frame import is_nn_module
+    if is_nn_module(value):
+        return False       # library modules are traced into, like user modules
     mod = getattr(value, "__module__", None) or ""
     if not mod.startswith("dynjit") or mod.startswith("dynjit.frontend"):
         return False
