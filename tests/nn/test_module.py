@@ -300,3 +300,12 @@ def test_repr_with_multiline_extra_repr():
         def extra_repr(self):
             return "a=1\nb=2"
     assert repr(Custom()) == "Custom(\n  a=1\n  b=2\n)"
+
+
+def test_pickle_round_trip_of_a_module():
+    net = Net()
+    twin = pickle.loads(pickle.dumps(net))
+    assert isinstance(twin.fc1.weight, nn.Parameter) and twin.fc1.weight.requires_grad
+    assert list(twin.state_dict()) == list(net.state_dict())
+    x = dynjit.randn(2, 3)
+    assert dynjit.allclose(net(x), twin(x))
