@@ -351,3 +351,13 @@ def test_clip_grad_value_and_vector_conversion():
     assert vec.shape == (6,)
     nn.utils.vector_to_parameters(dynjit.arange(6.0), lin.parameters())
     assert lin.weight.tolist() == [[0.0, 1.0], [2.0, 3.0]] and lin.bias.tolist() == [4.0, 5.0]
+
+
+def test_batchnorm_momentum_none_keeps_a_cumulative_average():
+    bn = nn.BatchNorm1d(2, momentum=None)
+    batches = [dynjit.randn(4, 2) for _ in range(3)]
+    for b in batches:
+        bn(b)
+    expected = np.mean([b.numpy().mean(0) for b in batches], axis=0)
+    np.testing.assert_allclose(bn.running_mean.numpy(), expected, rtol=1e-5, atol=1e-7)
+    assert bn.num_batches_tracked.item() == 3
