@@ -39,7 +39,9 @@ class SideEffects:
         writes = []
         for var in self._mutated:
             target = var.source.expr()
-            if isinstance(var, ListVariable):
+            if getattr(var, "append_only", False):
+                writes.append(f"{target}.extend({cg.temp('[' + ', '.join(cg.value(v) for v in var.appended) + ']')})")
+            elif isinstance(var, ListVariable):
                 writes.append(f"{target}[:] = {cg.temp('[' + ', '.join(cg.value(v) for v in var.items) + ']')}")
             elif isinstance(var, DictVariable):
                 tmp = cg.temp("{" + ", ".join(f"{cg.constant(k)}: {cg.value(v)}" for k, v in var.items.items()) + "}")

@@ -181,3 +181,37 @@ def test_resume_functions_take_only_the_locals_still_read():
     # the part before the break specializes on n twice; the resume function,
     # which never sees n or scratch, compiles once
     assert cnt.frame_count == 3
+
+
+def test_a_growing_log_list_and_item_values_do_not_recompile():
+    # The list is only appended to and the float from .item() is only passed
+    # along, so neither its length nor the float's value is guarded.
+    def step(x, history):
+        loss = (x * x).mean()
+        history.append(loss.item())
+        return loss * 2
+
+    cnt = CompileCounter()
+    compiled = dynjit.compile(step, backend=cnt)
+    hist_c, hist_e = [], []
+    for i in range(12):
+        x = dynjit.randn(4)
+        assert same(compiled(x, hist_c), step(x, hist_e))
+    assert hist_c == hist_e
+    assert cnt.frame_count == 2      # the graph before .item() and its resume, once each
+
+
+def test_reading_a_list_guards_its_contents():
+    def fn(x, items):
+        items.append(x)
+        return x + len(items)
+
+    cnt = CompileCounter()
+    compiled = dynjit.compile(fn, backend=cnt)
+    got_list, want_list = [], []
+    for _ in range(3):
+        x = dynjit.randn(2)
+        assert same(compiled(x, got_list), fn(x, want_list))
+    assert len(got_list) == len(want_list) == 3
+    assert all(same(a, b) for a, b in zip(got_list, want_list))
+    assert cnt.frame_count == 3      # len() read the length: one compile per length

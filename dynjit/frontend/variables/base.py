@@ -72,9 +72,20 @@ class VariableTracker:
 class ConstantVariable(VariableTracker):
     """An immutable Python value known at trace time (numbers, strings, None, dtypes, slices...)."""
 
-    def __init__(self, value, source=None):
+    def __init__(self, value, source=None, guard_on_use=None):
         super().__init__(source)
-        self.value = value
+        self._value = value
+        # For an argument only passed along (stored, returned, handed to a
+        # graph break), guarding its value would recompile for every new
+        # value; the value guard is installed the first time the trace uses it.
+        self._guard_on_use = guard_on_use
+
+    @property
+    def value(self):
+        if self._guard_on_use is not None:
+            install, self._guard_on_use = self._guard_on_use, None
+            install()
+        return self._value
 
     def is_python_constant(self):
         return True
@@ -111,10 +122,12 @@ class ConstantVariable(VariableTracker):
         return ConstantVariable(self.value[key.as_python_constant()])
 
     def reconstruct(self, cg):
+        if self._guard_on_use is not None:
+            return self.source.expr()       # never used: passed through from the argument
         return cg.constant(self.value)
 
     def __repr__(self):
-        return f"ConstantVariable({self.value!r})"
+        return f"ConstantVariable({self._value!r})"
 
 
 NULL = object()   # the NULL that CALL's calling convention pushes (3.11+)

@@ -7,6 +7,7 @@ from collections import OrderedDict
 from ... import _dtype
 from ...tensor import Tensor
 from ..exc import unimplemented
+from ..source import LocalSource
 from .base import ConstantVariable
 
 CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
@@ -41,6 +42,9 @@ def build(tx, value, source):
             return known
     if isinstance(value, Tensor):
         return wrap_input_tensor(tx, value, source)
+    if type(value) in (int, float) and isinstance(source, LocalSource):
+        guards.type(source, value)
+        return ConstantVariable(value, source, guard_on_use=lambda: guards.constant(source, value))
     if is_constant_value(value) and not isinstance(value, (tuple, frozenset)):
         guards.constant(source, value)
         return ConstantVariable(value, source)
@@ -52,8 +56,9 @@ def build(tx, value, source):
         return NamedTupleVariable(type(value), [build(tx, v, _item(source, i)) for i, v in enumerate(value)],
                                   source=source)
     if type(value) is list:
-        guards.type_and_len(source, value)
-        var = ListVariable([build(tx, v, _item(source, i)) for i, v in enumerate(value)], source=source)
+        from .containers import ExistingListVariable
+        guards.type(source, value)
+        var = ExistingListVariable(tx, value, source)
         tx.output.side_effects.track_existing(value, var)
         return var
     if type(value) in (dict, OrderedDict):
@@ -89,6 +94,13 @@ def build(tx, value, source):
         from ..source import AttrSource
         self_var = build(tx, value.__self__, AttrSource(source, "__self__"))
         return BoundMethodVariable(build(tx, value.__func__, AttrSource(source, "__func__")), self_var)
+    if isinstance(value, types.BuiltinMethodType) and type(value.__self__) in (list, dict, OrderedDict):
+        # e.g. `log.append` left on the stack at a graph break: a method of the (tracked) container
+        from .functions import BuiltinMethodVariable
+        from ..source import AttrSource
+        guards.add(f"type({source.expr()}) is {guards.k(type(value))} and "
+                   f"{source.expr()}.__name__ == {value.__name__!r}")
+        return BuiltinMethodVariable(build(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)) or _in(value, BuiltinVariable.SUPPORTED):
         guards.identity(source, value)
         return BuiltinVariable(value, source=source)

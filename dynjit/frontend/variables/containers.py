@@ -284,3 +284,44 @@ class IteratorVariable(VariableTracker):
 
     def reconstruct(self, cg):
         return "iter([" + ", ".join(cg.value(v) for v in self.items[self.index:]) + "])"
+
+
+class ExistingListVariable(ListVariable):
+    """A list that existed before the call. Its items are read, and guarded,
+    only when the trace reads them: a list the function only appends to (a
+    log, a history) is guarded by type alone, and the appends replay as
+    appends, so a growing list does not recompile the function."""
+
+    def __init__(self, tx, value, source):
+        VariableTracker.__init__(self, source)
+        self._tx = tx
+        self._value = value
+        self._items = None
+        self.appended = []
+
+    @property
+    def append_only(self):
+        return self._items is None
+
+    @property
+    def items(self):
+        if self._items is None:
+            from .builder import build, _item
+            self._tx.output.guards.type_and_len(self.source, self._value)
+            self._items = [build(self._tx, v, _item(self.source, i)) for i, v in enumerate(self._value)]
+            self._items.extend(self.appended)
+            self.appended = []
+        return self._items
+
+    @items.setter
+    def items(self, new_items):
+        self.items       # realize first: the old items' guards still hold
+        self._items = list(new_items)
+
+    def call_method(self, tx, name, args, kwargs):
+        if self._items is None and name in ("append", "extend"):
+            new = [args[0]] if name == "append" else list(args[0].iterate(tx))
+            self._mutate(tx)
+            self.appended.extend(new)
+            return ConstantVariable(None)
+        return super().call_method(tx, name, args, kwargs)
