@@ -34,6 +34,7 @@ Usage::
     python tools/conformance.py list       # seedfile<TAB>testname, one per test
     python tools/conformance.py check      # validate docs/conformance.md
     python tools/conformance.py summary    # counts per seed file and status
+    python tools/conformance.py sync       # todo -> pass where a test says `# ports: SEED Class.test`
 
 ``--seeds DIR`` and ``--doc FILE`` override the default locations
 (``<repo>/../shared/seeds`` and ``<repo>/docs/conformance.md``).
@@ -375,9 +376,59 @@ def summary(repo: Path = REPO_ROOT, seeds_dir: Path = DEFAULT_SEEDS, doc: Path |
     return "\n".join(out)
 
 
+_PORTS_RE = re.compile(r"#\s*ports:\s*(\S+\.txt)\s+(.+)$")
+_PORT_DEF_RE = re.compile(r"^(\s*)(?:async\s+)?def\s+(test_\w+)")
+_PORT_CLASS_RE = re.compile(r"^class\s+(Test\w*)")
+
+
+def port_markers(repo: Path = REPO_ROOT) -> dict[tuple[str, str], str]:
+    """(seed file, seed test) -> pytest id, from `# ports: SEED Class.test, ...`
+    comments placed right above the dynjit test that ports them."""
+    found: dict[tuple[str, str], str] = {}
+    for path in sorted((repo / "tests").rglob("*.py")):
+        lines = path.read_text().splitlines()
+        rel = path.relative_to(repo).as_posix()
+        pending: list[tuple[str, str]] = []
+        cls = None
+        for line in lines:
+            m = _PORT_CLASS_RE.match(line)
+            if m:
+                cls = m.group(1)
+            m = _PORTS_RE.search(line)
+            if m:
+                seed = m.group(1)
+                pending += [(seed, name.strip().rstrip(",")) for name in re.split(r"[,\s]+", m.group(2))
+                            if name.strip().rstrip(",")]
+                continue
+            m = _PORT_DEF_RE.match(line)
+            if m and pending:
+                target = f"{rel}::{cls}::{m.group(2)}" if m.group(1) and cls else f"{rel}::{m.group(2)}"
+                for key in pending:
+                    found.setdefault(key, target)
+                pending = []
+    return found
+
+
+def sync(repo: Path = REPO_ROOT, seeds_dir: Path = DEFAULT_SEEDS, doc: Path | None = None) -> int:
+    """Mark `todo` rows `pass` where a `# ports:` marker names the dynjit test; returns rows changed."""
+    doc = doc or repo / "docs" / "conformance.md"
+    markers = port_markers(repo)
+    out, changed = [], 0
+    for line in doc.read_text().splitlines(keepends=True):
+        cells = _split_row(line) if line.lstrip().startswith("|") else []
+        if len(cells) == 4 and _unquote(cells[2]) == "todo":
+            target = markers.get((_unquote(cells[0]), _unquote(cells[1])))
+            if target is not None:
+                line = f"| {cells[0]} | {cells[1]} | pass | {target} |\n"
+                changed += 1
+        out.append(line)
+    doc.write_text("".join(out))
+    return changed
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("mode", choices=("list", "check", "summary"))
+    ap.add_argument("mode", choices=("list", "check", "summary", "sync"))
     ap.add_argument("--seeds", type=Path, default=DEFAULT_SEEDS, help="directory of seed *.txt files")
     ap.add_argument("--doc", type=Path, default=DEFAULT_DOC, help="conformance table (markdown)")
     ap.add_argument("--lines", action="store_true", help="list: add the seed line number as a third column")
@@ -390,6 +441,9 @@ def main(argv: list[str] | None = None) -> int:
         for seed in load_seeds(args.seeds):
             for t in seed.tests:
                 print(f"{seed.name}\t{t.name}" + (f"\t{t.line}" if args.lines else ""))
+        return 0
+    if args.mode == "sync":
+        print(f"{sync(REPO_ROOT, args.seeds, args.doc)} row(s) marked pass from `# ports:` markers")
         return 0
     if args.mode == "summary":
         print(summary(REPO_ROOT, args.seeds, args.doc))
