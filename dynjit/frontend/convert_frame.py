@@ -12,6 +12,7 @@ import inspect
 import logging
 import types
 
+from .. import _jit_callback
 from .. import random as _random
 from ..autograd.grad_mode import state as _grad_state
 from ..backends.registry import call_backend
@@ -100,7 +101,7 @@ def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=
         gm = GraphModule({}, output.graph)
         if graph_code_log.isEnabledFor(logging.DEBUG):
             graph_code_log.debug("graph for %s:\n%s", fn.__qualname__, gm.print_readable(print_output=False))
-        compiled = call_backend(backend, gm, list(output.example_inputs))
+        compiled = _jit_callback.run_without(call_backend, backend, gm, list(output.example_inputs))
     ns = output.guards.namespace(fn)
     ns["___graph"] = compiled
     exec(compile(src, f"<dynjit-transformed {fn.__qualname__}>", "exec"), ns)
@@ -120,14 +121,16 @@ def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=
 class _BreakCall(VariableTracker):
     """The transformed function's tail: call the break function with the rebuilt stack and locals."""
 
-    def __init__(self, fn_obj, values):
+    def __init__(self, fn_obj, values, hook):
         super().__init__()
         self.fn_obj = fn_obj
         self.values = values
+        self.hook = hook
 
     def reconstruct(self, cg):
         args = ", ".join(cg.value(v) if not isinstance(v, str) else v for v in self.values)
-        return f"{cg.constant(self.fn_obj)}({args})"
+        # the native part runs with this frame's hook active (nested module calls compile)
+        return f"{cg.constant(_jit_callback.run_with)}({cg.constant(self.hook)}, {cg.constant(self.fn_obj)}, {args})"
 
 
 class _Hooked(VariableTracker):
@@ -199,4 +202,4 @@ def _break_call(fn, tx, output, exc, hook):
 
     bcode = resume.break_code(code, index, null_slots, live_t, make_resume)
     break_fn = types.FunctionType(bcode, fn.__globals__, bcode.co_name, None, fn.__closure__)
-    return _BreakCall(break_fn, stack_values + values)
+    return _BreakCall(break_fn, stack_values + values, hook)

@@ -16,7 +16,7 @@ import types
 import warnings
 import weakref
 
-from .. import config
+from .. import _jit_callback, config
 from ..exc import Unsupported
 from ..utils import counters
 from .convert_frame import convert, location
@@ -70,7 +70,7 @@ class CompiledFunction:
     def _miss(self, args, kwargs):
         fn = self._fn
         if self.eager_reason is not None:
-            return fn(*args, **kwargs)
+            return _jit_callback.run_with(self._hook, fn, *args, **kwargs)
         if self.entries:
             reasons = [e.output.guards.failure_reason(e.guard, args, kwargs) for e in self.entries]
             reason = reasons[-1] or "unknown"
@@ -86,7 +86,7 @@ class CompiledFunction:
                                   "now runs without compiling.", stacklevel=3)
                     self._warned_limit = True
                 self.eager_reason = "cache_size_limit reached"
-                return fn(*args, **kwargs)
+                return _jit_callback.run_with(self._hook, fn, *args, **kwargs)
         try:
             dynamic = self._dynamic is True or (self._dynamic is None and self._auto_dynamic)
             entry = convert(fn, args, kwargs, self._backend, self._fullgraph, self._hook, dynamic)
@@ -101,7 +101,7 @@ class CompiledFunction:
                 raise Unsupported(f"{reason}\n  in {fn.__qualname__} at {where}\n"
                                   "(fullgraph=True: the whole function must compile to one graph)") from None
             self.eager_reason = reason
-            return fn(*args, **kwargs)
+            return _jit_callback.run_with(self._hook, fn, *args, **kwargs)
         guards_log.debug("Guards for %s:\n%s", fn.__qualname__, entry.guard.source)
         if entry.break_reason is not None:
             e = entry.break_reason

@@ -152,3 +152,59 @@ def test_library_call_returning_none_is_not_dropped():
     got = dynjit.compile(load, backend="eager")(vec, b_compiled)
     assert same(got, load(vec, b_eager))
     assert same(b_compiled, b_eager)
+
+
+class _Noisy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.fc(x).relu()
+        print("inside the submodule")
+        return y * 2
+
+
+class _Outer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.noisy = _Noisy()
+
+    def forward(self, x):
+        return self.noisy(self.a(x).tanh()) + 1
+
+
+def test_graph_break_inside_a_submodule_compiles_the_submodule_as_its_own_frame(capsys):
+    # The break stops the caller's graph at the submodule call; the submodule,
+    # called natively, goes through the JIT: its part before and after print().
+    dynjit.manual_seed(0)
+    model = _Outer()
+    cnt = CompileCounter()
+    compiled = dynjit.compile(model, backend=cnt)
+    x = dynjit.randn(2, 4)
+    for _ in range(3):
+        got = compiled(x)
+        printed = capsys.readouterr().out
+        assert same(got, model(x))
+        assert printed == capsys.readouterr().out == "inside the submodule\n"
+    # caller: linear, tanh | submodule: linear, relu | submodule resume: mul | caller resume: add
+    assert (cnt.frame_count, cnt.op_count) == (4, 6)
+
+
+def test_modules_called_by_a_frame_that_runs_eagerly_are_still_compiled(capsys):
+    def fn(model, x):
+        try:
+            print("no graph break inside try: this frame runs eagerly")
+            return model(x)
+        except ValueError:
+            return None
+
+    dynjit.manual_seed(0)
+    model = MLP()
+    cnt = CompileCounter()
+    compiled = dynjit.compile(fn, backend=cnt)
+    x = dynjit.randn(3, 8)
+    assert same(compiled(x=x, model=model), fn(model, x))
+    assert (cnt.frame_count, cnt.op_count) == (1, 3)      # MLP.forward, compiled on its own
+    assert "runs eagerly" in capsys.readouterr().out

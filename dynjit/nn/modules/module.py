@@ -11,6 +11,7 @@ import warnings
 from collections import OrderedDict, namedtuple
 
 from ... import _dtype
+from ... import _jit_callback
 from ...autograd.grad_mode import no_grad
 from ...tensor import Tensor
 from ..parameter import Parameter
@@ -107,6 +108,10 @@ class Module:
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks
                 or self._backward_pre_hooks or _global_forward_hooks or _global_forward_pre_hooks
                 or _global_backward_hooks or _global_backward_pre_hooks):
+            jit_hook = _jit_callback.active()
+            if jit_hook is not None and "forward" not in self.__dict__:
+                # called from code a compiled frame runs natively: compile this frame too
+                return jit_hook(type(self).forward)(self, *args, **kwargs)
             return self.forward(*args, **kwargs)
         return self._call_with_hooks(args, kwargs)
 
