@@ -206,10 +206,25 @@ class _OptimizeContext:
         return compile(fn, backend=self.backend, fullgraph=self.nopython, dynamic=self.dynamic)
 
     def __enter__(self):
-        raise NotImplementedError("dynjit.optimize(...) as a context manager needs the frame hook for "
-                                  "nested frames, which is not built yet; use it as a decorator")
+        """Inside the block, frames started by the library's entry points (nn.Module calls)
+        are compiled with this backend; plain Python calls are not intercepted (no PEP 523)."""
+        from ..backends.registry import lookup_backend
+        lookup_backend(self.backend)
+        compiled = {}
+
+        def hook(fn):
+            wrapped = compiled.get(fn)
+            if wrapped is None:
+                if getattr(fn, "_dynjit_disable", False) or _is_generator(fn):
+                    return fn
+                wrapped = compiled[fn] = CompiledFunction(fn, self.backend, self.nopython, self.dynamic)
+            return wrapped
+        self._saved = getattr(_jit_callback._state, "hook", None)
+        _jit_callback._state.hook = hook
+        return self
 
     def __exit__(self, *exc):
+        _jit_callback._state.hook = self._saved
         return False
 
 

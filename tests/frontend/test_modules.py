@@ -208,3 +208,30 @@ def test_modules_called_by_a_frame_that_runs_eagerly_are_still_compiled(capsys):
     assert same(compiled(x=x, model=model), fn(model, x))
     assert (cnt.frame_count, cnt.op_count) == (1, 3)      # MLP.forward, compiled on its own
     assert "runs eagerly" in capsys.readouterr().out
+
+
+def test_optimize_as_a_context_manager_compiles_module_calls_in_the_block():
+    dynjit.manual_seed(0)
+    model = MLP()
+    x = dynjit.randn(3, 8)
+    cnt = CompileCounter()
+    with dynjit.optimize(cnt):
+        got = model(x)
+        got_again = model(x)
+    assert same(got, model(x)) and same(got_again, got)
+    assert (cnt.frame_count, cnt.op_count) == (1, 3)       # compiled once, the second call hit
+    model(x)                                                # outside the block: eager
+    assert cnt.frame_count == 1
+
+
+def test_optimize_context_manager_restores_on_error():
+    model = MLP()
+    with pytest.raises(ValueError):
+        with dynjit.optimize("eager"):
+            raise ValueError("boom")
+    cnt = CompileCounter()
+    with dynjit.optimize(cnt):
+        model(dynjit.randn(2, 8))
+    assert cnt.frame_count == 1
+    from dynjit import _jit_callback
+    assert _jit_callback.active() is None
