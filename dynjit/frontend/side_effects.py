@@ -9,6 +9,7 @@ class SideEffects:
         self._mutated = []
         self._mutated_ids = set()
         self._globals = {}        # id(globals dict) -> {name: (tracker, source)}
+        self._grads = {}          # id(real tensor) -> (tensor, its tracker, new .grad tracker)
 
     def track_existing(self, value, var):
         self._objects[id(value)] = (value, var)
@@ -30,8 +31,15 @@ class SideEffects:
         d = self._globals.get(id(f_globals))
         return {k: v for k, (v, _) in d.items()} if d else {}
 
+    def write_grad(self, real, tensor_var, value):
+        self._grads[id(real)] = (real, tensor_var, value)
+
+    def grad_written(self, real):
+        entry = self._grads.get(id(real))
+        return entry[2] if entry is not None and entry[0] is real else None
+
     def has_effects(self):
-        return bool(self._mutated or self._globals)
+        return bool(self._mutated or self._globals or self._grads)
 
     def codegen(self, cg):
         """Statements replaying the effects: first every new value, then every write."""
@@ -49,6 +57,8 @@ class SideEffects:
             elif isinstance(var, UserObjectVariable):
                 for name in var.written:
                     writes.append(f"setattr({target}, {name!r}, {cg.temp(cg.value(var.attrs[name]))})")
+        for _, tensor_var, value in self._grads.values():
+            writes.append(f"{tensor_var.source.expr()}.grad = {cg.temp(cg.value(value))}")
         for entries in self._globals.values():
             for name, (value, source) in entries.items():
                 writes.append(f"{source.expr()} = {cg.temp(cg.value(value))}")

@@ -235,3 +235,25 @@ def test_optimize_context_manager_restores_on_error():
     assert cnt.frame_count == 1
     from dynjit import _jit_callback
     assert _jit_callback.active() is None
+
+
+def test_setting_grad_to_none_is_replayed_and_seen_by_later_reads():
+    def clear(params):
+        seen = []
+        for p in params:
+            p.grad = None
+            seen.append(p.grad is None)
+        return seen
+
+    def setup():
+        ps = [dynjit.ones(3, requires_grad=True), dynjit.ones(2, requires_grad=True)]
+        sum(p.sum() for p in ps).backward()
+        return ps
+
+    dynjit.utils.counters.clear()
+    cnt = CompileCounter()
+    got_params, want_params = setup(), setup()
+    assert dynjit.compile(clear, backend=cnt)(got_params) == clear(want_params) == [True, True]
+    assert all(p.grad is None for p in got_params)
+    assert cnt.frame_count == 0          # no tensor op: nothing handed to the backend, no break either
+    assert not dynjit.utils.counters["graph_break"]

@@ -33,7 +33,7 @@ def build(tx, value, source):
     from .tensor import wrap_input_tensor
     from .functions import GradModeRestorer
     guards = tx.output.guards
-    if type(value) in (list, dict, OrderedDict) or not (isinstance(value, (Tensor, tuple, type, types.FunctionType))
+    if type(value) in (list, dict, OrderedDict) or _plain_dict_subclass(type(value)) or not (isinstance(value, (Tensor, tuple, type, types.FunctionType))
                                             or is_constant_value(value)):
         known = tx.output.side_effects.existing_object(value)
         if known is not None:      # the same object seen again: the same tracker (and its mutations)
@@ -61,7 +61,7 @@ def build(tx, value, source):
         var = ExistingListVariable(tx, value, source)
         tx.output.side_effects.track_existing(value, var)
         return var
-    if type(value) in (dict, OrderedDict):
+    if type(value) in (dict, OrderedDict) or _plain_dict_subclass(type(value)):
         guards.dict_keys(source, value)
         items = {}
         for k, v in value.items():
@@ -118,6 +118,20 @@ def build(tx, value, source):
     var = UserObjectVariable(value, source=source)
     tx.output.side_effects.track_existing(value, var)
     return var
+
+
+def _plain_dict_subclass(cls):
+    """A dict subclass that only adds attributes (e.g. to be weakly referable): traced as a dict."""
+    if not issubclass(cls, dict) or cls in (dict, OrderedDict):
+        return False
+    for klass in cls.__mro__:
+        if klass in (dict, OrderedDict, object):
+            continue
+        if any(name.startswith("__") and name not in ("__module__", "__qualname__", "__doc__", "__dict__",
+                                                      "__weakref__", "__firstlineno__", "__static_attributes__")
+               or callable(v) for name, v in vars(klass).items()):
+            return False
+    return True
 
 
 ITERATOR_TYPES = (type(iter([])), type(iter(())), type(iter(range(0))))

@@ -366,6 +366,10 @@ def _issubclass(t, cls):
         unimplemented("isinstance() with an unsupported class argument")
 
 
+# library code that is Python over tensors, traced into like user code
+_TRACED_LIBRARY_MODULES = ("dynjit.frontend", "dynjit.optim", "dynjit.nn.modules")
+
+
 def is_dynjit_callable(value):
     """Functions of the dynjit library that become graph nodes when called on tensors."""
     from ...ops.registry import OpDef
@@ -377,7 +381,7 @@ def is_dynjit_callable(value):
     if is_nn_module(value):
         return False       # library modules are traced into, like user modules
     mod = getattr(value, "__module__", None) or ""
-    if not mod.startswith("dynjit") or mod.startswith("dynjit.frontend"):
+    if not mod.startswith("dynjit") or mod.startswith(_TRACED_LIBRARY_MODULES):
         return False
     return callable(value)
 

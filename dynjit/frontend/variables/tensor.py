@@ -46,6 +46,9 @@ class TensorVariable(VariableTracker):
             return tx.output.record(getattr, [self, ConstantVariable(name)], {})
         if name == "grad":
             if self.source is not None:
+                written = tx.output.side_effects.grad_written(tx.output.real_value(self.source))
+                if written is not None:
+                    return written
                 from ..source import AttrSource
                 from .builder import build
                 return build(tx, self.example_source_value(tx, "grad"), AttrSource(self.source, "grad"))
@@ -55,6 +58,14 @@ class TensorVariable(VariableTracker):
         if hasattr(Tensor, name) and callable(getattr(Tensor, name)):
             return TensorMethodVariable(self, name)
         unimplemented(f"tensor attribute {name!r}")
+
+    def setattr(self, tx, name, value):
+        if name != "grad" or self.source is None:
+            unimplemented(f"setting attribute {name!r} of a tensor")
+        if not (isinstance(value, TensorVariable) or (value.is_python_constant() and value.as_python_constant() is None)):
+            unimplemented(f"setting .grad to {value.describe()}")
+        # replayed after the graph, like eager's write; later reads in the trace see it
+        tx.output.side_effects.write_grad(tx.output.real_value(self.source), self, value)
 
     def example_source_value(self, tx, name):
         return getattr(tx.output.real_value(self.source), name)
