@@ -257,3 +257,52 @@ def test_setting_grad_to_none_is_replayed_and_seen_by_later_reads():
     assert all(p.grad is None for p in got_params)
     assert cnt.frame_count == 0          # no tensor op: nothing handed to the backend, no break either
     assert not dynjit.utils.counters["graph_break"]
+
+
+def test_member_iterators_read_the_module_tree_at_trace_time():
+    def summary(model):
+        total = 0
+        for name, p in model.named_parameters():
+            total = total + (p * p).sum()
+        names = [n for n, _ in model.named_modules()]
+        return total, names, len(list(model.children())), len(list(model.buffers()))
+
+    dynjit.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2))
+    cnt = CompileCounter()
+    compiled = dynjit.compile(summary, backend=cnt)
+    got, want = compiled(model), summary(model)
+    assert same(got[0], want[0]) and got[1:] == want[1:]
+    assert cnt.frame_count == 1 and cnt.op_count == 3 * 6       # mul, sum, add per parameter
+    model.append(nn.Linear(2, 2))                               # the tree changed: recompile
+    got, want = compiled(model), summary(model)
+    assert same(got[0], want[0]) and got[1:] == want[1:]
+    assert cnt.frame_count == 2
+
+
+def test_tied_parameters_are_counted_once_as_in_eager():
+    def count(model):
+        return len(list(model.parameters()))
+
+    dynjit.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))
+    compiled = dynjit.compile(count, backend="eager")
+    assert compiled(model) == count(model) == 4
+    model[1].weight = model[0].weight                          # tie: eager now sees 3
+    assert compiled(model) == count(model) == 3
+
+
+def test_zero_grad_inside_a_compiled_function():
+    def step(model, x):
+        model.zero_grad()
+        return model(x).sum()
+
+    dynjit.manual_seed(0)
+    model = MLP()
+    x = dynjit.randn(2, 8)
+    model(x).sum().backward()
+    compiled = dynjit.compile(step, backend="eager")
+    compiled(model, x).backward()
+    got = [p.grad.clone() for p in model.parameters()]
+    step(model, x).backward()
+    assert all(same(g, p.grad) for g, p in zip(got, model.parameters()))

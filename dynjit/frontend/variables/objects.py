@@ -4,7 +4,7 @@ import inspect
 import types
 
 from ..exc import unimplemented
-from ..source import AttrSource
+from ..source import AttrSource, ItemSource
 from .base import VariableTracker, ConstantVariable
 
 
@@ -268,6 +268,8 @@ class ModuleVariable(VariableTracker):
         except AttributeError:
             raise
         if isinstance(value, types.MethodType) and value.__self__ is self.module:
+            if name in MEMBER_ITERATORS and value.__func__ is _library_method(name):
+                return ModuleMembersVariable(self, name)
             from .functions import FunctionVariable, BoundMethodVariable
             return BoundMethodVariable(FunctionVariable(value.__func__), self)
         return build(tx, value, AttrSource(self.source, name))
@@ -286,6 +288,88 @@ class ModuleVariable(VariableTracker):
 
     def reconstruct(self, cg):
         return self.source.expr()
+
+
+MEMBER_ITERATORS = ("parameters", "named_parameters", "buffers", "named_buffers", "children",
+                    "named_children", "modules", "named_modules")
+
+
+def _library_method(name):
+    from ...nn import Module
+    return getattr(Module, name)
+
+
+class ModuleMembersVariable(VariableTracker):
+    """`module.parameters()` and its kin, read from the real module at trace time.
+
+    Each item gets a source through the `_modules` / `_parameters` /
+    `_buffers` dicts; the guards are the keys of every dict walked and one
+    check that the items are still distinct objects (eager drops duplicates)."""
+
+    def __init__(self, module_var, name):
+        super().__init__()
+        self.module_var = module_var
+        self.name = name
+
+    def describe(self):
+        return f"module method {self.name}"
+
+    def call(self, tx, args, kwargs):
+        from .builder import build
+        from .containers import IteratorVariable, TupleVariable
+        try:
+            bound = inspect.signature(getattr(self.module_var.module, self.name)).bind(
+                *[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
+        except TypeError as e:
+            unimplemented(f"{self.name}() called with {e}")
+        options = bound.arguments
+        recurse = options.get("recurse", True)
+        prefix = options.get("prefix", "")
+        guards = tx.output.guards
+        walked = self._modules(tx, self.module_var.module, self.module_var.source, prefix,
+                               recurse or self.name in ("modules", "named_modules"))
+        if self.name in ("children", "named_children"):
+            root = self.module_var.module
+            walked = [(n, m, src) for n, m, src in walked if m is not root and "." not in n[len(prefix):].lstrip(".")]
+        if self.name in ("modules", "named_modules", "children", "named_children"):
+            members = [(n, m, src) for n, m, src in walked]
+        else:
+            store = "_parameters" if "parameters" in self.name else "_buffers"
+            members = []
+            for mod_name, mod, mod_src in walked:
+                store_src = AttrSource(mod_src, store)
+                guards.dict_keys(store_src, getattr(mod, store))
+                for key, value in getattr(mod, store).items():
+                    if value is not None:
+                        members.append((f"{mod_name}.{key}" if mod_name else key, value, ItemSource(store_src, key)))
+        seen, unique = set(), []
+        for entry in members:
+            if id(entry[1]) not in seen:
+                seen.add(id(entry[1]))
+                unique.append(entry)
+        if unique:
+            exprs = ", ".join(src.expr() for _, _, src in members)
+            guards.add(f"len({{id(v) for v in ({exprs},)}}) == {len(unique)}")
+        items = [build(tx, value, src) for _, value, src in unique]
+        if self.name.startswith("named_"):
+            items = [TupleVariable([ConstantVariable(n), v]) for (n, _, _), v in zip(unique, items)]
+        return IteratorVariable(items)
+
+    @staticmethod
+    def _modules(tx, module, source, prefix, recurse):
+        """(qualified name, module, source) for module and, if recurse, every submodule."""
+        out = [(prefix, module, source)]
+        if not recurse:
+            return out
+        modules_src = AttrSource(source, "_modules")
+        tx.output.guards.dict_keys(modules_src, module._modules)
+        for name, child in module._modules.items():
+            if child is not None:
+                child_src = ItemSource(modules_src, name)
+                tx.output.guards.identity(child_src, child)
+                out += ModuleMembersVariable._modules(tx, child, child_src, f"{prefix}.{name}" if prefix else name,
+                                                      True)
+        return out
 
 
 class SuperVariable(VariableTracker):
