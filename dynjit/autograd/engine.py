@@ -17,10 +17,12 @@ backward started from inside a hook or a custom Function's backward
 import heapq
 import itertools
 import threading
+import types
 
 import numpy as np
 
 from . import graph as _graph
+from .. import _jit_callback
 from .grad_mode import state as _grad_state
 from ..ops.dispatch import _modes as _dispatch_modes
 
@@ -217,14 +219,14 @@ def _call_tensor_pre_hooks(node, grads, retained):
             for h in list(hs.values()):
                 if grads[nr] is None:
                     break
-                r = h(grads[nr])
+                r = _user_hook(h)(grads[nr])
                 if r is not None:
                     grads[nr] = _check_hook_result(r, grads[nr])
     if node._is_accumulate:
         hs = node.variable._hooks
         if hs and grads[0] is not None:
             for h in list(hs.values()):
-                r = h(grads[0])
+                r = _user_hook(h)(grads[0])
                 if r is not None:
                     grads[0] = _check_hook_result(r, grads[0])
     if retained:
@@ -234,6 +236,15 @@ def _call_tensor_pre_hooks(node, grads, retained):
             if t is not None:
                 _graph.fill_retained_grad(t, g)
     return grads
+
+
+def _user_hook(h):
+    """A user's tensor hook, compiled when a compiled frame's native code (a graph break) runs
+    this backward (as the frame hook would compile the hook's frame)."""
+    jit = _jit_callback.active()
+    if jit is None or type(h) is not types.FunctionType or h.__module__.startswith("dynjit"):
+        return h
+    return jit(h)
 
 
 def _call_pre_hooks(node, grads):

@@ -215,3 +215,25 @@ def test_reading_a_list_guards_its_contents():
     assert len(got_list) == len(want_list) == 3
     assert all(same(a, b) for a, b in zip(got_list, want_list))
     assert cnt.frame_count == 3      # len() read the length: one compile per length
+
+
+def _triple(grad):
+    return grad * 3
+
+
+def test_tensor_hooks_run_by_a_backward_at_a_graph_break_are_compiled():
+    def step(x):
+        loss = (x * x).sum()
+        loss.backward()          # not traceable: runs natively, and so does the engine's hook call
+        return loss.detach() + 1
+
+    cnt = CompileCounter()
+    compiled = dynjit.compile(step, backend=cnt)
+    x_c = dynjit.randn(3, requires_grad=True)
+    x_e = x_c.detach().clone().requires_grad_(True)
+    x_c.register_hook(_triple)
+    x_e.register_hook(_triple)
+    assert same(compiled(x_c), step(x_e))
+    assert same(x_c.grad, x_e.grad) and same(x_c.grad, x_e.detach() * 6)
+    # the graph before backward(), the hook (its own frame), the resume after backward()
+    assert cnt.frame_count == 3
