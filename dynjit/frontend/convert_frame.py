@@ -40,6 +40,7 @@ class CompiledEntry:
         self.output = output
         self.op_count = ops
         self.break_reason = break_reason
+        self.break_fn = None       # the generated function that runs the breaking instruction
 
 
 def location(exc):
@@ -89,8 +90,10 @@ def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=
         _random.set_rng_state(rng)
         _grad_state.enabled = grad
     signature = signature_source(code)
+    break_fn = None
     if tx.stopped is not None:
         ret = _break_call(fn, tx, output, break_exc, hook)
+        break_fn = ret.fn_obj
     output.prune_unused_inputs()
     src, outs = generate(output, ret, signature)
     output.graph.output(tuple(outs))
@@ -98,7 +101,7 @@ def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=
     gm = None
     compiled = None
     if ops:
-        gm = GraphModule({}, output.graph)
+        gm = GraphModule(output.submodules, output.graph)
         if graph_code_log.isEnabledFor(logging.DEBUG):
             graph_code_log.debug("graph for %s:\n%s", fn.__qualname__, gm.print_readable(print_output=False))
         compiled = _jit_callback.run_without(call_backend, backend, gm, list(output.example_inputs))
@@ -114,6 +117,7 @@ def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=
     guard = output.guards.compile(signature, fn)
     counters["stats"]["frames_converted"] += 1
     entry = CompiledEntry(guard, transformed, gm, output, ops)
+    entry.break_fn = break_fn
     entry.dynamic = output.dynamic and not output.shape_specialized
     return entry
 
@@ -143,6 +147,8 @@ class _Hooked(VariableTracker):
 
     def reconstruct(self, cg):
         inner = self.inner
+        if hasattr(inner, "hooked"):      # e.g. F.apply: its forward goes through the hook
+            return cg.constant(inner.hooked(self.hook))
         if isinstance(inner, FunctionVariable):
             return cg.constant(self.hook(inner.fn))
         if isinstance(inner, BoundMethodVariable) and isinstance(inner.func, FunctionVariable):

@@ -137,17 +137,35 @@ class CompiledFunction:
         self._auto_dynamic = False
 
     # -- debug view ------------------------------------------------------------------------
-    def debug_view(self):
-        """Guards, transformed code and graphs of every cache entry, as text."""
+    def debug_view(self, _indent=""):
+        """Guards, transformed code, graphs of every cache entry, and at graph breaks the
+        generated break function's bytecode and each resume function's own view, as text."""
         parts = []
         for i, e in enumerate(self.entries):
-            parts.append(f"=== cache entry {i} ===\n--- guard ---\n{e.guard.source}")
+            parts.append(f"=== {self._fn.__qualname__}: cache entry {i} ===\n--- guard ---\n{e.guard.source}")
             parts.append(f"--- transformed function ---\n{e.transformed.source}")
             if e.gm is not None:
                 parts.append(f"--- graph ({e.op_count} ops) ---\n{e.gm.print_readable(print_output=False)}")
+            if e.break_fn is not None:
+                parts.append(f"--- graph break: {e.break_reason} ---\n"
+                             f"--- break function {e.break_fn.__name__} (bytecode) ---\n"
+                             f"{_disassemble(e.break_fn.__code__)}")
         if self.eager_reason:
             parts.append(f"runs eagerly: {self.eager_reason}")
+        for resume_fn in self.__dict__.get("_resume_cache", {}).values():
+            if isinstance(resume_fn, CompiledFunction):
+                parts.append(f"--- resume function {resume_fn._fn.__name__} (bytecode) ---\n"
+                             f"{_disassemble(resume_fn._fn.__code__)}")
+                parts.append(resume_fn.debug_view())
         return "\n".join(parts)
+
+
+def _disassemble(code):
+    import dis
+    import io
+    out = io.StringIO()
+    dis.dis(code, file=out)
+    return out.getvalue().rstrip()
 
 
 def _is_generator(fn):
@@ -245,6 +263,37 @@ def disable(fn=None, recursive=True):
         return lambda f: disable(f, recursive)
     fn._dynjit_disable = True
     return fn
+
+
+_allowed_in_graph = weakref.WeakSet()
+
+
+def allow_in_graph(fn):
+    """Record calls to `fn` as one opaque graph node instead of tracing into it (returns fn).
+
+    `fn` is a function, or a subclass of dynjit.autograd.Function (then its
+    `apply` is the opaque call). It runs on the example values while tracing
+    and must return tensors."""
+    if isinstance(fn, (list, tuple)):
+        for f in fn:
+            allow_in_graph(f)
+        return fn
+    if not callable(fn):
+        raise TypeError(f"allow_in_graph expects a function or an autograd.Function class, got "
+                        f"{type(fn).__name__}")
+    try:
+        _allowed_in_graph.add(fn)
+    except TypeError:
+        raise TypeError(f"allow_in_graph cannot mark {fn!r} (it does not support weak references); "
+                        "wrap it in a Python function") from None
+    return fn
+
+
+def is_allowed_in_graph(obj):
+    try:
+        return obj in _allowed_in_graph
+    except TypeError:
+        return False
 
 
 def reset():

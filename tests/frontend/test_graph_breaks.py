@@ -237,3 +237,19 @@ def test_tensor_hooks_run_by_a_backward_at_a_graph_break_are_compiled():
     assert same(x_c.grad, x_e.grad) and same(x_c.grad, x_e.detach() * 6)
     # the graph before backward(), the hook (its own frame), the resume after backward()
     assert cnt.frame_count == 3
+
+
+def test_debug_view_shows_break_and_resume_functions(capsys):
+    def f(x):
+        y = x.sin()
+        print("between")
+        return y.cos()
+
+    compiled = dynjit.compile(f)
+    compiled(dynjit.randn(2))
+    view = compiled.debug_view()
+    assert "--- graph break: builtin: print ---" in view
+    assert "--- break function __break_at_" in view and "CALL" in view
+    assert "--- resume function __resume_at_" in view
+    assert view.count("--- guard ---") == 2          # f and its resume function
+    assert "L_x_.sin()" in view and "L_y_.cos()" in view
