@@ -74,7 +74,7 @@ class CompiledFunction:
         if self.entries:
             reasons = [e.output.guards.failure_reason(e.guard, args, kwargs) for e in self.entries]
             reason = reasons[-1] or "unknown"
-            if self._dynamic is None and "___check_tensor(" in reason:
+            if self._dynamic is None and getattr(reason, "tensor", False):
                 self._auto_dynamic = True     # a size changed: compile for dynamic sizes next
             counters["recompiles"][fn.__qualname__] += 1
             recompiles_log.debug("Recompiling function %s: guard failed: %s", fn.__qualname__, reason)

@@ -2,6 +2,7 @@
 expression over its source; all of a cache entry's guards are compiled into
 one function with the compiled function's own signature."""
 import enum
+import re
 
 from .. import _dtype
 from ..autograd.grad_mode import state as _grad_state
@@ -100,22 +101,69 @@ class GuardBuilder:
                 "___check_tensor_dynamic": check_tensor_dynamic, "___grad_state": _grad_state}
 
     def failure_reason(self, guard, args, kwargs):
-        """The first guard expression that is false for these arguments (for recompile logs)."""
+        """The first guard that fails for these arguments, in the user's terms (recompile logs)."""
         import inspect
         ns = self.namespace(self.output.fn)
         try:
             bound = inspect.signature(self.output.fn).bind(*args, **kwargs)
             bound.apply_defaults()
         except TypeError as e:
-            return f"arguments do not bind: {e}"
+            return GuardFailure(f"arguments do not bind: {e}")
         ns.update(bound.arguments)
         for e in self.exprs:
             try:
                 if not eval(e, ns):
-                    return e
+                    return self._explain_failure(e, ns)
             except Exception as err:
-                return f"{e} (raised {type(err).__name__})"
+                return GuardFailure(f"{self._readable(e, ns)} (raised {type(err).__name__})")
         return None
+
+    def _readable(self, expr, ns):
+        """`expr` with the stashed constants K['c3'] written out."""
+        def const(m):
+            value = ns["K"][m.group(1)]
+            text = value.__qualname__ if isinstance(value, type) else repr(value)
+            return text if len(text) <= 60 else text[:57] + "..."
+        return re.sub(r"K\['(\w+)'\]", const, expr)
+
+    def _explain_failure(self, expr, ns):
+        m = re.fullmatch(r"\(?___check_tensor(?:_dynamic)?\((.+?), K\['(\w+)'\], K\['(\w+)'\], (.*)\)\)?", expr)
+        if not m:
+            return GuardFailure(self._readable(expr, ns))
+        source, rest = m.group(1), m.group(4)
+        try:
+            t = eval(source, ns)
+        except Exception:
+            return GuardFailure(self._readable(expr, ns), tensor=True)
+        if not isinstance(t, Tensor):
+            return GuardFailure(f"{source}: expected a tensor, got {type(t).__name__}", tensor=True)
+        want_dtype = ns["K"][m.group(3)]
+        parts = eval(f"({rest},)", {})
+        got = []
+        if t._data.dtype != want_dtype:
+            got.append(f"dtype {t._data.dtype} (compiled for {want_dtype})")
+        if len(parts) == 3:      # static: shape, byte strides, requires_grad
+            shape, strides, requires_grad = parts
+            if t._data.shape != shape:
+                got.append(f"size {tuple(t._data.shape)} (compiled for {shape})")
+            elif t._data.strides != strides:
+                got.append(f"stride {t.stride()} (compiled for another layout)")
+        else:
+            ndim, requires_grad = parts
+            if t._data.ndim != ndim:
+                got.append(f"{t._data.ndim} dimensions (compiled for {ndim})")
+        if t._requires_grad is not requires_grad:
+            got.append(f"requires_grad={t._requires_grad} (compiled for {requires_grad})")
+        return GuardFailure(f"{source}: " + ", ".join(got or ["tensor type changed"]), tensor=True)
+
+
+class GuardFailure(str):
+    """Why a cache entry's guard failed; `tensor` says a tensor's metadata changed."""
+
+    def __new__(cls, text, tensor=False):
+        self = super().__new__(cls, text)
+        self.tensor = tensor
+        return self
 
 
 _ = Tensor
