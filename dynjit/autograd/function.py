@@ -196,7 +196,9 @@ def _bind_kwargs(cls, args, kwargs):
     return tuple(bound.arguments[p] for p in params if p in bound.arguments)
 
 
-def _apply_eager(cls, args, kwargs):
+def _apply_eager(cls, args, kwargs, forward_hook=None):
+    """Run cls.forward and wrap its outputs; `forward_hook(fn)` (from the JIT, at a graph
+    break) gives the callable that runs forward in place of fn."""
     from ..tensor import Tensor
     if isinstance(inspect.getattr_static(cls, "forward"), type(lambda: 0)) and \
             inspect.getattr_static(cls, "forward") is not inspect.getattr_static(Function, "forward"):
@@ -206,12 +208,13 @@ def _apply_eager(cls, args, kwargs):
     ctx = cls._backward_cls()
     ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
     is_differentiable = _grad_state.enabled and any(ctx.needs_input_grad)
+    forward = cls.forward if forward_hook is None else forward_hook(cls.forward)
     with no_grad():
         if uses_setup_context(cls):
-            outputs = cls.forward(*args)
+            outputs = forward(*args)
             cls.setup_context(ctx, args, outputs)
         else:
-            outputs = cls.forward(ctx, *args)
+            outputs = forward(ctx, *args)
     return _wrap_outputs(ctx, args, outputs, is_differentiable)
 
 
@@ -315,6 +318,7 @@ def once_differentiable(fn):
                 o._requires_grad = True
             wrapped.append(o)
         return wrapped[0] if single else tuple(wrapped)
+    wrapper._dynjit_once_differentiable = fn    # the JIT traces fn itself (grad mode is off there)
     return wrapper
 
 

@@ -30,6 +30,7 @@ class OutputGraph:
         self.fn = fn
         self.root_globals = fn.__globals__
         self.graph = Graph()
+        self.submodules = {}          # name -> GraphModule reached by get_attr (traced Function bodies)
         self.consts = {"__fn": fn, "MethodType": types.MethodType, "FunctionType": types.FunctionType,
                        "new": object.__new__}
         self._const_ids = {}

@@ -251,6 +251,20 @@ class _DynjitNamespace:
         self.ops = _Ops()
 
 
+def _dynjit_path(t):
+    """`autograd.function.FunctionCtx` for a dynjit object importable by its module and
+    qualified name (how generated code names it), else None."""
+    import sys
+    mod = getattr(t, "__module__", None)
+    qual = getattr(t, "__qualname__", None)
+    if not (isinstance(mod, str) and isinstance(qual, str) and mod.startswith("dynjit.")) or "<" in qual:
+        return None
+    obj = sys.modules.get(mod)
+    for part in qual.split("."):
+        obj = getattr(obj, part, None)
+    return f"{mod[len('dynjit.'):]}.{qual}" if obj is t else None
+
+
 def _fmt_float(x):
     if math.isinf(x):
         return "float('inf')" if x > 0 else "float('-inf')"
@@ -297,7 +311,25 @@ class _CodeGen:
         if short and getattr(dynjit, short, None) is t:
             setattr(self.dynjit, short, t)
             return f"dynjit.{short}"
+        path = _dynjit_path(t)
+        if path is not None and self._bind_dynjit_path(path, t):
+            return f"dynjit.{path}"
         return self._global(t, name.replace(".", "_").replace("<", "").replace(">", ""))
+
+    def _bind_dynjit_path(self, path, t):
+        """Make `dynjit.<path>` resolve to t in generated code (nested namespaces)."""
+        ns = self.dynjit
+        parts = path.split(".")
+        for p in parts[:-1]:
+            nxt = getattr(ns, p, None)
+            if nxt is None:
+                nxt = _Ops()
+                setattr(ns, p, nxt)
+            elif not isinstance(nxt, _Ops):
+                return False
+            ns = nxt
+        setattr(ns, parts[-1], t)
+        return True
 
     def arg(self, a):
         from .._dtype import dtype

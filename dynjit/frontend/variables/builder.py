@@ -71,6 +71,10 @@ def build(tx, value, source):
         var = DictVariable(items, source=source, cls=type(value))
         tx.output.side_effects.track_existing(value, var)
         return var
+    from .autograd_function import build_autograd_function
+    special = build_autograd_function(tx, value, source)
+    if special is not None:
+        return special
     if is_dynjit_callable(value):
         guards.identity(source, value)
         return DynjitFunctionVariable(value, source=source)

@@ -31,6 +31,9 @@ class FunctionVariable(VariableTracker):
             unimplemented("dynjit.graph_break() called")
         if getattr(self.fn, "_dynjit_disable", False):
             unimplemented(f"call to {self.fn.__qualname__}, which is marked with dynjit.disable")
+        from ..eval_frame import is_allowed_in_graph
+        if is_allowed_in_graph(self.fn):
+            return tx.output.record(self.fn, args, kwargs)     # one opaque node, not traced into
         return tx.inline_call(self, args, kwargs)
 
     def getattr(self, tx, name):
