@@ -179,12 +179,17 @@ def linear_shape(x, w, b):
 @register("linear", EXTERN)
 def linear(input, weight, bias=None):
     x, w = np.asarray(input), np.asarray(weight)
-    linear_shape(x.shape, w.shape, None if bias is None else np.shape(bias))
-    check_same_dtype(x.dtype, w.dtype, "linear")
+    b = None if bias is None else np.asarray(bias)
+    common = (w.ndim == 2 and x.ndim >= 1 and x.shape[-1] == w.shape[1] and x.dtype == w.dtype
+              and (b is None or (b.dtype == x.dtype and b.shape == w.shape[:1])))
+    if not common:      # the checks (and their errors) only off the common path
+        linear_shape(x.shape, w.shape, None if b is None else b.shape)
+        check_same_dtype(x.dtype, w.dtype, "linear")
+        if b is not None:
+            check_same_dtype(x.dtype, b.dtype, "linear")
     out = x @ w.T
-    if bias is not None:
-        check_same_dtype(x.dtype, np.asarray(bias).dtype, "linear")
-        out = out + bias
+    if b is not None:
+        out = out + b
     return out
 
 
