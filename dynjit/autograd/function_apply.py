@@ -38,7 +38,9 @@ class CompiledFunctionApply(Function):
     """Runs a traced forward / backward pair as one autograd Function."""
 
     @staticmethod
-    def forward(ctx, spec, *tensors):
+    def forward(ctx, *tensors_and_spec):
+        # the spec goes last so that gradient errors number the tensors as the user's Function does
+        *tensors, spec = tensors_and_spec
         ctx.spec = spec
         out, saved = spec.fwd_body(None, *tensors)
         ctx.save_for_backward(*saved)
@@ -68,7 +70,7 @@ class CompiledFunctionApply(Function):
         finally:
             _grad_state.enabled = False
         n_lifted = len(ctx.next_functions) - 1 - spec.n_args
-        return (None,) + tuple(result) + (None,) * n_lifted
+        return tuple(result) + (None,) * n_lifted + (None,)
 
 
 _runtime_classes = weakref.WeakKeyDictionary()
@@ -91,4 +93,4 @@ def autograd_function_apply(fwd_body, bwd_body, *tensors, args_tensor_mask, non_
     n_args = sum(1 for m in args_tensor_mask if m)
     spec = _Spec(fwd_body, bwd_body, n_args, tuple(non_differentiable_idx), tuple(dirty_idx))
     user_cls = getattr(fwd_body, "meta", {}).get("autograd_function")
-    return _runtime_class(user_cls).apply(spec, *tensors)
+    return _runtime_class(user_cls).apply(*tensors, spec)

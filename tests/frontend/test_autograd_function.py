@@ -1024,3 +1024,82 @@ def test_instantiating_a_function_in_compiled_code_matches_eager_warning_free_pa
         warnings.simplefilter("error")
         f = dynjit.compile(lambda x: Doubler.apply(x), backend="eager", fullgraph=True)
         assert same(f(dynjit.ones(2)), dynjit.full((2,), 2.0))
+
+
+def test_forward_storing_a_tensor_outside_is_a_break_and_still_right():
+    log = []
+
+    class Leaky(Function):
+        @staticmethod
+        def forward(ctx, t):
+            y = t * 2
+            log.append(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    f = dynjit.compile(lambda x: Leaky.apply(x) + 1, backend="eager")
+    x = leaf(3)
+    out = f(x)
+    assert same(out, x * 2 + 1) and len(log) == 1 and same(log[0], x * 2)
+    assert "stores a tensor outside" in f.break_reasons[0][0]
+    out.sum().backward()
+    assert same(x.grad, dynjit.full((3,), 2.0))
+
+
+def test_side_effect_in_backward_happens_at_backward_time():
+    calls = []
+
+    class Counted(Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            calls.append("backward")
+            return g * 2
+
+    f = dynjit.compile(lambda x: Counted.apply(x), backend="eager")
+    out = f(leaf(3))
+    assert calls == []
+    out.sum().backward()
+    assert calls == ["backward"]
+
+
+def test_non_tensor_output_is_a_break_with_eager_result():
+    class WithCount(Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 2, 3
+
+        @staticmethod
+        def backward(ctx, g, _):
+            return g * 2
+
+    f = dynjit.compile(lambda x: WithCount.apply(x), backend="eager")
+    x = leaf(3)
+    out, n = f(x)
+    assert n == 3 and same(out, x * 2)
+    assert "only tensors" in f.break_reasons[0][0]
+
+
+def test_invalid_gradient_error_names_the_same_input_as_eager():
+    class SumsGrad(Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.sum()
+
+    f = dynjit.compile(lambda x: SumsGrad.apply(x), backend="eager", fullgraph=True)
+    messages = []
+    for run in (f, SumsGrad.apply):
+        with pytest.raises(RuntimeError, match="invalid gradient") as err:
+            run(leaf(3)).sum().backward()
+        messages.append(str(err.value))
+    assert messages[0] == messages[1]

@@ -29,9 +29,10 @@ from ...autograd.function_apply import autograd_function_apply
 from ...fx.graph_module import GraphModule
 from ...tensor import Tensor
 from ..exc import unimplemented, Unsupported
+from ..side_effects import SideEffects
 from ..source import AttrSource
 from .base import VariableTracker, ConstantVariable
-from .containers import TupleVariable
+from .containers import TupleVariable, DictVariable, ExistingListVariable
 from .functions import FunctionVariable, BoundMethodVariable
 from .objects import ClassVariable, UserObjectVariable
 from .tensor import TensorVariable
@@ -313,6 +314,36 @@ def _bind(tx, cls, args, kwargs):
     return out
 
 
+def _escaped_tensor(v, graphs, seen):
+    """Does tracker `v` hold (directly or in containers/attributes) a tensor of one of `graphs`?"""
+    if id(v) in seen:
+        return False
+    seen.add(id(v))
+    if isinstance(v, TensorVariable):
+        return v.node.graph in graphs
+    if isinstance(v, ExistingListVariable):       # reading .items would realize (and guard) it
+        children = list(v._items or ()) + list(v.appended)
+    elif isinstance(v, DictVariable):
+        children = list(v.items.values())
+    else:
+        children = list(getattr(v, "items", ()) or ())
+    attrs = getattr(v, "attrs", None)
+    if isinstance(attrs, dict):
+        children += list(attrs.values())
+    return any(_escaped_tensor(c, graphs, seen) for c in children)
+
+
+def _check_no_escape(output, bodies):
+    """A body's tensors must not leak out through side effects (a list append, a global)."""
+    effects = output.side_effects
+    graphs = [b.graph for b in bodies]
+    values = list(effects._mutated) + [v for d in effects._globals.values() for v, _ in d.values()]
+    seen = set()
+    if any(_escaped_tensor(v, graphs, seen) for v in values):
+        unimplemented("a side effect inside an autograd.Function's forward or backward that stores a "
+                      "tensor outside it")
+
+
 def _in_output(tx, output, fn_var, args):
     """Inline fn_var(*args) with its ops recorded into `output` (a SubgraphOutput)."""
     prev = tx.output
@@ -383,6 +414,7 @@ def trace_apply(tx, cls, args, kwargs):
 
     # backward: one gradient input per output, saved values lifted from the forward
     bwd = SubgraphOutput(fwd, grad_enabled=parent.grad_enabled)
+    bwd.side_effects = SideEffects()     # effects of backward would replay at forward time: refused
     bwd.placeholder("function_ctx")
     grads = []
     for o in outs:
@@ -410,7 +442,10 @@ def trace_apply(tx, cls, args, kwargs):
             unimplemented(f"{cls.__name__}.backward returned {g.describe()} as the gradient of input {i} "
                           "(gradients must be tensors or None)")
         grad_nodes.append(bwd.lift(g).node)
+    if bwd.side_effects.has_effects():
+        unimplemented(f"{cls.__name__}.backward has side effects (mutates a list, an object or a global)")
     bwd.graph.output(tuple(grad_nodes))
+    _check_no_escape(parent, (fwd, bwd))
     saved = [v.node for v in bwd.lifted]
     fwd.graph.output((outs[0].node if single else tuple(o.node for o in outs), saved))
 
