@@ -65,17 +65,29 @@ class GuardBuilder:
         self.add(("tensor", source, t))
 
     def _tensor_expr(self, source, t, dynamic):
+        """The check as a call (readable, parsed for recompile reasons) and inlined (what runs:
+        a guard checks many tensors, and a call each would cost more than the checks)."""
+        cls, dtype = self.k(type(t)), self.k(t._data.dtype)
+        e = source.expr()
         if dynamic:
-            return (f"___check_tensor_dynamic({source.expr()}, {self.k(type(t))}, {self.k(t._data.dtype)}, "
-                    f"{t._data.ndim}, {t._requires_grad!r})")
-        return (f"___check_tensor({source.expr()}, {self.k(type(t))}, {self.k(t._data.dtype)}, "
-                f"{t._data.shape!r}, {t._data.strides!r}, {t._requires_grad!r})")
+            call = f"___check_tensor_dynamic({e}, {cls}, {dtype}, {t._data.ndim}, {t._requires_grad!r})"
+            inline = (f"type(___t := {e}) is {cls} and (___a := ___t._data).dtype == {dtype} "
+                      f"and ___a.ndim == {t._data.ndim} and ___t._requires_grad is {t._requires_grad!r}")
+            return call, inline
+        call = (f"___check_tensor({e}, {cls}, {dtype}, {t._data.shape!r}, {t._data.strides!r}, "
+                f"{t._requires_grad!r})")
+        inline = (f"type(___t := {e}) is {cls} and (___a := ___t._data).dtype == {dtype} "
+                  f"and ___a.shape == {t._data.shape!r} and ___a.strides == {t._data.strides!r} "
+                  f"and ___t._requires_grad is {t._requires_grad!r}")
+        return call, inline
 
     def finalize(self):
         """Resolve tensor guards: dynamic sizes if asked for and the trace never read a size."""
         dynamic = self.output.dynamic and not self.output.shape_specialized
-        self.exprs = [self._tensor_expr(e[1], e[2], dynamic) if isinstance(e, tuple) else e
-                      for e in self.exprs]
+        resolved = [self._tensor_expr(e[1], e[2], dynamic) if isinstance(e, tuple) else (e, e)
+                    for e in self.exprs]
+        self.exprs = [call for call, _ in resolved]
+        self._inlined = [inline for _, inline in resolved]
         return dynamic
 
     def grad_mode(self, enabled):
@@ -83,13 +95,19 @@ class GuardBuilder:
 
     def compile(self, signature, fn):
         self.finalize()
-        body = " and ".join(f"({e})" for e in self.exprs) or "True"
-        src = (f"def ___guard({signature}):\n"
-               f"    try:\n        return {body}\n"
-               f"    except Exception:\n        return False\n")
+        body = " and ".join(f"({e})" for e in self._inlined) or "True"
+        # constants become closure cells of the guard (a cell read is cheaper than K['c3'])
+        names = sorted(set(re.findall(r"K\['(\w+)'\]", body)))
+        body = re.sub(r"K\['(\w+)'\]", r"___k_\1", body)
+        bind = "".join(f"    ___k_{n} = K[{n!r}]\n" for n in names)
+        src = (f"def ___make_guard():\n{bind}"
+               f"    def ___guard({signature}):\n"
+               f"        try:\n            return {body}\n"
+               f"        except Exception:\n            return False\n"
+               f"    return ___guard\n")
         ns = self.namespace(fn)
         exec(compile(src, "<dynjit-guard>", "exec"), ns)
-        guard = ns["___guard"]
+        guard = ns["___make_guard"]()
         guard.__defaults__ = fn.__defaults__
         guard.__kwdefaults__ = fn.__kwdefaults__
         guard.source = src

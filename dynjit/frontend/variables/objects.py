@@ -263,6 +263,14 @@ class ModuleVariable(VariableTracker):
 
     def getattr(self, tx, name):
         from .builder import build
+        mod = self.module
+        if name not in mod.__dict__ and not hasattr(type(mod), name):
+            # parameters, buffers and submodules: their source reads the dict directly, so the
+            # guards do not go through Module.__getattr__ on every call
+            for store in ("_parameters", "_buffers", "_modules"):
+                entries = mod.__dict__.get(store)
+                if entries is not None and name in entries:
+                    return build(tx, entries[name], ItemSource(AttrSource(self.source, store), name))
         try:
             value = getattr(self.module, name)
         except AttributeError:
