@@ -8,6 +8,8 @@ tensor argument, an attribute of a dataclass argument, a global, a value the
 forward saved for the backward) is *lifted*: it becomes a placeholder of the
 body, and the enclosing value is remembered in `lifted` so that the caller
 passes it in (in the backward, the forward's value is *saved* and passed).
+Tensors read from sources during the body are the root trace's inputs; they
+are lifted where an op, or the body's result, uses them.
 """
 from ..fx.graph import Graph
 from ..fx.proxy_tensor import TensorMeta
@@ -100,7 +102,9 @@ class SubgraphOutput(OutputGraph):
 
     # -- recording ------------------------------------------------------------------------
     def input_tensor(self, value, source):
-        return self.lift(self.parent.input_tensor(value, source))
+        # the enclosing graph's tracker: trackers get cached (an object's attribute, a list's
+        # items) and are read again after the body, so they are lifted only where used
+        return self.parent.input_tensor(value, source)
 
     def record(self, fn, args, kwargs):
         return OutputGraph.record(self, fn, [self.lift_all(a) for a in args],

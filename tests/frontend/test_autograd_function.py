@@ -1103,3 +1103,43 @@ def test_invalid_gradient_error_names_the_same_input_as_eager():
             run(leaf(3)).sum().backward()
         messages.append(str(err.value))
     assert messages[0] == messages[1]
+
+
+class ScaleByFirst(Function):
+    @staticmethod
+    def forward(ctx, t, tl):
+        ctx.save_for_backward(tl[0])
+        return t * tl[0]
+
+    @staticmethod
+    def backward(ctx, g):
+        (a,) = ctx.saved_tensors
+        return g * a, None
+
+
+class TwoApplies(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fn = ScaleByFirst.apply
+
+    def forward(self, x, tl):
+        with dynjit.no_grad():
+            y = self.fn(x, tl)          # no graph for this one: no gradient flows
+        return self.fn(x, tl) + y + tl[1]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_applies_in_one_frame_share_inputs_read_inside_forward(backend):
+    model = TwoApplies()
+    cnt = CompileCounterWithBackend(backend)
+    compiled = dynjit.compile(model, backend=cnt)
+    for _ in range(3):
+        x = leaf(3)
+        x_ref = x.detach().clone().requires_grad_()
+        tl = [dynjit.randn(3), dynjit.randn(3)]
+        out, ref = compiled(x, tl), model(x_ref, tl)
+        assert same(out, ref)
+        out.sum().backward()
+        ref.sum().backward()
+        assert same(x.grad, x_ref.grad)
+    assert cnt.frame_count == 1 and len(cnt.graphs[0].named_submodules()) == 4
