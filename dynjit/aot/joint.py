@@ -356,6 +356,11 @@ class _JointTrace:
             step = ("leaf", self.leaf_pos[id(t)])
         elif id(t) in self.inner_pos:
             step = ("ph", self.inner_pos[id(t)])
+        elif t._base is not None and t._view_of is None and self.training and t.grad_fn is not None:
+            # an input a custom Function returned as-is: an alias whose gradient is that
+            # Function's backward, so it must come out of the compiled node (not be rebuilt
+            # from the input, which would give it an identity gradient)
+            step = ("out", self.forward_output(self.tracer.node_of(t), t, True))
         elif t._base is not None:
             chain = tuple(view_chain(t))
             base = self.value_of(t._base)

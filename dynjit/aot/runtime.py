@@ -179,10 +179,23 @@ class CompiledEntry:
         node.next_functions = tuple(_graph.edge_of(x) if x._requires_grad else None for x in inputs)
         for nr, j in enumerate(self.diff_outputs):
             o = fw_outs[j]
+            if id(o) in input_ids:
+                # an input returned as-is (a custom Function's output): a new alias of it carries
+                # this node's history, as in eager; the input keeps its own
+                o = fw_outs[j] = _as_is_alias(o)
             o._grad_fn = node
             o._output_nr = nr
             o._requires_grad = True
         return fw_outs
+
+
+def _as_is_alias(t):
+    """A view of t with no view op: t's memory, version counter and base."""
+    a = Tensor._make(t._data)
+    a._version_counter = t._version_counter
+    a._base = t._base if t._base is not None else t
+    a._view_version = t._version_counter[0]
+    return a
 
 
 def _alias(t):

@@ -432,3 +432,25 @@ def test_inputs_written_and_returned_in_containers():
         a, b = base.add(1), base.add(2)
         return [base], [{"a": a, "b": b}]
     verify_aot(f, make)
+
+
+def test_custom_function_returning_its_input_as_is_keeps_its_backward():
+    # The output aliases the input but its gradient is the Function's backward,
+    # so it must come out of the compiled node, and the input must stay a leaf.
+    class Halve(dynjit.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 0.5
+
+    def fn(x):
+        return Halve.apply(x)
+
+    x = dynjit.randn(3, requires_grad=True)
+    out = aot_function(fn, nop)(x)
+    assert x.is_leaf and out is not x and out._base is x
+    out.sum().backward()
+    assert dynjit.allclose(x.grad, dynjit.full((3,), 0.5))

@@ -479,12 +479,7 @@ def test_save_for_backward_of_a_forward_result(backend):
 
 
 # ports: 000_787b203da5a3ecc2.txt AutogradFunctionTests.test_once_differentiable
-@pytest.mark.parametrize("backend", ["eager"] + [
-    pytest.param(b, marks=pytest.mark.xfail(strict=True, reason=(
-        "AOT autograd rebuilds an output that aliases an input (a Function returning its input "
-        "as-is) as a plain view of the input, dropping the Function's backward; also true for "
-        "aot_function on the uncompiled Function")))
-    for b in ("aot_eager", "llvm")])
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "llvm"])
 def test_once_differentiable_backward(backend):
     class Halve(Function):
         @staticmethod
