@@ -92,7 +92,13 @@ def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=
     signature = signature_source(code)
     break_fn = None
     if tx.stopped is not None:
-        ret = _break_call(fn, tx, output, break_exc, hook)
+        try:
+            ret = _break_call(fn, tx, output, break_exc, hook)
+        except (Unsupported, NotImplementedError):
+            raise
+        except Exception as err:     # a bug here must not reach the user: the frame runs uncompiled
+            raise NotImplementedError(f"internal error generating the graph break "
+                                      f"({type(err).__name__}: {err})") from err
         break_fn = ret.fn_obj
     output.prune_unused_inputs()
     src, outs = generate(output, ret, signature)

@@ -238,7 +238,8 @@ def break_code(code, dis_index, null_slots, live, make_resume):
         body.append(original.copy())
     elif "JUMP" in inst.opname and isinstance(original.arg, Label):
         taken = Label()
-        jump = Instr(original.name, taken)
+        # the taken branch is placed after this instruction: 3.11's backward jumps become forward ones
+        jump = Instr(original.name.replace("_BACKWARD_", "_FORWARD_"), taken)
         body.append(jump)
         after = null_slots_after(inst, null_slots, jump=False)
         body += _call_resume(make_resume(dis_index + 1, after), after, live, new.cellvars, prefix + "all")

@@ -41,8 +41,7 @@ class BaseListVariable(VariableTracker):
         k = key.as_python_constant() if key.is_python_constant() else unimplemented(
             f"indexing a {self.python_cls.__name__} with {key.describe()}")
         if isinstance(k, slice):
-            return type(self)(self.items[k]) if not isinstance(self, NamedTupleVariable) else \
-                TupleVariable(self.items[k])
+            return TupleVariable(self.items[k]) if self.python_cls is tuple else ListVariable(self.items[k])
         try:
             return self.items[k]
         except IndexError:
