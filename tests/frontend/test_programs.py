@@ -1,0 +1,165 @@
+"""Small realistic programs, each run compiled and plain: same results, same
+input mutations, same Python side effects (a global counter, an object's
+call count)."""
+import math
+
+import pytest
+
+import dynjit
+import dynjit.nn.functional as F
+from dynjit.testing import same
+
+counter = 0
+def p1(x):
+    global counter
+    counter += 1
+    return x * counter
+
+def p2(x):
+    total = 0
+    n = 0
+    while total < 3:            # Python loop
+        total += 1
+        x = x + total
+    i = 0
+    while x.sum() < 100:        # data-dependent loop
+        x = x * 2
+        i += 1
+        if i > 20: break
+    return x, i
+
+def p3(x, opts={"scale": 2}):
+    def inner(y, *, k=opts["scale"]):
+        return y * k
+    return inner(x), {k: v * 2 for k, v in opts.items()}
+
+def p4(xs):
+    out = []
+    for i, (a, b) in enumerate(zip(xs, xs[1:])):
+        out.append(a * i + b)
+    return sum(out), len(out)
+
+def p5(x):
+    def make(k):
+        def f(y):
+            return y + k
+        return f
+    fs = [make(i) for i in range(3)]
+    return [f(x) for f in fs]
+
+def p6(x):
+    acc = []
+    def add(v):
+        nonlocal_list = acc
+        nonlocal_list.append(v)
+    add(x.sin()); add(x.cos())
+    return acc
+
+class Scaler:
+    def __init__(self, k): self.k = k; self.calls = 0
+    def __call__(self, x):
+        self.calls += 1
+        return x * self.k
+
+sc = Scaler(3)
+def p7(x):
+    return sc(x) + sc(x)
+
+def p8(x):
+    y = x.clone()
+    y[0] = 5.0
+    v = y[1:]
+    v.mul_(2)
+    return y, v
+
+def p9(x):
+    try:
+        y = x + 1
+    except ValueError:
+        y = x - 1
+    finally:
+        z = 3
+    return y * z
+
+def p10(x):
+    s = f"shape={tuple(x.shape)} n={x.numel()}"
+    return x.reshape(-1)[: x.shape[0]], s
+
+def p11(x):
+    if isinstance(x, dynjit.Tensor) and x.dim() == 2:
+        return x.t() @ x
+    return x
+
+def p12(x):
+    d = {}
+    d["a"] = x
+    d.setdefault("b", x * 2)
+    del d["a"]
+    return d, sorted(d)
+
+def p13(x):
+    with dynjit.no_grad():
+        y = x * 2
+    with dynjit.enable_grad():
+        z = x * 3
+    return y, z, y.requires_grad, z.requires_grad
+
+def p14(x):
+    n = x.shape[0] // 2
+    a, *rest = x.unbind(0)
+    return a + sum(rest), n, [r.sum() for r in rest[:n]]
+
+def p15(x):
+    return max(x.sum().item(), 0.0), abs(-3), min([3, 1, 2]), round(2.567, 2), math.sqrt(16)
+
+def p16(x, mode="a"):
+    fn = {"a": dynjit.sin, "b": dynjit.cos}[mode]
+    return fn(x), F.softmax(x, dim=-1), F.relu(x) - F.gelu(x)
+
+def p17(x):
+    ys = list(map(lambda t: t * 2, [x, x + 1]))
+    zs = list(filter(lambda t: True, ys))
+    return zs, any(v > 0 for v in [1, -1]), all([True, 1])
+
+def p18(x):
+    x2 = x.detach()
+    x2.add_(1)          # writes through to x's memory
+    return x * 1
+
+
+PROGRAMS = [p1, p2, p3, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15, p16, p17, p18]
+
+
+def _deep_same(a, b):
+    if isinstance(a, dynjit.Tensor):
+        return isinstance(b, dynjit.Tensor) and same(a, b) and a.requires_grad == b.requires_grad
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_deep_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_deep_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+def _input(fn):
+    return dynjit.arange(6.0).reshape(2, 3) if fn is p11 else dynjit.arange(4.0) - 1
+
+
+@pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
+def test_program_compiled_equals_plain(fn):
+    global counter
+    results = []
+    for run in (fn, dynjit.compile(fn)):
+        counter = 0
+        sc.calls = 0
+        x = _input(fn)
+        out = run(x)
+        results.append((out, x, counter, sc.calls))
+    (want, x_plain, *effects_plain), (got, x_compiled, *effects_compiled) = results
+    assert _deep_same(got, want)
+    assert same(x_compiled, x_plain)                  # writes into the input
+    assert effects_compiled == effects_plain          # global counter, calls of a stateful object
+
+
+def test_pairs_of_a_list_argument():
+    xs = [dynjit.ones(2) * i for i in range(4)]
+    assert _deep_same(dynjit.compile(p4)(list(xs)), p4(list(xs)))
