@@ -163,3 +163,109 @@ def test_program_compiled_equals_plain(fn):
 def test_pairs_of_a_list_argument():
     xs = [dynjit.ones(2) * i for i in range(4)]
     assert _deep_same(dynjit.compile(p4)(list(xs)), p4(list(xs)))
+
+class Box:
+    pass
+
+def q1(x):
+    if x.numel() > 100:
+        raise ValueError("too big")
+    return x + 1
+
+def q2(x):
+    raise KeyError("always")
+
+def q3(x):
+    v = x[0]
+    return v
+
+def q4(x, d):
+    d["out"] = x * 2
+    d["n"] = d.get("n", 0) + 1
+    return d["out"]
+
+def q5(x, box):
+    box.last = x.sum()
+    box.count = getattr(box, "count", 0) + 1
+    return x
+
+def q6(x):
+    n = 0
+    def bump():
+        nonlocal n
+        n += 1
+    bump(); bump()
+    return x * n
+
+def q7(x, depth=3):
+    if depth == 0:
+        return x
+    return q7(x * 2, depth - 1)
+
+inner = dynjit.compile(lambda t: t.exp())
+def q8(x):
+    return inner(x) + inner(x * 2)
+
+def q9(*args, scale=1, **kw):
+    return sum(a * scale for a in args) + kw.get("bias", 0)
+
+def q10(x):
+    return x.T, x.ndim, x.dtype == dynjit.float32, x.dtype.is_floating_point, x.shape[-1]
+
+def q11(x):
+    i = dynjit.arange(4)
+    return i / 2, i // 3, i * 1.5, (i > 1).sum(), x.to(dynjit.int64) + 1
+
+def q12(xs):
+    del xs[0]
+    xs.insert(0, xs[-1] * 3)
+    xs.pop()
+    return len(xs)
+
+def q13(x):
+    y = x.view(2, 2)
+    y.add_(1)          # in-place through a view of an input
+    return y.sum()
+
+def q14(x):
+    return x.add_(1)   # leaf requiring grad: eager raises
+
+
+def _outcome(fn, args):
+    try:
+        return "returned", fn(*args)
+    except Exception as e:
+        return "raised", type(e).__name__
+
+
+def _four():
+    return dynjit.arange(4.0)
+
+
+CASES = [
+    (q1, lambda: (_four(),)), (q2, lambda: (_four(),)), (q3, lambda: (_four(),)),
+    (q4, lambda: (_four(), {})), (q5, lambda: (_four(), Box())), (q6, lambda: (_four(),)),
+    (q7, lambda: (_four(),)), (q8, lambda: (_four(),)), (q9, lambda: (_four(), _four() * 2)),
+    (q10, lambda: (dynjit.ones(2, 3),)), (q11, lambda: (_four(),)),
+    (q12, lambda: ([_four(), _four() + 1, _four() + 2],)), (q13, lambda: (_four(),)),
+    (q14, lambda: (dynjit.ones(3, requires_grad=True),)),
+]
+
+
+@pytest.mark.parametrize("fn,make_args", CASES, ids=[c[0].__name__ for c in CASES])
+def test_program_outcome_and_argument_effects_match(fn, make_args):
+    plain_args, compiled_args = make_args(), make_args()
+    want = _outcome(fn, plain_args)
+    got = _outcome(dynjit.compile(fn), compiled_args)
+    assert got[0] == want[0] and (_deep_same(got[1], want[1]) if got[0] == "returned" else got[1] == want[1])
+    for a, b in zip(plain_args, compiled_args):
+        if isinstance(a, Box):
+            assert vars(a).keys() == vars(b).keys() and all(_deep_same(vars(a)[k], vars(b)[k]) for k in vars(a))
+        else:
+            assert _deep_same(a, b)
+
+
+def test_returned_view_aliases_the_input_as_in_eager():
+    x = _four()
+    dynjit.compile(q3)(x).fill_(42.0)
+    assert x[0].item() == 42.0
