@@ -8,10 +8,10 @@ are supported: `forward(ctx, *args)`, and `forward(*args)` with
 import functools
 import inspect
 
+from .. import _jit_callback
 from . import graph as _graph
 from .grad_mode import no_grad, state as _grad_state
 
-_apply_hooks = []   # the JIT frontend installs a hook here (consulted by Function.apply)
 
 
 class FunctionCtx:
@@ -173,9 +173,12 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        if _apply_hooks:
-            return _apply_hooks[-1](cls, args, kwargs)
-        return _apply_eager(cls, args, kwargs)
+        # called by code a compiled frame runs natively: a user Function's forward compiles
+        # as its own frame (the library's own Functions just run)
+        hook = _jit_callback.active()
+        if hook is not None and cls.__module__.startswith("dynjit."):
+            hook = None
+        return _apply_eager(cls, args, kwargs, forward_hook=hook)
 
 
 def uses_setup_context(cls):

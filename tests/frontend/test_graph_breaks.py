@@ -282,3 +282,29 @@ def test_slicing_an_argument_list():
     xs = [dynjit.ones(2) * i for i in range(4)]
     got, want = dynjit.compile(fn)(xs), fn(xs)
     assert len(got) == len(want) == 3 and all(same(a, b) for a, b in zip(got, want))
+
+
+class _Double(dynjit.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2 + 0
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2
+
+
+def test_function_apply_run_natively_by_a_compiled_frame_compiles_its_forward():
+    def fn(x):
+        try:
+            print("no break in try: this frame runs uncompiled")
+            return _Double.apply(x)
+        except ValueError:
+            return None
+
+    cnt = CompileCounter()
+    x = dynjit.randn(3, requires_grad=True)
+    out = dynjit.compile(fn, backend=cnt)(x)
+    out.sum().backward()
+    assert same(x.grad, dynjit.full((3,), 2.0))
+    assert (cnt.frame_count, cnt.op_count) == (1, 2)       # _Double.forward: mul, add
