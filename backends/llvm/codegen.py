@@ -549,9 +549,11 @@ class KernelCodegen:
         else:
             r_width = self._vector_width(self.red[-1]) if self.red else 1
         partial_of = {id(r): op for r, op in k.partials}
+        stash_stores, stash_loads = self._stash_plan(reductions, s_stores)
         for p in range(passes):
             reds = [r for r in reductions if self.ready(r.args[0]) == p]
-            stores = [(v, op) for v, op in s_stores if self.ready(v) == p]
+            stores = stash_stores.get(p, []) + [(v, op) for v, op in s_stores if self.ready(v) == p]
+            reloads = stash_loads.get(p, [])
             accs = {}
             for r in reds:
                 acc_t = value_type(r.params["acc"])
@@ -563,7 +565,9 @@ class KernelCodegen:
                     slots.append((w, slot))
                 accs[id(r)] = dict(slots)
 
-            def body(scope, reds=reds, stores=stores, accs=accs):
+            def body(scope, reds=reds, stores=stores, accs=accs, reloads=reloads):
+                for v, op in reloads:
+                    scope.memo[id(v)] = self.load(op, scope)
                 for r in reds:
                     acc_dt = r.params["acc"]
                     x = cast(self.ops, self.value(r.args[0], scope), r.args[0].dtype, acc_dt)
@@ -590,6 +594,42 @@ class KernelCodegen:
                     acc = self.b.fdiv(acc, const(acc.type, float(count)))
                 pscope.memo[id(r)] = cast(self.ops, acc, acc_dt, r.dtype)
         self.store_all(p_stores, pscope)
+
+    def _stash_plan(self, reductions, s_stores):
+        """Values computed with transcendental math in one pass over a row and needed again
+        by a later pass (softmax's exp(x - max), summed in pass 1 and divided in pass 2)
+        are stored in pass 1 into the output the later pass writes at the same index, and
+        loaded back there instead of computed twice. Returns {pass: [(value, operand)]}
+        for the stores and for the loads."""
+        deepest = self.npl + len(self.red)
+        used_by_pass = {}
+        for r in reductions:
+            used_by_pass.setdefault(self.ready(r.args[0]), set()).update(_pass_local_ids(r.args[0]))
+        stash_stores, stash_loads = {}, {}
+        for value, op in s_stores:
+            p = self.ready(value)
+            if p == 0 or any(st == 0 for st, n in zip(op.strides, self.k.shape) if n > 1):
+                continue
+            v = self._stash_candidate(value, p, op.dtype, deepest, used_by_pass)
+            if v is not None:
+                stash_stores.setdefault(self.ready(v), []).append((v, op))
+                stash_loads.setdefault(p, []).append((v, op))
+        return stash_stores, stash_loads
+
+    def _stash_candidate(self, value, p, dtype, deepest, used_by_pass):
+        """The first node below `value` (outermost first) worth stashing, or None."""
+        seen, queue = set(), [value]
+        while queue:
+            n = queue.pop(0)
+            if id(n) in seen or n.kind in ("load", "const", "reduce"):
+                continue
+            seen.add(id(n))
+            q = self.ready(n)
+            if (n is not value and q < p and n.dtype is dtype and self.level(n) == deepest
+                    and id(n) in used_by_pass.get(q, ()) and _has_math(n)):
+                return n
+            queue.extend(n.args)
+        return None
 
     def _alloca(self, ty):
         b = self.b
@@ -742,6 +782,31 @@ class KernelCodegen:
             if value.dtype is not op.dtype:
                 raise AssertionError(f"store of {value.dtype} into a {op.dtype} buffer")
             self.store(self.value(value, scope), op, scope)
+
+
+def _pass_local_ids(n):
+    """ids of the nodes computed along with `n` in its pass (not crossing reductions)."""
+    seen, stack = set(), [n]
+    while stack:
+        m = stack.pop()
+        if id(m) in seen or m.kind == "reduce":
+            continue
+        seen.add(id(m))
+        stack.extend(m.args)
+    return seen
+
+
+def _has_math(n):
+    stack, seen = [n], set()
+    while stack:
+        m = stack.pop()
+        if id(m) in seen or m.kind == "reduce":
+            continue
+        seen.add(id(m))
+        if m.kind == "prim" and m.op == "math":
+            return True
+        stack.extend(m.args)
+    return False
 
 
 def _const_value(value, dtype):
