@@ -6,6 +6,7 @@ import inspect
 import math
 
 from .exc import unimplemented
+from .source import ObjectKey
 
 
 def signature_source(code):
@@ -44,6 +45,8 @@ class CodeGen:
 
     def constant(self, value):
         if type(value) in (int, str, bool, bytes) or value is None:
+            return repr(value)
+        if isinstance(value, ObjectKey):
             return repr(value)
         if type(value) is float and math.isfinite(value):
             return repr(value)

@@ -3,6 +3,7 @@ expression over its source; all of a cache entry's guards are compiled into
 one function with the compiled function's own signature."""
 import enum
 import re
+from collections import defaultdict
 
 from .. import _dtype
 from ..autograd.grad_mode import state as _grad_state
@@ -55,10 +56,16 @@ class GuardBuilder:
         e = source.expr()
         self.add(f"type({e}) is {self.k(type(value))} and len({e}) == {len(value)}")
 
-    def dict_keys(self, source, value):
+    def dict_keys(self, source, value, object_keys=False):
         e = source.expr()
         kind = "dict" if type(value) is dict else self.k(type(value))
-        self.add(f"type({e}) is {kind} and list({e}) == {self.k(list(value))}")
+        if object_keys:     # identity: `==` on tensors is elementwise
+            self.add(f"type({e}) is {kind} and len({e}) == {len(value)} and "
+                     f"all(a is b for a, b in zip({e}, {self.k(list(value))}))")
+        else:
+            self.add(f"type({e}) is {kind} and list({e}) == {self.k(list(value))}")
+        if isinstance(value, defaultdict):
+            self.add(f"{e}.default_factory is {self.k(value.default_factory)}")
 
     def tensor(self, source, t):
         # placeholder, filled in at compile time: static or dynamic sizes

@@ -101,3 +101,21 @@ class CallSource(Source):
     def expr_with(self, guards):
         guards.output.consts[self.key] = self.fn
         return self.expr()
+
+
+class ObjectKey:
+    """A dict key that is an object (a tensor, a module), as the tracer keeps it: equal by
+    identity, like the object itself as a key; rendered as the stashed constant."""
+
+    def __init__(self, obj, stash_name):
+        self.obj = obj
+        self.name = stash_name
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __eq__(self, other):
+        return isinstance(other, ObjectKey) and other.obj is self.obj
+
+    def __repr__(self):
+        return f"K[{self.name!r}]"

@@ -166,7 +166,7 @@ class InstructionTranslator:
         return obj.getattr(self, name)
 
     def getitem(self, obj, key):
-        if isinstance(key, TensorVariable) and not isinstance(obj, TensorVariable):
+        if isinstance(key, TensorVariable) and not isinstance(obj, (TensorVariable, DictVariable)):
             unimplemented("indexing a Python container with a tensor")
         return obj.getitem(self, key)
 

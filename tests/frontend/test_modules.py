@@ -306,3 +306,55 @@ def test_zero_grad_inside_a_compiled_function():
     got = [p.grad.clone() for p in model.parameters()]
     step(model, x).backward()
     assert all(same(g, p.grad) for g, p in zip(got, model.parameters()))
+
+
+def test_whole_training_step_with_momentum_reaches_a_steady_state():
+    # The optimizer's per-parameter state is a defaultdict keyed by the parameters:
+    # traced, it costs one recompile (the first step creates the state), then none.
+    def train_step(model, opt, x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()                 # the one graph break
+        opt.step()
+        return loss
+
+    def setup():
+        dynjit.manual_seed(0)
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+        return model, dynjit.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    x, y = dynjit.randn(32, 8), dynjit.randint(0, 3, (32,))
+    eager_model, eager_opt = setup()
+    model, opt = setup()
+    cnt = CompileCounter()
+    compiled = dynjit.compile(train_step, backend=cnt)
+    for _ in range(6):
+        assert same(compiled(model, opt, x, y), train_step(eager_model, eager_opt, x, y))
+    assert all(same(a, b) for a, b in zip(model.parameters(), eager_model.parameters()))
+    assert all(same(opt.state[p]["momentum_buffer"], eager_opt.state[q]["momentum_buffer"])
+               for p, q in zip(model.parameters(), eager_model.parameters()))
+    # forward + loss, and the update (3 ops per parameter, one copy per new buffer on step 1)
+    assert cnt.frame_count == 4
+
+
+def test_dicts_keyed_by_tensors():
+    from collections import defaultdict
+
+    def fn(x, y, cache, counts):
+        cache[x] = x * 2
+        counts[y].append(y + 1)
+        return cache[x] + (cache[y] if y in cache else 0)
+
+    def args():
+        x, y = dynjit.ones(2), dynjit.full((2,), 3.0)
+        return x, y, {y: y * 10}, defaultdict(list)
+
+    cnt = CompileCounter()
+    compiled = dynjit.compile(fn, backend=cnt)
+    (x1, y1, c1, n1), (x2, y2, c2, n2) = args(), args()
+    assert same(compiled(x1, y1, c1, n1), fn(x2, y2, c2, n2))
+    # the same keys (the caller's own tensors, by identity, in eager's order) and values
+    assert len(c1) == 2 and all(a is b for a, b in zip(c1, [y1, x1]))
+    assert all(same(a, b) for a, b in zip(c1.values(), c2.values()))
+    assert len(n1) == 1 and next(iter(n1)) is y1 and same(n1[y1][0], n2[y2][0])
+    assert cnt.frame_count == 1

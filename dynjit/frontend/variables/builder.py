@@ -2,7 +2,7 @@
 guards that make the trace valid only while the value stays as it was seen."""
 import enum
 import types
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 
 from ... import _dtype
 from ...tensor import Tensor
@@ -33,7 +33,7 @@ def build(tx, value, source):
     from .tensor import wrap_input_tensor
     from .functions import GradModeRestorer
     guards = tx.output.guards
-    if type(value) in (list, dict, OrderedDict) or _plain_dict_subclass(type(value)) or not (isinstance(value, (Tensor, tuple, type, types.FunctionType))
+    if type(value) in (list, dict, OrderedDict, defaultdict) or _plain_dict_subclass(type(value)) or not (isinstance(value, (Tensor, tuple, type, types.FunctionType))
                                             or is_constant_value(value)):
         known = tx.output.side_effects.existing_object(value)
         if known is not None:      # the same object seen again: the same tracker (and its mutations)
@@ -61,14 +61,21 @@ def build(tx, value, source):
         var = ExistingListVariable(tx, value, source)
         tx.output.side_effects.track_existing(value, var)
         return var
-    if type(value) in (dict, OrderedDict) or _plain_dict_subclass(type(value)):
-        guards.dict_keys(source, value)
+    if type(value) in (dict, OrderedDict) or _plain_dict_subclass(type(value)) or _traceable_defaultdict(value):
+        from .containers import _keyed_by_identity
+        from ..source import ObjectKey
         items = {}
+        object_keys = False
         for k, v in value.items():
             if not is_constant_value(k):
-                unimplemented(f"a dict with non-constant key {k!r}")
+                if not _keyed_by_identity(type(k)):
+                    unimplemented(f"a dict with key {type(k).__name__} (compared by value)")
+                k = ObjectKey(k, tx.output.stash(k))
+                object_keys = True
             items[k] = build(tx, v, _item(source, k))
-        var = DictVariable(items, source=source, cls=type(value))
+        guards.dict_keys(source, value, object_keys)
+        var = DictVariable(items, source=source, cls=type(value),
+                           default_factory=getattr(value, "default_factory", None))
         tx.output.side_effects.track_existing(value, var)
         return var
     from .autograd_function import build_autograd_function
@@ -122,6 +129,11 @@ def build(tx, value, source):
     var = UserObjectVariable(value, source=source)
     tx.output.side_effects.track_existing(value, var)
     return var
+
+
+def _traceable_defaultdict(value):
+    from .containers import DEFAULT_FACTORIES
+    return type(value) is defaultdict and value.default_factory in DEFAULT_FACTORIES
 
 
 def _plain_dict_subclass(cls):

@@ -1,12 +1,24 @@
 """Trackers for tuples, lists, dicts, named tuples and iterators."""
 from ..exc import unimplemented
+from ..source import ObjectKey
 from .base import VariableTracker, ConstantVariable
 
 
 def _const_key(tx, key):
-    if not key.is_python_constant():
-        unimplemented(f"a dict key that is {key.describe()} (only constant keys are supported)")
-    return key.as_python_constant()
+    """The Python key a tracker stands for: a constant, or an object read from a source
+    (a tensor or module argument), kept by identity."""
+    if key.is_python_constant():
+        return key.as_python_constant()
+    if key.source is not None and key.python_type() is not None and _keyed_by_identity(key.python_type()):
+        obj = tx.output.real_value(key.source)
+        return ObjectKey(obj, tx.output.stash(obj))
+    unimplemented(f"a dict key that is {key.describe()} (only constants and objects from the "
+                  "function's arguments can be keys)")
+
+
+def _keyed_by_identity(cls):
+    from ...tensor import Tensor
+    return issubclass(cls, Tensor) or cls.__hash__ is object.__hash__
 
 
 class BaseListVariable(VariableTracker):
@@ -162,10 +174,11 @@ class ListVariable(BaseListVariable):
 
 
 class DictVariable(VariableTracker):
-    def __init__(self, items, source=None, cls=dict):
+    def __init__(self, items, source=None, cls=dict, default_factory=None):
         super().__init__(source)
-        self.items = dict(items)     # constant key -> tracker
-        self.cls = cls               # dict or OrderedDict
+        self.items = dict(items)     # constant key (or ObjectKey) -> tracker
+        self.cls = cls               # dict, OrderedDict, defaultdict, a plain subclass
+        self.default_factory = default_factory   # a defaultdict's (dict, list, int, ...)
 
     def python_type(self):
         return self.cls
@@ -188,7 +201,10 @@ class DictVariable(VariableTracker):
     def getitem(self, tx, key):
         k = _const_key(tx, key)
         if k not in self.items:
-            unimplemented(f"dict key {k!r} not present (KeyError at trace time)")
+            if self.default_factory is None:
+                unimplemented(f"dict key {k!r} not present (KeyError at trace time)")
+            tx.output.side_effects.mutated(self)     # a defaultdict inserts the default
+            self.items[k] = _new_default(self.default_factory)
         return self.items[k]
 
     def setitem(self, tx, key, value):
@@ -244,7 +260,7 @@ class DictVariable(VariableTracker):
                 self.items[k] = v
             return ConstantVariable(None)
         if name == "copy":
-            return DictVariable(self.items, cls=self.cls)
+            return DictVariable(self.items, cls=self.cls, default_factory=self.default_factory)
         if name == "clear":
             tx.output.side_effects.mutated(self)
             self.items.clear()
@@ -255,7 +271,20 @@ class DictVariable(VariableTracker):
         if self.source is not None:
             return self.source.expr()
         literal = "{" + ", ".join(f"{cg.constant(k)}: {cg.value(v)}" for k, v in self.items.items()) + "}"
+        if self.default_factory is not None:
+            return f"{cg.constant(self.cls)}({cg.constant(self.default_factory)}, {literal})"
         return literal if self.cls is dict else f"{cg.constant(self.cls)}({literal})"
+
+
+DEFAULT_FACTORIES = (dict, list, int, float)
+
+
+def _new_default(factory):
+    if factory is dict:
+        return DictVariable({})
+    if factory is list:
+        return ListVariable([])
+    return ConstantVariable(factory())
 
 
 class IteratorVariable(VariableTracker):
