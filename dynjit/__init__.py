@@ -16,7 +16,7 @@ from .functional import (max, min, var, std, norm, split, chunk, flatten, reshap
                          is_floating_point, is_nonzero)
 from . import autograd
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
-                       is_inference_mode_enabled)
+                       is_inference_mode_enabled, is_inference)
 from .random import manual_seed, seed, initial_seed, get_rng_state, set_rng_state, Generator
 from . import random
 

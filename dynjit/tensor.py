@@ -30,6 +30,7 @@ class Tensor:
     _post_acc_hooks = None
     _retains_grad = False
     _is_inference = False
+    _inference_view = False     # a view of a normal tensor made in inference mode
     _is_param = False
     __array_priority__ = 1000   # numpy scalars defer to Tensor's reflected ops
 
@@ -164,7 +165,12 @@ class Tensor:
     @property
     def _version(self):
         """The version counter's value: bumped by every in-place change (shared with views)."""
+        if self._is_inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._version_counter[0]
+
+    def _is_view(self):
+        return self._base is not None
 
     _version_value = _version
 
@@ -193,7 +199,7 @@ class Tensor:
             raise RuntimeError(
                 f"only Tensors of floating point dtype can require gradients (this tensor is "
                 f"{self.dtype.name}); convert it first, e.g. x.float().requires_grad_()")
-        if requires_grad and self._is_inference:
+        if requires_grad and self._is_inference and not _grad_state.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)
         return self

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import graph
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,
-                        is_grad_enabled, is_inference_mode_enabled, is_view_replay_enabled,
+                        is_grad_enabled, is_inference_mode_enabled, is_view_replay_enabled, is_inference,
                         _force_original_view_tracking)
 from .graph import _unsafe_preserve_version_counter
 from .function import Function, FunctionCtx, once_differentiable, InplaceFunction

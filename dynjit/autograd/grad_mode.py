@@ -158,8 +158,24 @@ class set_grad_enabled(_DecoratorContextManager):
         return super().__call__(fn)
 
 
+def is_inference(tensor):
+    """Whether `tensor` was made in inference mode (an inference tensor)."""
+    return tensor._is_inference
+
+
 class inference_mode(_DecoratorContextManager):
-    """Like no_grad; tensors made inside are inference tensors (never require grad)."""
+    """Like no_grad; tensors made inside are inference tensors (never require grad).
+
+    `inference_mode(False)` turns it off again inside an inference-mode block.
+    Used as `@inference_mode` (or `inference_mode(mode=fn)`) it decorates fn directly."""
+
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        if not callable(mode):
+            raise TypeError(f"inference_mode expects a bool (or a function to decorate), "
+                            f"got {type(mode).__name__}")
+        return cls()(mode)
 
     def __init__(self, mode=True):
         self.mode = mode
@@ -167,9 +183,9 @@ class inference_mode(_DecoratorContextManager):
 
     def __enter__(self):
         self.prev = (state.enabled, state.inference)
-        if self.mode:
-            state.enabled = False
-            state.inference = True
+        # like PyTorch: inference mode implies grad mode off, leaving it turns grad mode on
+        state.enabled = not self.mode
+        state.inference = self.mode
         return None
 
     def __exit__(self, *exc):

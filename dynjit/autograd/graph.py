@@ -535,6 +535,9 @@ def regenerate_view_grad_fn(view):
     AsStridedBackward0 node, or, with view replay on, the view ops' own nodes
     recorded by replaying them on the base."""
     base = view._base
+    if view._inference_view and base._requires_grad and not _grad_state.inference:
+        raise RuntimeError("A view was created in inference mode and its base or another view of its "
+                           "base has been modified inplace in normal mode.")
     if base._requires_grad:
         if _grad_state.view_replay:
             from .grad_mode import enable_grad

@@ -5,6 +5,7 @@ import inspect
 import textwrap
 
 from . import graph as _graph
+from .grad_mode import state as _grad_state
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -13,11 +14,18 @@ FREED_MESSAGE = (
     "through the graph a second time or if you need to access saved tensors after calling backward.")
 
 
+INFERENCE_SAVE_MESSAGE = (
+    "Inference tensors cannot be saved for backward. To work around you can make a clone to get "
+    "a normal tensor and use it in autograd.")
+
+
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved."""
     __slots__ = ("tensor", "version")
 
     def __init__(self, tensor):
+        if tensor._is_inference and not _grad_state.inference:
+            raise RuntimeError(INFERENCE_SAVE_MESSAGE)
         self.tensor = tensor
         self.version = tensor._version_counter[0]
 

@@ -167,6 +167,8 @@ def eager(op, args, kwargs):
     out, tensors = run_kernel(op, args)
     result = _wrap(op, out, tensors)
     if op.kind is VIEW:
+        if args[0]._is_inference and not _grad_state.inference:
+            return _inference_view_outputs(result)
         _mark_views(op, args, result)
     elif op.aliases_input:
         result._version_counter = args[0]._version_counter
@@ -183,12 +185,28 @@ def _mark_views(op, args, result):
     outs = result if isinstance(result, (tuple, list)) else (result,)
     base = src._base if src._base is not None else src
     multi = isinstance(result, (tuple, list))
+    normal_in_inference = _grad_state.inference and not src._is_inference
     for i, o in enumerate(outs):
         if isinstance(o, Tensor) and np.may_share_memory(o._data, src._data):
             o._base = base
             o._version_counter = src._version_counter
             # (source, view op, its other args, multi-output?, output index)
             o._view_of = (src, op, args[1:], multi, i)
+            if normal_in_inference:
+                # like PyTorch: a view of a normal tensor stays a normal tensor (same
+                # requires_grad, no grad_fn), remembered as made in inference mode
+                o._is_inference = False
+                o._inference_view = True
+                o._requires_grad = src._requires_grad
+
+
+def _inference_view_outputs(result):
+    """A view op on an inference tensor outside inference mode: like PyTorch, the
+    outputs are inference tensors with no view or autograd tracking."""
+    for o in (result if isinstance(result, (tuple, list)) else (result,)):
+        if isinstance(o, Tensor):
+            o._is_inference = True
+    return result
 
 
 def record(op, args, tensors, result):
@@ -220,6 +238,11 @@ def inplace(op, args, kwargs):
     needs_grad = _grad_state.enabled and fop.backward_cls is not None and any(
         isinstance(a, Tensor) and a._requires_grad for a in args)
     check_inplace_allowed(self, needs_grad, op.name)
+    if needs_grad and not _grad_state.inference:
+        for i in fop.saved:
+            if isinstance(args[i], Tensor) and args[i]._is_inference:
+                from ..autograd.saved import INFERENCE_SAVE_MESSAGE
+                raise RuntimeError(INFERENCE_SAVE_MESSAGE)
     out, tensors = run_kernel(fop, args)
     out_dtype = _dtype.from_numpy_dtype(out.dtype)
     if out_dtype._category > self.dtype._category:
@@ -268,8 +291,13 @@ def check_inplace_allowed(self, needs_grad, name):
     elif self._grad_fn is None and self._requires_grad and _grad_state.enabled:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            f"operation ({name}).")
-    if _grad_state.inference is False and self._is_inference and needs_grad:
-        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed")
+    if not _grad_state.inference:
+        if self._is_inference:
+            raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed. "
+                               "You can make a clone to get a normal tensor before doing inplace update.")
+        if self._inference_view and (needs_grad or self._requires_grad):
+            raise RuntimeError("A view was created in inference mode and is being modified inplace in "
+                               f"normal mode ({name}). Make the view outside inference mode, or clone it.")
 
 
 def install(op):
