@@ -1,8 +1,8 @@
 """Adam and AdamW (decoupled weight decay), with amsgrad and maximize, with
 PyTorch's update rule and state ('step', 'exp_avg', 'exp_avg_sq', 'max_exp_avg_sq')."""
-import math
 
 from .. import functional as _fn
+from .._dtype import float64
 from ..tensor import tensor
 from .optimizer import Optimizer
 
@@ -41,13 +41,16 @@ class Adam(Optimizer):
             g = -p.grad if maximize else p.grad
             state = self.state[p]
             if not state:
-                state["step"] = tensor(0.0)
+                # a float64 0-d tensor: the bias corrections below are computed from it as
+                # tensors (in float64, as Python floats would be), so a compiled step does not
+                # depend on the step's value and is not recompiled for every step
+                state["step"] = tensor(0.0, dtype=float64)
                 state["exp_avg"] = _fn.zeros_like(p)
                 state["exp_avg_sq"] = _fn.zeros_like(p)
                 if amsgrad:
                     state["max_exp_avg_sq"] = _fn.zeros_like(p)
-            state["step"].add_(1)
-            step = state["step"].item()
+            step = state["step"]
+            step.add_(1)
             if weight_decay != 0:
                 if self._decoupled_weight_decay:
                     p.mul_(1 - lr * weight_decay)
@@ -57,14 +60,14 @@ class Adam(Optimizer):
             exp_avg.lerp_(g, 1 - beta1)
             exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
             bias_correction1 = 1 - beta1 ** step
-            bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)
+            bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
             if amsgrad:
                 max_sq = state["max_exp_avg_sq"]
                 max_sq.copy_(_fn.maximum(max_sq, exp_avg_sq))
                 denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
             else:
                 denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-            p.addcdiv_(exp_avg, denom, value=-lr / bias_correction1)
+            p.add_(exp_avg / denom * (-lr / bias_correction1))
 
 
 class AdamW(Adam):
