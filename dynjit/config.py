@@ -6,3 +6,6 @@ cache_size_limit = 8
 max_inline_depth = 32
 # Unroll at most this many loop iterations while tracing.
 max_loop_unroll = 10000
+# A generator called in a compiled function is run to completion at trace time; past this many
+# items (an endless generator?) the call is a graph break instead.
+max_generator_items = 10000

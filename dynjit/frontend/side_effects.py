@@ -10,6 +10,7 @@ class SideEffects:
         self._mutated_ids = set()
         self._globals = {}        # id(globals dict) -> {name: (tracker, source)}
         self._grads = {}          # id(real tensor) -> (tensor, its tracker, new .grad tracker)
+        self.count = 0            # effects recorded so far (a trace can tell whether code had any)
 
     def track_existing(self, value, var):
         self._objects[id(value)] = (value, var)
@@ -19,12 +20,14 @@ class SideEffects:
         return entry[1] if entry is not None and entry[0] is value else None
 
     def mutated(self, var):
+        self.count += 1
         if var.source is None or id(var) in self._mutated_ids:
             return
         self._mutated_ids.add(id(var))
         self._mutated.append(var)
 
     def store_global(self, f_globals, name, value, source):
+        self.count += 1
         self._globals.setdefault(id(f_globals), {})[name] = (value, source)
 
     def global_overrides(self, f_globals):
@@ -32,6 +35,7 @@ class SideEffects:
         return {k: v for k, (v, _) in d.items()} if d else {}
 
     def write_grad(self, real, tensor_var, value):
+        self.count += 1
         self._grads[id(real)] = (real, tensor_var, value)
 
     def grad_written(self, real):

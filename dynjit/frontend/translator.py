@@ -320,8 +320,13 @@ class InstructionTranslator:
         child = InstructionTranslator(code, f_globals, f_locals, cells, self.output, parent=self,
                                       globals_source=g_src, fn_var=fn_var)
         if code.co_flags & CO_GENERATOR:
+            # Run to completion at trace time. That is only what eager does if the body has
+            # no effects: eager runs it lazily, and a consumer may stop early.
+            effects, nodes = self.output.side_effects.count, len(self.output.graph.nodes)
             child.yields = []
             child.run()
+            if self.output.side_effects.count != effects or _mutates_tensors(self.output.graph, nodes):
+                unimplemented("a generator with side effects (it runs lazily in eager)")
             return IteratorVariable(child.yields)
         if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
             unimplemented("async functions")
@@ -454,6 +459,9 @@ class InstructionTranslator:
     def YIELD_VALUE(self, inst):
         if self.yields is None:
             unimplemented("yield inside a compiled function")
+        if len(self.yields) >= config.max_generator_items:
+            unimplemented(f"a generator yielding more than {config.max_generator_items} items "
+                          "(endless?) at trace time")
         self.yields.append(self.pop())
         self.push(ConstantVariable(None))
 
@@ -914,6 +922,17 @@ class _NullType:
 
 
 _RETURN = object()
+
+
+def _mutates_tensors(graph, first):
+    """True if graph nodes from position `first` on write a tensor in place."""
+    for node in list(graph.nodes)[first:]:
+        target = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+        if isinstance(target, str) and target.endswith("_") and not target.endswith("__"):
+            return True
+        if target in ("setitem", "__setitem__"):
+            return True
+    return False
 
 
 def _tensor_operand(v):

@@ -308,3 +308,53 @@ def test_function_apply_run_natively_by_a_compiled_frame_compiles_its_forward():
     out.sum().backward()
     assert same(x.grad, dynjit.full((3,), 2.0))
     assert (cnt.frame_count, cnt.op_count) == (1, 2)       # _Double.forward: mul, add
+
+
+def _logging_gen(log):
+    for i in range(3):
+        log.append(i)
+        yield i
+
+
+def test_generator_with_side_effects_runs_lazily_as_in_eager():
+    # the consumer stops early: eager's generator never appends 2
+    def fn(x, log):
+        for i in _logging_gen(log):
+            if i == 1:
+                break
+        return x * i
+
+    log_c, log_e = [], []
+    assert same(dynjit.compile(fn)(dynjit.ones(2), log_c), fn(dynjit.ones(2), log_e))
+    assert log_c == log_e == [0, 1]
+
+
+def _naturals():
+    i = 0
+    while True:
+        yield i
+        i += 1
+
+
+def test_endless_generator_is_a_graph_break_not_a_hang(monkeypatch):
+    monkeypatch.setattr(dynjit.config, "max_generator_items", 50)
+
+    def fn(x):
+        for i, v in zip(_naturals(), [x, x * 2]):
+            x = x + v * i
+        return x
+
+    assert same(dynjit.compile(fn)(dynjit.ones(2)), fn(dynjit.ones(2)))
+
+
+def test_pure_generator_is_traced_into_one_graph():
+    def squares(x, n):
+        for i in range(n):
+            yield x * i
+
+    def fn(x):
+        return sum(squares(x, 3))
+
+    cnt = CompileCounter()
+    assert same(dynjit.compile(fn, backend=cnt)(dynjit.ones(2)), fn(dynjit.ones(2)))
+    assert cnt.frame_count == 1
