@@ -35,6 +35,7 @@ from . import layouts as L
 from .codegen import SUPPORTED_DTYPES
 from .kernel import Kernel, KNode, Operand
 from .op_lowerings import KernelBuilder, Unsupported, lower_pointwise
+from .runtime import CACHED_BUFFER_BYTES, BufferCache
 from .threads import split_ranges
 
 REDUCTIONS = {"sum": "sum", "mean": "sum", "prod": "prod", "amax": "max", "amin": "min",
@@ -475,7 +476,10 @@ class Lowering:
         kernel = Kernel(S, g.reduced, operands, stores, name=f"KPREFIX_{len(self.kernels)}")
         kernel.coalesce()
         for m, var, shape, dtype in outputs:
-            self.emit(f"{var} = _empty({shape!r}, {self.global_value(dtype.np, '_dt')})")
+            if math.prod(shape) * dtype.itemsize >= CACHED_BUFFER_BYTES:
+                self.emit(f"{var} = {self.global_value(BufferCache(shape, dtype.np), '_buffers')}()")
+            else:
+                self.emit(f"{var} = _empty({shape!r}, {self.global_value(dtype.np, '_dt')})")
         self.emit_kernel_call(kernel, arg_vars, outputs, knode)
 
     def emit_kernel_call(self, kernel, arg_vars, outputs, knode):

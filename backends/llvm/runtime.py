@@ -4,12 +4,14 @@ object that specializes on input layouts.
 
 The wrapper is straight-line Python generated for one graph and one set of
 input shapes/strides/dtypes: it guards those (one comparison per input),
-allocates the outputs with numpy and calls the kernels through ctypes.
+allocates the outputs with numpy (large ones through a BufferCache) and calls
+the kernels through ctypes.
 Calls with other layouts compile (and cache) another specialization.
 """
 import ctypes
 import itertools
 import linecache
+import sys
 
 import numpy as np
 
@@ -32,6 +34,56 @@ def contig(arr, dtype):
 def as_result(value, dtype):
     arr = np.asarray(value)
     return arr if arr.dtype == dtype else arr.astype(dtype)
+
+
+class BufferCache:
+    """The output buffer of one allocation site of a wrapper, kept for the next call.
+
+    A fresh multi-megabyte numpy array costs the kernel zeroed pages (page faults
+    and the kernel's zeroing: about a third of a 1e7-element elementwise kernel).
+    So large buffers are kept here and handed out again once nothing else holds
+    them: an array whose reference count is only this cache's cannot be seen by
+    anyone (a Tensor, a view or a memoryview of it would hold a reference). Two
+    arrays per site, so `x = f(x)` alternates between them; at most
+    CACHE_LIMIT_BYTES in all, past which sites allocate as usual."""
+    __slots__ = ("shape", "dtype", "arrays", "nbytes")
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = shape, dtype
+        self.arrays = []
+        self.nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+
+    def __call__(self):
+        arrays = self.arrays
+        for i in range(len(arrays)):
+            arr = arrays[i]
+            if sys.getrefcount(arr) <= _FREE_REFS:
+                return arr
+        arr = np.empty(self.shape, self.dtype)
+        global _cached_bytes
+        if len(arrays) < 2 and _cached_bytes + self.nbytes <= CACHE_LIMIT_BYTES:
+            arrays.append(arr)
+            _cached_bytes += self.nbytes
+        return arr
+
+    def __del__(self):
+        global _cached_bytes
+        _cached_bytes -= self.nbytes * len(self.arrays)
+
+
+def _free_refs():
+    """The reference count BufferCache.__call__ sees for an array only its list holds."""
+    arrays, counts = [np.empty(1)], []
+    for i in range(len(arrays)):
+        arr = arrays[i]
+        counts.append(sys.getrefcount(arr))
+    return counts[0]
+
+
+CACHED_BUFFER_BYTES = 1 << 20            # buffers from this size on are kept between calls
+CACHE_LIMIT_BYTES = 1 << 30
+_cached_bytes = 0
+_FREE_REFS = _free_refs()
 
 
 def finish_sum(out, partial, divide_by):

@@ -43,6 +43,9 @@ class _Pool:
             try:
                 fn(*args)
             finally:
+                # drop the arguments before waiting: a parked reference would keep
+                # the arrays from being freed (or reused, see runtime.BufferCache)
+                del fn, args
                 done.put(None)
 
 

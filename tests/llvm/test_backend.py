@@ -103,3 +103,54 @@ def test_grad_requiring_inputs_run_eagerly_for_autograd():
     b = dynjit.randn(3, requires_grad=True)
     fn(b).sum().backward()
     np.testing.assert_allclose(b.grad.numpy(), 2 * np.cos(b.detach().numpy()), rtol=1e-6)
+
+
+def test_graph_outputs_none_and_python_values():
+    x = dynjit.randn(5)
+    gm = make_fx(lambda x: (x.exp(), None, 3, (None, x * 2)))(x)
+    out = compile_graph(gm, [x])(x)
+    assert out[1] is None and out[2] == 3 and out[3][0] is None
+    np.testing.assert_allclose(out[0].numpy(), np.exp(x.numpy()), rtol=1e-6)
+    np.testing.assert_allclose(out[3][1].numpy(), 2 * x.numpy())
+
+
+def test_backward_graph_returns_none_for_inputs_without_a_gradient():
+    from dynjit.aot import aot_function
+    results = []
+
+    def bw_compiler(gm, example_inputs):
+        fn = compile_graph(gm, example_inputs)
+
+        def run(*args):
+            out = fn(*args)
+            results.append(out)
+            return out
+        return run
+
+    def f(a, b, c):
+        return ((a * b).sin() * 2).sum(), c.detach() * 2
+    a, c = dynjit.randn(4, 3, requires_grad=True), dynjit.randn(3, requires_grad=True)
+    b = dynjit.randn(4, 3)
+    aot_function(f, fw_compiler=compile_graph, bw_compiler=bw_compiler)(a, b, c)[0].backward()
+    (grads,) = results
+    assert grads[-1] is None                           # c's value does not flow into the loss
+    np.testing.assert_allclose(a.grad.numpy(), 2 * np.cos(a.detach().numpy() * b.numpy()) * b.numpy(), rtol=1e-5)
+    assert c.grad is None and b.grad is None
+
+
+def test_dynjit_compile_compiles_forward_and_backward_with_llvm(monkeypatch):
+    import backends.llvm as llvm_pkg
+    compiled_graphs = []
+
+    def spy(gm, example_inputs):
+        fn = compile_graph(gm, example_inputs)
+        compiled_graphs.append(fn)
+        return fn
+    monkeypatch.setattr(llvm_pkg, "compile_graph", spy)
+    params = _params()
+    x = dynjit.randn(16, 20)
+    y = dynjit.tensor(np.eye(10, dtype=np.float32)[np.arange(16) % 10])
+    dynjit.compile(_mlp_step, backend="llvm")(x, y, *params).backward()
+    assert len(compiled_graphs) == 2                   # the forward and the backward graph
+    assert all(fn.kernels for fn in compiled_graphs)
+    assert all(p.grad is not None for p in params)
