@@ -51,7 +51,8 @@ def location(exc):
 def convert(fn, args, kwargs, backend, fullgraph=False, hook=None, dynamic=False):
     """Trace fn(*args, **kwargs) into a CompiledEntry; raises Unsupported if it cannot."""
     try:
-        bound = inspect.signature(fn).bind(*args, **kwargs)
+        # the code that runs is fn's own, not that of a function it wraps (functools.wraps)
+        bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
     except TypeError as e:
         raise TypeError(f"{fn.__qualname__}() called with arguments that do not match its signature: {e}") from None
     bound.apply_defaults()

@@ -130,7 +130,7 @@ class GuardBuilder:
         import inspect
         ns = self.namespace(self.output.fn)
         try:
-            bound = inspect.signature(self.output.fn).bind(*args, **kwargs)
+            bound = inspect.signature(self.output.fn, follow_wrapped=False).bind(*args, **kwargs)
             bound.apply_defaults()
         except TypeError as e:
             return GuardFailure(f"arguments do not bind: {e}")

@@ -162,6 +162,12 @@ def resume_code(code, dis_index, null_slots, live):
     bc, items, positions, _ = _abstract(code)
     prefix = stack_prefix(code)
     stack_args = [f"{prefix}{k}" for k, is_null in enumerate(null_slots) if not is_null]
+    # locals become parameters: names that are not identifiers (pytest's rewritten asserts
+    # use `@py_assert1`) are renamed, or the function's signature could not be read
+    renames = {n: f"___local{k}_{prefix}" for k, n in enumerate(live) if not n.isidentifier()}
+    if renames:
+        items = [_renamed(item, renames) for item in items]
+    live = [renames.get(n, n) for n in live]
     new = _new_like(code, f"__resume_at_{dis_index}_{_base_name(code)}", stack_args + list(live))
     target = Label()
     start = _prefix_end(items)
@@ -171,6 +177,19 @@ def resume_code(code, dis_index, null_slots, live):
                 for k, is_null in enumerate(null_slots)]
     prologue.append(Instr("JUMP_FORWARD", target))
     return _finish(new, body[:start] + prologue + body[start:])
+
+
+_LOCAL_OPS = ("LOAD_FAST", "STORE_FAST", "DELETE_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR",
+              "LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST")
+
+
+def _renamed(item, renames):
+    if not isinstance(item, Instr) or item.name not in _LOCAL_OPS:
+        return item
+    arg = tuple(renames.get(a, a) for a in item.arg) if isinstance(item.arg, tuple) else renames.get(item.arg, item.arg)
+    if arg == item.arg:
+        return item
+    return Instr(item.name, arg, location=item.location)
 
 
 def _base_name(code):

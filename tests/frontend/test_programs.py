@@ -269,3 +269,101 @@ def test_returned_view_aliases_the_input_as_in_eager():
     x = _four()
     dynjit.compile(q3)(x).fill_(42.0)
     assert x[0].item() == 42.0
+
+
+# -- exceptions, context managers, assert, del/walrus, match, local classes, lambdas ----------
+import contextlib  # noqa: E402
+
+def _raiser(x):
+    raise ValueError("inner")
+
+def r1(x):
+    try:
+        _raiser(x)
+    except ValueError:
+        return x + 1
+    return x
+
+effect_log = []
+@contextlib.contextmanager
+def tag(name):
+    effect_log.append(("enter", name))
+    yield name
+    effect_log.append(("exit", name))
+
+def r2(x):
+    with tag("a") as n:
+        y = x * 2
+    return y, n
+
+def r3(x):
+    assert x.sum() > -100, "bad"
+    return x + 1
+
+def r4(x):
+    y = x * 2
+    del y
+    if (n := x.numel()) > 2:
+        return x * n
+    return x
+
+def r5(x, cmd="scale"):
+    match cmd:
+        case "scale":
+            return x * 3
+        case "shift":
+            return x + 3
+        case _:
+            return x
+
+def r6(x):
+    class Local:
+        def __init__(self, k):
+            self.k = k
+        def apply(self, t):
+            return t * self.k
+    return Local(4).apply(x)
+
+def r7(x):
+    fs = [lambda t, k=k: t + k for k in range(3)]
+    return [f(x) for f in fs], " ".join(["a", "b"]).upper(), "x={}".format(3)
+
+def r8(x):
+    parts = {"a": x, "b": x * 2}
+    total = x * 0
+    for key in sorted(parts, reverse=True):
+        total = total + parts[key]
+    return total, isinstance(parts, (list, dict)), type(x).__name__
+
+def r9(x):
+    out = []
+    i = 0
+    while True:
+        i += 1
+        if i > 3:
+            break
+        if i == 2:
+            continue
+        out.append(x * i)
+    return out
+
+def r10(x):
+    try:
+        y = x + 1
+        return y
+    finally:
+        effect_log.append("finally")
+
+
+R_PROGRAMS = [r1, r2, r3, r4, r5, r6, r7, r8, r9, r10]
+
+
+@pytest.mark.parametrize("fn", R_PROGRAMS, ids=lambda f: f.__name__)
+def test_control_flow_program_compiled_equals_plain(fn):
+    outcomes = []
+    for run in (fn, dynjit.compile(fn)):
+        effect_log.clear()
+        outcomes.append((_outcome(run, (_four(),)), list(effect_log)))
+    (want, want_log), (got, got_log) = outcomes
+    assert got[0] == want[0] and (_deep_same(got[1], want[1]) if got[0] == "returned" else got[1] == want[1])
+    assert got_log == want_log
