@@ -140,9 +140,13 @@ def tensor_repr(t):
         summarize = arr.size > THRESHOLD
         fmt = _Formatter(_summarized(arr) if summarize else arr)
         body = _tensor_str(arr, indent, summarize, fmt)
-    fn = t.grad_fn
-    if fn is not None:
-        suffixes.append(f"grad_fn=<{fn.name()}>")
+    try:
+        fn = t.grad_fn
+        name = fn.name() if fn is not None else None
+    except RuntimeError:    # a view whose grad_fn cannot be regenerated (as PyTorch prints it)
+        name = "Invalid"
+    if name is not None:
+        suffixes.append(f"grad_fn=<{name}>")
     elif t._requires_grad:
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)

@@ -30,7 +30,7 @@ class Tensor:
     _post_acc_hooks = None
     _retains_grad = False
     _is_inference = False
-    _inference_view = False     # a view of a normal tensor made in inference mode
+    _creation_meta = None       # a view's ('no_grad'|'inference'|'multi'|'custom', name, nr)
     _is_param = False
     __array_priority__ = 1000   # numpy scalars defer to Tensor's reflected ops
 
@@ -181,6 +181,8 @@ class Tensor:
     # -- autograd state --------------------------------------------------
     @property
     def requires_grad(self):
+        if self._base is not None and self._view_version != self._version_counter[0]:
+            self.grad_fn     # the base changed in place: the view may now require grad
         return self._requires_grad
 
     @requires_grad.setter

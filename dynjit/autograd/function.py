@@ -250,9 +250,17 @@ def _wrap_outputs(ctx, args, outputs, is_differentiable):
             if is_differentiable:
                 if o._grad_fn is None and o._requires_grad and o._base is None:
                     raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
-                o._grad_fn = ctx
-                o._output_nr = i
-                o._requires_grad = True
+                if o._base is not None:
+                    # a view written in place: its base's history goes through CopySlices
+                    if o._base._grad_fn is None and o._base._requires_grad:
+                        raise RuntimeError("a view of a leaf Variable that requires grad is being used "
+                                           "in an in-place operation.")
+                    index = next(k for k, a in enumerate(args) if a is o)
+                    _graph.rebase_view(o, ctx, index)
+                else:
+                    o._grad_fn = ctx
+                    o._output_nr = i
+                    o._requires_grad = True
             new_outs.append(o)
             continue
         if id(o) in input_ids:
@@ -262,6 +270,13 @@ def _wrap_outputs(ctx, args, outputs, is_differentiable):
             alias._base = o._base if o._base is not None else o
             alias._view_version = o._version_counter[0]
             o = alias
+        if o._base is not None:
+            # a view made in forward (under no_grad): with grad mode on, writing it in
+            # place later would bypass the custom backward, so that is refused
+            o._creation_meta = (("custom", ctx.name(), i) if _grad_state.enabled
+                                else ("no_grad",))
+            if not _grad_state.enabled:
+                o._requires_grad = o._base._requires_grad
         if is_differentiable:
             if id(outs[i]) in nondiff or id(o) in nondiff:
                 o._requires_grad = False

@@ -19,8 +19,10 @@ def _flat_outputs(out):
 
 
 def _numerical_jacobian(fn, inputs, wrt, eps):
-    """J[k][j][i] = d out_j / d input_k[i], by central differences."""
-    from .grad_mode import no_grad
+    """J[k][j][i] = d out_j / d input_k[i], by central differences.
+
+    fn runs in the caller's grad mode, as it does for the analytical pass (a
+    function may check, say, that an in-place op made a tensor require grad)."""
     jac = []
     for t in wrt:
         data = t._data
@@ -28,12 +30,11 @@ def _numerical_jacobian(fn, inputs, wrt, eps):
         flat = data.flat     # writes through for non-contiguous inputs too
         for i in range(data.size):
             orig = flat[i]
-            with no_grad():
-                flat[i] = orig + eps
-                plus = [o._data.astype(np.float64).copy() for o in _flat_outputs(fn(*inputs))]
-                flat[i] = orig - eps
-                minus = [o._data.astype(np.float64).copy() for o in _flat_outputs(fn(*inputs))]
-                flat[i] = orig
+            flat[i] = orig + eps
+            plus = [o._data.astype(np.float64).copy() for o in _flat_outputs(fn(*inputs))]
+            flat[i] = orig - eps
+            minus = [o._data.astype(np.float64).copy() for o in _flat_outputs(fn(*inputs))]
+            flat[i] = orig
             cols.append([(p - m).reshape(-1) / (2 * eps) for p, m in zip(plus, minus)])
         # cols[i][j] -> per output j a matrix (out_size, in_size)
         n_out = len(cols[0]) if cols else len(_flat_outputs(fn(*inputs)))

@@ -434,12 +434,15 @@ class CopySlices(Node):
     old history unchanged.
     """
 
-    def __init__(self, base, view_fn, fn, base_edge):
+    def __init__(self, base, view_fn, fn, base_edge, self_index=0):
         super().__init__()
         self.fn = fn
         self.view_fn = view_fn
+        self.self_index = self_index    # which input of fn is the view written in place
         self.base_meta = (base._data.shape, base.dtype)
-        self.next_functions = (base_edge,) + tuple(fn.next_functions[1:])
+        edges = list(fn.next_functions)
+        edges[self_index] = base_edge
+        self.next_functions = tuple(edges)
 
     def apply(self, grads):
         if grads[0] is None:
@@ -447,14 +450,16 @@ class CopySlices(Node):
         # Written with dispatched ops so that tracing (make_fx, AOT) records it.
         res = grads[0].clone()
         region = self.view_fn(res)
-        fn_grads = self.fn.apply([region.clone()])
-        g_self = fn_grads[0]
+        region._creation_meta = None    # our own buffer: writing it in place is not ambiguous
+        fn_grads = list(self.fn.apply([region.clone()]))
+        g_self = fn_grads[self.self_index]
         with _no_grad_unless_create_graph():
             if g_self is None:
                 region.zero_()
             else:
                 region.copy_(g_self)
-        return [res] + list(fn_grads[1:])
+        fn_grads[self.self_index] = res
+        return fn_grads
 
     def release(self):
         self.fn.release()
@@ -480,6 +485,7 @@ class AsStridedBackward0(Node):
         shape, dtype = self.base_meta
         res = registry["zeros"](shape, dtype)
         region = self.view_fn(res)
+        region._creation_meta = None    # our own buffer: writing it in place is not ambiguous
         region.copy_(grads[0])
         return [res]
 
@@ -506,23 +512,29 @@ def replay_view_chain(x, chain):
     return x
 
 
-def view_replay_fn(view):
-    """A function that re-applies to a tensor the chain of view ops that made `view` from its base."""
+def view_replay_fn(view, differentiable=False):
+    """A function that re-applies to a tensor the chain of view ops that made `view` from its base.
+
+    A `differentiable` replay records the view ops when grad mode is on (a backward
+    with create_graph), so that what flows through the view keeps its history."""
     chain = view_chain(view)
 
     def replay(x):
+        if differentiable:
+            return replay_view_chain(x, chain)
         from .grad_mode import no_grad
         with no_grad():
             return replay_view_chain(x, chain)
     return replay
 
 
-def rebase_view(view, fn):
-    """An in-place op `fn` wrote through `view`: give the base a CopySlices grad_fn."""
+def rebase_view(view, fn, self_index=0):
+    """An in-place op `fn` wrote through `view` (its input `self_index`): give the base
+    a CopySlices grad_fn."""
     base = view._base
     base_edge = edge_of(base) if base._requires_grad else None
-    view_fn = view_replay_fn(view)
-    base._grad_fn = CopySlices(base, view_fn, fn, base_edge)
+    view_fn = view_replay_fn(view, differentiable=True)
+    base._grad_fn = CopySlices(base, view_fn, fn, base_edge, self_index)
     base._output_nr = 0
     base._requires_grad = True
     view._requires_grad = True
@@ -535,9 +547,12 @@ def regenerate_view_grad_fn(view):
     AsStridedBackward0 node, or, with view replay on, the view ops' own nodes
     recorded by replaying them on the base."""
     base = view._base
-    if view._inference_view and base._requires_grad and not _grad_state.inference:
-        raise RuntimeError("A view was created in inference mode and its base or another view of its "
-                           "base has been modified inplace in normal mode.")
+    meta = view._creation_meta
+    if meta is not None and view._requires_grad and not _grad_state.inference:
+        # like PyTorch: a view that may not be written in place cannot follow its base's
+        # in-place history either
+        from ..ops.dispatch import view_rebase_message
+        raise RuntimeError(view_rebase_message(view, meta, indirect=True))
     if base._requires_grad:
         if _grad_state.view_replay:
             from .grad_mode import enable_grad

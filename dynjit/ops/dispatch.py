@@ -186,18 +186,32 @@ def _mark_views(op, args, result):
     base = src._base if src._base is not None else src
     multi = isinstance(result, (tuple, list))
     normal_in_inference = _grad_state.inference and not src._is_inference
+    # How the view was made, which decides whether it may be written in place later
+    # (PyTorch's CreationMeta; a view of such a view inherits it).
+    if normal_in_inference:
+        new = ("inference",)
+    elif not _grad_state.enabled and not _grad_state.inference:
+        new = ("no_grad",)
+    else:
+        new = None
+    prev = src._creation_meta if src._base is not None else None
     for i, o in enumerate(outs):
         if isinstance(o, Tensor) and np.may_share_memory(o._data, src._data):
             o._base = base
             o._version_counter = src._version_counter
             # (source, view op, its other args, multi-output?, output index)
             o._view_of = (src, op, args[1:], multi, i)
-            if normal_in_inference:
-                # like PyTorch: a view of a normal tensor stays a normal tensor (same
-                # requires_grad, no grad_fn), remembered as made in inference mode
-                o._is_inference = False
-                o._inference_view = True
+            meta = new or (("multi", op.backward_cls.__name__ if op.backward_cls else op.name, i)
+                           if multi else None)
+            if prev is not None and (meta is None or prev[0] == "inference"):
+                meta = prev
+            o._creation_meta = meta
+            if new is not None:
+                # like PyTorch: a view made with grad recording off still requires grad
+                # when its source does (it has no grad_fn)
                 o._requires_grad = src._requires_grad
+                if normal_in_inference:
+                    o._is_inference = False     # a view of a normal tensor stays normal
 
 
 def _inference_view_outputs(result):
@@ -279,25 +293,54 @@ def inplace(op, args, kwargs):
 def check_inplace_allowed(self, needs_grad, name):
     if self._base is not None:
         base = self._base
+        if needs_grad and self._creation_meta is not None:
+            raise RuntimeError(view_rebase_message(self, self._creation_meta))
         if base._grad_fn is None and base._requires_grad and _grad_state.enabled:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                                f"in-place operation ({name}).")
-        if self._view_of is not None and self._view_of[3] and (needs_grad or base._requires_grad):
-            raise RuntimeError(
-                f"Output of {self._view_of[1].name} is a view and is being modified inplace "
-                f"({name}). This view is the output of a function that returns multiple views. "
-                "Such functions do not allow the output views to be modified inplace. You should "
-                "replace the inplace operation by an out-of-place one.")
     elif self._grad_fn is None and self._requires_grad and _grad_state.enabled:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            f"operation ({name}).")
-    if not _grad_state.inference:
-        if self._is_inference:
-            raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed. "
-                               "You can make a clone to get a normal tensor before doing inplace update.")
-        if self._inference_view and (needs_grad or self._requires_grad):
-            raise RuntimeError("A view was created in inference mode and is being modified inplace in "
-                               f"normal mode ({name}). Make the view outside inference mode, or clone it.")
+    if not _grad_state.inference and self._is_inference:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed. "
+                           "You can make a clone to get a normal tensor before doing inplace update.")
+
+
+_AMBIGUOUS = ("Given that this use case is ambiguous and error-prone, it is forbidden. You can "
+              "clarify your code by moving both the view and the inplace either both inside the "
+              "{block} block (if you don't want the inplace to be tracked) or both outside (if you "
+              "want the inplace to be tracked).")
+
+
+def view_rebase_message(view, meta, indirect=False):
+    """Why the view `view`, made as `meta` says, may not be modified in place, or (indirect)
+    follow an in-place change of its base (PyTorch's words)."""
+    kind = meta[0]
+    modified = ("its base or another view of its base has been modified inplace" if indirect
+                else "is being modified inplace")
+    if kind == "multi":
+        return (f"Output {meta[2]} of {meta[1]} is a view and {modified}. This view is "
+                "the output of a function that returns multiple views. Such functions do not allow "
+                "the output views to be modified inplace. You should replace the inplace operation "
+                "by an out-of-place one.")
+    if kind == "custom":
+        return (f"Output {meta[2]} of {meta[1]} is a view and {modified}. This view "
+                "was created inside a custom Function (or because an input was returned as-is) and "
+                "the autograd logic to handle view+inplace would override the custom backward "
+                "associated with the custom Function, leading to incorrect gradients. This behavior "
+                "is forbidden. You can fix this by cloning the output of the custom Function.")
+    fn = None if indirect else view._grad_fn
+    prefix = (f"Output {view._output_nr} of {fn.name()} is a view of a view which was created"
+              if fn is not None else "A view was created")
+    if indirect:
+        modified = "and " + modified
+    else:
+        modified = "and is being modified inplace"
+    if kind == "inference":
+        return (f"{prefix} in inference mode {modified} in normal mode. "
+                + _AMBIGUOUS.format(block="inference_mode"))
+    return (f"{prefix} in no_grad mode {modified} with grad mode enabled. "
+            + _AMBIGUOUS.format(block="no_grad"))
 
 
 def install(op):
