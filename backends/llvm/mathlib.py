@@ -113,7 +113,8 @@ def _exp(ops, x):
     k = ops.rint(ops.mul(xc, ops.c(x, 1.4426950408889634)))
     r = ops.fma(k, ops.c(x, -_LN2_HI), xc)
     r = ops.fma(k, ops.c(x, -_LN2_LO), r)
-    return _limits(ops, x, _exp_core(ops, r, k), 88.72283905206835, -103.97208405)
+    # past the clamp bounds the scaled result already overflows to inf / rounds to 0
+    return ops.select(ops.isnan(x), x, _exp_core(ops, r, k))
 
 
 def _exp2(ops, x):

@@ -84,6 +84,24 @@ def test_max_ulp_error(name):
     assert ulp_distance(out, numpy32).max() <= MAX_ULP_VS_NUMPY
 
 
+def _every_float32(lo, hi):
+    """All float32 numbers in [lo, hi] (same sign)."""
+    a, b = sorted((np.float32(lo).view(np.int32), np.float32(hi).view(np.int32)))
+    return np.arange(a, b + 1, dtype=np.int32).view(np.float32)
+
+
+@pytest.mark.parametrize("lo,hi", [(88.5, 89.5), (-104.5, -103.5), (-87.5, -86.5)],
+                         ids=["overflow", "underflow-to-zero", "subnormal-results"])
+def test_exp_near_overflow_and_underflow_every_float(lo, hi):
+    # exp has no explicit overflow/underflow selects: the clamped argument's scaled
+    # polynomial must itself round to inf, 0 and the right subnormals
+    x = _every_float32(lo, hi)
+    out = run("exp", x)
+    with np.errstate(all="ignore"):
+        assert ulp_distance(out, np.exp(x.astype(np.float64)).astype(np.float32)).max() <= MAX_ULP_VS_ROUNDED
+        assert ulp_distance(out, np.exp(x)).max() <= MAX_ULP_VS_NUMPY
+
+
 def test_pow_max_ulp_error():
     n = N
     x = (np.exp(rng.uniform(-20, 20, n)) * rng.choice([-1.0, 1.0], n)).astype(np.float32)
