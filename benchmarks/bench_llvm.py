@@ -2,6 +2,7 @@
 
     python benchmarks/bench_llvm.py [--quick] [--torch-python PY] [--json OUT] [--plot OUT.png] [--ulp]
     python benchmarks/bench_llvm.py --replot RESULTS.json --plot OUT.png
+    python benchmarks/bench_llvm.py --markdown RESULTS.json
 
 1. `((a*b + c).sin() * 0.5).exp() - a*c` on 1e6 and 1e7 float32 elements:
    numpy eager, numexpr, numba (parallel prange loop), dynjit eager, llvm;
@@ -269,6 +270,22 @@ def bench_call_cost(budget):
     return section("call cost of a one-kernel graph, 8 float32 elements (per call)", "llvm compiled call", timed)
 
 
+def markdown(results):
+    """The tables as Markdown (for docs/llvm.md)."""
+    h = results["header"]
+    lines = [f"{h['threads']} threads, copy bandwidth {h['copy_bandwidth_GBps']:.1f} GB/s, numpy {h['numpy']}"
+             + (f", torch {h['torch']}" if h.get("torch") else "") + "; ratios use the best times.", ""]
+    for sec in results["sections"]:
+        ref = next(best for name, best, _ in sec["rows"] if name == sec["base"])
+        lines += [f"**{sec['title'].strip()}**", "",
+                  f"| | best | median | speed vs {sec['base']} |", "| --- | --- | --- | --- |"]
+        for name, best, med in sec["rows"]:
+            med_s = fmt(med).strip() if med is not None else "(computed)"
+            lines.append(f"| {name} | {fmt(best).strip()} | {med_s} | {ref / best:.2f}x |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def ulp_report():
     sys.path.insert(0, os.path.join(HERE, "..", "tests", "llvm"))
     import test_mathlib as T
@@ -292,9 +309,14 @@ def main():
     parser.add_argument("--json", help="write the results to this JSON file")
     parser.add_argument("--plot", help="draw the results into this image (matplotlib)")
     parser.add_argument("--replot", metavar="RESULTS.json", help="only draw --plot from saved results")
+    parser.add_argument("--markdown", metavar="RESULTS.json", help="only print saved results as Markdown tables")
     parser.add_argument("--ulp", action="store_true", help="also print the math library's ulp errors")
     args = parser.parse_args()
     sys.path.insert(0, HERE)
+    if args.markdown:
+        with open(args.markdown) as f:
+            print(markdown(json.load(f)))
+        return
     if args.replot:
         from llvm_plot import plot
         with open(args.replot) as f:
