@@ -11,7 +11,7 @@ from . import graph
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,
                         is_grad_enabled, is_inference_mode_enabled, is_view_replay_enabled, is_inference,
                         _force_original_view_tracking)
-from .graph import _unsafe_preserve_version_counter
+from .graph import _unsafe_preserve_version_counter, SavedTensor
 from .function import Function, FunctionCtx, once_differentiable, InplaceFunction
 from . import function
 from .engine import run_backward, set_multithreading_enabled

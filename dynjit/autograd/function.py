@@ -46,6 +46,15 @@ class FunctionCtx:
         return tuple(s.unpack(self) if isinstance(s, _graph.SavedTensor) else s for s in saved)
 
     @property
+    def _raw_saved_tensors(self):
+        """The SavedTensor objects behind saved_tensors (to register pack/unpack hooks on)."""
+        if self._saved is None:
+            if self._freed_saved:
+                raise RuntimeError(_graph.FREED_MESSAGE)
+            return ()
+        return self._saved
+
+    @property
     def saved_variables(self):
         import warnings
         warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning,
@@ -288,12 +297,10 @@ def _wrap_outputs(ctx, args, outputs, is_differentiable):
         new_outs.append(o)
     ctx._output_meta = tuple(output_meta)
     if ctx.to_save is not None:
-        ctx._saved = tuple(_graph.SavedTensor(t) if isinstance(t, Tensor) else t for t in ctx.to_save)
-        if any(t is o for t in ctx.to_save for o in outs):
-            # outputs saved before wrapping: refer to the wrapped outputs
-            remap = {id(a): b for a, b in zip(outs, new_outs)}
-            ctx._saved = tuple(_graph.SavedTensor(remap.get(id(t), t)) if isinstance(t, Tensor) else t
-                               for t in ctx.to_save)
+        # outputs saved before wrapping refer to the wrapped outputs
+        remap = {id(a): b for a, b in zip(outs, new_outs)}
+        ctx._saved = tuple(_graph.SavedTensor.of(remap.get(id(t), t)) if t is None or isinstance(t, Tensor)
+                           else t for t in ctx.to_save)
         ctx.to_save = None
     return new_outs[0] if single else tuple(new_outs)
 

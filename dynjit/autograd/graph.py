@@ -7,8 +7,9 @@ the registry. `AccumulateGrad` ends the graph at a leaf. `CopySlices` and the
 view-replay node keep autograd right when a view is written in place.
 Also PyTorch's torch.autograd.graph helpers: `GradientEdge`,
 `get_gradient_edge`, `increment_version`, and the introspection of the
-running backward (`_will_engine_execute_node`, ...). Saved tensors live in
-saved.py.
+running backward (`_will_engine_execute_node`, ...). Saved tensors (and the
+saved-tensor hooks: `saved_tensors_hooks`, `save_on_cpu`,
+`disable_saved_tensors_hooks`) live in saved.py.
 """
 import itertools
 import sys
@@ -18,6 +19,8 @@ import numpy as np
 
 from .grad_mode import state as _grad_state
 from .saved import FREED_MESSAGE, SavedTensor, save_conditions  # noqa: F401  (part of this module's API)
+from .saved import (saved_tensors_hooks, save_on_cpu, disable_saved_tensors_hooks,  # noqa: F401
+                    saved_tensors_hooks_is_enabled)
 
 Tensor = None  # set by dynjit.tensor
 _seq = itertools.count()
@@ -174,7 +177,7 @@ class OpBackward(Node):
     op = None
     _n_outputs = 1
     _result_meta = None
-    _saved_result = None
+    _saved_out = None
 
     def __init__(self, op, args, tensors, result):
         # One pass over the arguments: the edges and metadata of tensor inputs, where
@@ -232,16 +235,17 @@ class OpBackward(Node):
         if not self._wants_result:
             return
         if isinstance(result, Tensor):
-            self._saved_result = SavedTensor(result)
+            self._saved_out = SavedTensor(result, is_output=True)
         else:
-            self._saved_result = [SavedTensor(r) if isinstance(r, Tensor) else r for r in result]
+            self._saved_out = [SavedTensor(r, is_output=True) if isinstance(r, Tensor) else r
+                                  for r in result]
 
     def release(self):
         # Only nodes that saved something become unusable, as in PyTorch.
         self._freed = True
-        if self._saved or self._saved_result is not None:
+        if self._saved or self._saved_out is not None:
             self._saved = None
-            self._saved_result = None
+            self._saved_out = None
 
     def _needs(self):
         """Per op parameter: does any tensor in it want a gradient?"""
@@ -260,7 +264,7 @@ class OpBackward(Node):
         if self._saved is None:
             raise RuntimeError(FREED_MESSAGE)
         if name == "result":
-            s = self._saved_result
+            s = self._saved_out
             if s is None:          # not saved: no wanted gradient reads it
                 return None
             if isinstance(s, list):
@@ -273,6 +277,34 @@ class OpBackward(Node):
         if isinstance(s, list):
             return [x.unpack(self, lazy=True) if isinstance(x, SavedTensor) else x for x in s]
         return s.unpack(self, lazy=True)
+
+    def __getattr__(self, name):
+        """PyTorch's introspection of what a node saved: `_saved_<param>` (the value, as
+        backward would read it) and `_raw_saved_<param>` (the SavedTensor, to register
+        pack/unpack hooks on), with `result` for the op's output."""
+        raw = name.startswith("_raw_saved_")
+        if not raw and not name.startswith("_saved_"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        key = name[len("_raw_saved_" if raw else "_saved_"):]
+        op = type(self).op
+        if key == "result" and op.saves_result:
+            if self._saved is None:
+                raise RuntimeError(FREED_MESSAGE)
+            s = self._saved_out
+        elif key in op.index and op.index[key] in op.saved:
+            if self._saved is None:
+                raise RuntimeError(FREED_MESSAGE)
+            s = self._saved.get(op.index[key])
+            if s is None:
+                s = self.args[op.index[key]]
+        else:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r} "
+                                 f"({op.name} saves no {key!r} for backward)")
+        if raw or not isinstance(s, (SavedTensor, list)):
+            return s
+        if isinstance(s, list):
+            return [x.unpack(self, original=False) if isinstance(x, SavedTensor) else x for x in s]
+        return s.unpack(self, original=False)
 
     def apply(self, grads):
         op = self.op

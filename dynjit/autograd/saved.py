@@ -3,6 +3,8 @@ wanted gradient reads them (like PyTorch's derivatives.yaml codegen)."""
 import ast
 import inspect
 import textwrap
+import threading
+import weakref
 
 from . import graph as _graph
 from .grad_mode import state as _grad_state
@@ -19,35 +21,220 @@ INFERENCE_SAVE_MESSAGE = (
     "a normal tensor and use it in autograd.")
 
 
-class SavedTensor:
-    """A tensor saved for backward, with the version it had when saved."""
-    __slots__ = ("tensor", "version")
+PACK_INPLACE_MESSAGE = (
+    "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack "
+    "hook can not be modified by in-place operations as this can lead to unexpected side-effects. "
+    "Please open an issue if you need to perform in-place operations on the input to a pack hook.")
 
-    def __init__(self, tensor):
+DETACHED_MESSAGE = (
+    "Trying to use a saved tensor that has been detached in-place, i.e. with .detach_().If you "
+    "meant to detach it, use .detach() instead, which returns a new tensor.")
+
+
+class _HookState(threading.local):
+    def __init__(self):
+        self.stack = []          # active (pack_hook, unpack_hook) pairs, innermost last
+        self.disabled = None     # the error message while saved-tensor hooks are disabled
+
+
+_hooks = _HookState()
+
+
+def _tracing():
+    from ..ops.dispatch import _modes
+    return bool(_modes)
+
+
+class SavedTensor:
+    """A tensor saved for backward, with the version it had when saved.
+
+    Like PyTorch's SavedVariable: an input is kept as the tensor itself; an op's
+    output is kept without a strong reference to the tensor (which refers to the
+    node that saves it: that would be a reference cycle) and comes back as a new
+    tensor sharing its data and version counter, whose grad_fn is the saving node.
+    With saved-tensor hooks active, the pack hook's result is kept instead and
+    the unpack hook's result comes back with the saved tensor's autograd identity.
+    """
+    __slots__ = ("tensor", "version", "_ref", "_data", "_counter", "_output_nr", "_had_grad_fn",
+                 "_packed", "_unpack_hook", "_requires_grad", "_grad_fn", "_accumulator", "_is_out",
+                 "__weakref__")
+
+    def __init__(self, tensor=None, is_output=False):
+        if tensor is None:
+            raise RuntimeError("Trying to create a SavedTensor object from Python is forbidden.")
         if tensor._is_inference and not _grad_state.inference:
             raise RuntimeError(INFERENCE_SAVE_MESSAGE)
-        self.tensor = tensor
         self.version = tensor._version_counter[0]
+        self._output_nr = tensor._output_nr
+        self._packed = self._unpack_hook = None
+        self._ref = None
+        self._is_out = is_output
+        if is_output and not _tracing():
+            # (a tracing mode identifies tensors by object: it keeps the original)
+            self.tensor = None
+            self._ref = weakref.ref(tensor)
+            self._data = tensor._data
+            self._counter = tensor._version_counter
+        else:
+            self.tensor = tensor
+        # (an output that is not differentiable, such as a mask, comes back without one)
+        self._had_grad_fn = tensor._grad_fn is not None or (is_output and tensor._requires_grad)
+        if _hooks.stack:
+            self.register_hooks(*_hooks.stack[-1])
 
-    def unpack(self, node, lazy=False):
+    @classmethod
+    def of(cls, value):
+        """What custom Functions keep for each saved value: a SavedTensor, also for None."""
+        if value is None:
+            none = object.__new__(cls)
+            none.tensor = none._ref = none._unpack_hook = None
+            none._is_out = False
+            none.version = None
+            return none
+        return cls(value)
+
+    def register_hooks(self, *hooks):
+        """Replace the saved tensor by `pack_hook(tensor)`; `unpack_hook(packed)` gives it back."""
+        if len(hooks) != 2 or not all(callable(h) for h in hooks):
+            raise TypeError("register_hooks(): incompatible function arguments. The following "
+                            "argument types are supported: (self, pack_hook: Callable[[Tensor], "
+                            "object], unpack_hook: Callable[[object], Tensor])")
+        pack_hook, unpack_hook = hooks
+        if self.version is None:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose value is None is forbidden")
+        if self._unpack_hook is not None:
+            raise RuntimeError("Calling register_hooks on a saved tensor where hooks have already been "
+                               "set. Hooks can only be registered once.")
+        t = self.tensor if self.tensor is not None else self._ref()
+        if t is None:
+            t = self._alias(None)
+        self._requires_grad = t._requires_grad
+        self._grad_fn = None if self._is_out else t.grad_fn
+        self._accumulator = (t._get_accumulator() if not self._is_out and self._grad_fn is None
+                             and t._requires_grad else None)
+        if self._is_out and not self._had_grad_fn:
+            self._requires_grad = False
+        version = t._version_counter[0]
+        packed = pack_hook(t)
+        if t._version_counter[0] != version:
+            raise RuntimeError(PACK_INPLACE_MESSAGE)
+        self._packed = packed
+        self._unpack_hook = unpack_hook
+        self.tensor = self._ref = self._data = self._counter = None    # only the packed value stays
+
+    def _alias(self, node):
+        t = _graph.Tensor._make(self._data)
+        t._version_counter = self._counter
+        if node is not None and self._had_grad_fn:
+            t._grad_fn = node
+            t._output_nr = self._output_nr
+            t._requires_grad = True
+        return t
+
+    def _from_hooks(self, node):
+        t = self._unpack_hook(self._packed)
+        if not isinstance(t, _graph.Tensor):
+            raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got "
+                            f"result of type {type(t).__name__}")
+        u = _graph.Tensor._make(t._data)
+        u._version_counter = t._version_counter
+        grad_fn = (node if self._had_grad_fn else None) if self._is_out else self._grad_fn
+        if grad_fn is not None:
+            u._grad_fn = grad_fn
+            u._output_nr = self._output_nr
+            u._requires_grad = True
+        elif self._requires_grad:
+            u._requires_grad = True
+            u._accumulator = self._accumulator
+        return u
+
+    def unpack(self, node, lazy=False, original=True):
         """The saved tensor; raises if it was modified in place since it was saved.
 
         With `lazy`, a modified tensor is returned as a stand-in that raises only
         when its values are read: an op's backward that computes just the
         gradients it needs (see `needs` in the registry) then does not fail on a
-        saved tensor it does not use, as in PyTorch, which saves only those."""
+        saved tensor it does not use, as in PyTorch, which saves only those.
+        A saved output comes back as the output itself while that lives, unless
+        `original` is false (then always as a new tensor, as PyTorch gives it)."""
+        if self._unpack_hook is not None:
+            return self._from_hooks(node)
+        if self.version is None:
+            return None
         t = self.tensor
+        if t is None:
+            t = self._alias(node)
+        elif self._had_grad_fn and t._grad_fn is None and t._base is None:
+            raise RuntimeError(DETACHED_MESSAGE)
         if t._version_counter[0] != self.version:
             message = (
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [{t.type()} {list(t.shape)}], which is output "
-                f"{t._output_nr} of {node.name()}, is at version {t._version_counter[0]}; expected "
+                f"{self._output_nr} of {node.name()}, is at version {t._version_counter[0]}; expected "
                 f"version {self.version} instead. Hint: the backtrace further above shows the "
                 "operation that failed to compute its gradient.")
             if lazy:
                 return _stale_tensor(message)
             raise RuntimeError(message)
+        if self._ref is not None and original:
+            alive = self._ref()      # the output itself while it lives (tracers know it)
+            if alive is not None and alive._data is self._data:
+                return alive
         return t
+
+
+class saved_tensors_hooks:
+    """Context manager: every tensor saved for backward inside it is packed with
+    `pack_hook(tensor)` and unpacked with `unpack_hook(packed)` when backward needs it."""
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        if _hooks.disabled is not None:
+            raise RuntimeError(_hooks.disabled)
+        _hooks.stack.append((self.pack_hook, self.unpack_hook))
+        return self
+
+    def __exit__(self, *exc):
+        _hooks.stack.pop()
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors are kept as copies (dynjit's tensors always live on the CPU, so this
+    only decouples them from later changes); `pin_memory` is accepted and ignored."""
+
+    def __init__(self, pin_memory=False, device_type="cpu"):
+        def pack(t):
+            return (t.device, t.detach().clone())
+
+        def unpack(packed):
+            return packed[1]
+        super().__init__(pack, unpack)
+
+
+class disable_saved_tensors_hooks:
+    """Context manager: using saved_tensors_hooks inside it raises `error_message`."""
+
+    def __init__(self, error_message):
+        self.error_message = error_message
+
+    def __enter__(self):
+        if _hooks.stack:
+            raise RuntimeError(self.error_message)
+        self.prev = _hooks.disabled
+        _hooks.disabled = self.error_message
+        return self
+
+    def __exit__(self, *exc):
+        _hooks.disabled = self.prev
+        return False
+
+
+def saved_tensors_hooks_is_enabled():
+    return _hooks.disabled is None
 
 
 _StaleTensor = None
