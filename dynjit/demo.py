@@ -62,7 +62,7 @@ def _time_step(step_fn, model, opt, x, y, repeat):
     return times[len(times) // 2]
 
 
-def run(backend="llvm", steps=300, out=None):
+def run(backend="llvm", steps=300, out=None, timing_steps=50):
     """Train, explain and time; returns the final (loss, accuracy)."""
     out = out or sys.stdout
     x, y = spirals()
@@ -96,8 +96,9 @@ def run(backend="llvm", steps=300, out=None):
     for _ in range(5):      # warm up both (the new model and its optimizer state compile once)
         compiled(timed_model, timed_opt, x, y, [])
         train_step(eager_model, eager_opt, x, y, [])
-    t_compiled = _time_step(compiled, timed_model, timed_opt, x, y, 50)
-    t_eager = _time_step(train_step, eager_model, eager_opt, x, y, 50)
-    out.write(f"\nTraining step (forward, backward, Adam), median of 50: compiled {t_compiled * 1e3:.2f} ms, "
+    t_compiled = _time_step(compiled, timed_model, timed_opt, x, y, timing_steps)
+    t_eager = _time_step(train_step, eager_model, eager_opt, x, y, timing_steps)
+    out.write(f"\nTraining step (forward, backward, Adam), median of {timing_steps}: "
+              f"compiled {t_compiled * 1e3:.2f} ms, "
               f"eager {t_eager * 1e3:.2f} ms ({t_eager / t_compiled:.2f}x)\n")
     return history[-1], acc.item()

@@ -363,3 +363,18 @@ def test_dicts_keyed_by_tensors():
     assert all(same(a, b) for a, b in zip(c1.values(), c2.values()))
     assert len(n1) == 1 and next(iter(n1)) is y1 and same(n1[y1][0], n2[y2][0])
     assert cnt.frame_count == 1
+
+
+def test_dict_subclass_stays_traceable_after_being_deep_copied():
+    import copy
+    from dynjit.nn.modules.hooks import HookDict
+
+    copy.deepcopy(HookDict(a=1))          # copyreg caches __slotnames__ on the class
+
+    def fn(x, d):
+        return x * len(d) + sum(d.values())
+
+    cnt = CompileCounter()
+    d = HookDict(a=1, b=2)
+    assert same(dynjit.compile(fn, backend=cnt)(dynjit.ones(2), d), fn(dynjit.ones(2), d))
+    assert cnt.frame_count == 1

@@ -136,6 +136,11 @@ def _traceable_defaultdict(value):
     return type(value) is defaultdict and value.default_factory in DEFAULT_FACTORIES
 
 
+# attributes every class has, or gains (copyreg caches __slotnames__ on a class it copies)
+_CLASS_BOOKKEEPING = ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__firstlineno__",
+                      "__static_attributes__", "__slotnames__")
+
+
 def _plain_dict_subclass(cls):
     """A dict subclass that only adds attributes (e.g. to be weakly referable): traced as a dict."""
     if not issubclass(cls, dict) or cls in (dict, OrderedDict):
@@ -143,8 +148,7 @@ def _plain_dict_subclass(cls):
     for klass in cls.__mro__:
         if klass in (dict, OrderedDict, object):
             continue
-        if any(name.startswith("__") and name not in ("__module__", "__qualname__", "__doc__", "__dict__",
-                                                      "__weakref__", "__firstlineno__", "__static_attributes__")
+        if any(name.startswith("__") and name not in _CLASS_BOOKKEEPING
                or callable(v) for name, v in vars(klass).items()):
             return False
     return True
