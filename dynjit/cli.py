@@ -1,4 +1,5 @@
-"""The `dynjit` command: `dynjit demo`, `dynjit explain FILE.py:FUNC`, `dynjit backends`."""
+"""The `dynjit` command: `dynjit demo`, `dynjit explain FILE.py:FUNC`, `dynjit bench`,
+`dynjit backends`."""
 import argparse
 import importlib.util
 import os
@@ -38,6 +39,12 @@ def _explain(args):
     return 0
 
 
+def _bench(args):
+    from .bench import run
+    run(size=args.size, repeat=args.repeat, backend=args.backend)
+    return 0
+
+
 def _backends(args):
     from .backends import list_backends
     for name in list_backends():
@@ -56,6 +63,11 @@ def main(argv=None):
                                              "FUNCTION_example_inputs() or example_inputs() in that file")
     explain.add_argument("target", metavar="FILE.py:FUNCTION")
     explain.set_defaults(run=_explain)
+    bench = sub.add_parser("bench", help="numpy vs dynjit eager vs compiled on a few workloads")
+    bench.add_argument("--size", type=int, default=1_000_000, help="elements per input (default: 1e6)")
+    bench.add_argument("--repeat", type=int, default=5, help="timed runs, best is kept (default: 5)")
+    bench.add_argument("--backend", default="llvm", help="backend to compile with (default: llvm)")
+    bench.set_defaults(run=_bench)
     backends = sub.add_parser("backends", help="list the registered backends")
     backends.set_defaults(run=_backends)
     args = parser.parse_args(argv)

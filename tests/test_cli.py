@@ -58,3 +58,11 @@ def test_readme_example_and_its_output_are_real():
     run = subprocess.run([sys.executable, str(root / "examples" / "quickstart.py")],
                          capture_output=True, text=True, check=True)
     assert run.stdout == shown_output
+
+
+def test_bench_command_prints_one_row_per_workload(capsys):
+    assert cli.main(["bench", "--size", "4096", "--repeat", "1"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].split()[-3:] == ["llvm", "vs", "numpy"]
+    assert len(lines) == 4 and all(line.rstrip().endswith("x") for line in lines[1:])
+    assert "softmax over rows, 4x1024" in lines[2]
