@@ -179,3 +179,15 @@ def Variable(data, requires_grad=False):
     if requires_grad:
         data.requires_grad_(True)
     return data
+
+
+class _ExecutionEngine:
+    """`Variable._execution_engine`, PyTorch's handle on the engine."""
+
+    @staticmethod
+    def queue_callback(callback):
+        from .engine import queue_callback
+        queue_callback(callback)
+
+
+Variable._execution_engine = _ExecutionEngine()

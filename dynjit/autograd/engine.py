@@ -16,6 +16,7 @@ backward started from inside a hook or a custom Function's backward
 """
 import heapq
 import itertools
+import sys
 import threading
 import types
 
@@ -54,6 +55,7 @@ class GraphTask:
         self.captured = []
         self.current_node = None
         self.retained = _graph.retained_grad_targets() if _graph._retaining else None
+        self.callbacks = []         # queue_callback: run when this pass is done
 
     def should_execute(self, node):
         return self.needed is None or node in self.needed or node in self.captures
@@ -143,14 +145,43 @@ def run_backward(root_edges, root_grads, keep_graph, create_graph, inputs=None,
     tiebreak = itertools.count(1)
     prev_mode = _grad_state.enabled
     _grad_state.enabled = create_graph
+    prev_limit = _make_room_for_reentrant_backward()
     _state.tasks.append(task)
     try:
         while heap:
             _step(task, heapq.heappop(heap)[2], buffers, heap, tiebreak)
+        # callbacks queued during the pass (or by other callbacks) run at its end
+        for callback in task.callbacks:
+            callback()
     finally:
         _state.tasks.pop()
         _grad_state.enabled = prev_mode
+        if prev_limit is not None:
+            sys.setrecursionlimit(prev_limit)
     return task.captured if inputs is not None else None
+
+
+_FRAMES_PER_REENTRANT_LEVEL = 64
+
+
+def _make_room_for_reentrant_backward():
+    """A backward started inside a backward (reentrant) nests Python frames; PyTorch
+    allows thousands of levels, so raise the recursion limit to leave room for
+    each level. Returns the limit to restore, or None if unchanged."""
+    depth = len(_state.tasks)
+    if not depth:
+        return None
+    limit = sys.getrecursionlimit()
+    want = 1000 + _FRAMES_PER_REENTRANT_LEVEL * depth
+    if limit >= want:
+        return None
+    sys.setrecursionlimit(want)
+    return limit
+
+
+def queue_callback(callback):
+    """Run `callback()` when the running backward pass is done (before it returns)."""
+    _current_task("queue_callback").callbacks.append(callback)
 
 
 def _step(task, node, buffers, heap, tiebreak):

@@ -7,6 +7,7 @@ are supported: `forward(ctx, *args)`, and `forward(*args)` with
 """
 import functools
 import inspect
+import weakref
 
 from .. import _jit_callback
 from . import graph as _graph
@@ -100,7 +101,7 @@ class BackwardCFunction(_graph.Node, FunctionCtx):
                      else Tensor._make(np.zeros(meta[0], dtype=meta[1].np))
                      for i, (g, meta) in enumerate(zip(grads, self._output_meta))]
         cls = self._forward_cls
-        result = cls.backward(self, *grads)
+        result = _user_backward(cls)(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
         n_in = len(self._input_meta)
@@ -137,6 +138,16 @@ class BackwardCFunction(_graph.Node, FunctionCtx):
                                        f"- got {list(g.shape)} but expected shape compatible with {list(shape)}")
             out.append(_graph.reduce_grad(g, shape, dtype))
         return out
+
+
+def _user_backward(cls):
+    """The backward the user wrote: `backward`, or `vjp` (its other name), not both."""
+    own_backward = inspect.getattr_static(cls, "backward") is not inspect.getattr_static(Function, "backward")
+    own_vjp = inspect.getattr_static(cls, "vjp") is not inspect.getattr_static(Function, "vjp")
+    if own_backward and own_vjp:
+        raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not "
+                           "allowed. You should only implement one of them.")
+    return cls.vjp if own_vjp else cls.backward
 
 
 class FunctionMeta(type):
@@ -190,13 +201,27 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         return _apply_eager(cls, args, kwargs, forward_hook=hook)
 
 
+_plain_params = weakref.WeakKeyDictionary()    # Function class -> its number of forward parameters
+
+
+def _n_plain_params(cls):
+    """How many parameters forward has, when they are all plain (no *args / **kwargs)."""
+    n = _plain_params.get(cls)
+    if n is None:
+        params = inspect.signature(cls.forward).parameters.values()
+        n = -1 if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params) else len(params)
+        _plain_params[cls] = n
+    return n
+
+
 def uses_setup_context(cls):
     return inspect.getattr_static(cls, "setup_context") is not inspect.getattr_static(Function, "setup_context")
 
 
 def _bind_kwargs(cls, args, kwargs):
-    if not kwargs:
+    if not kwargs and not (uses_setup_context(cls) and len(args) < _n_plain_params(cls)):
         return args
+    # (with setup_context, `inputs` holds every forward argument, defaults included)
     fwd = cls.forward
     sig = inspect.signature(fwd)
     params = list(sig.parameters)
@@ -284,6 +309,7 @@ def _wrap_outputs(ctx, args, outputs, is_differentiable):
             # place later would bypass the custom backward, so that is refused
             o._creation_meta = (("custom", ctx.name(), i) if _grad_state.enabled
                                 else ("no_grad",))
+            o._view_version = o._version_counter[0]     # its history is this Function's node
             if not _grad_state.enabled:
                 o._requires_grad = o._base._requires_grad
         if is_differentiable:
