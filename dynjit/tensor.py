@@ -145,6 +145,9 @@ class Tensor:
     def data(self, other):
         if not isinstance(other, Tensor):
             raise TypeError("Tensor.data must be set to a Tensor")
+        if self._requires_grad and not other.dtype.is_floating_point:
+            raise RuntimeError(f"data set to a tensor that requires gradients must be floating point "
+                               f"or complex dtype (got {other.dtype.name})")
         self._data = other._data
 
     @property

@@ -14,7 +14,8 @@ from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,
 from .graph import _unsafe_preserve_version_counter, SavedTensor
 from .function import Function, FunctionCtx, once_differentiable, InplaceFunction
 from . import function
-from .engine import run_backward, set_multithreading_enabled
+from .engine import run_backward, set_multithreading_enabled, is_multithreading_enabled
+from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",

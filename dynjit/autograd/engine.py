@@ -25,6 +25,7 @@ import numpy as np
 from . import graph as _graph
 from .. import _jit_callback
 from .grad_mode import state as _grad_state
+from . import anomaly_mode as _anomaly_mode
 from ..ops.dispatch import _modes as _dispatch_modes
 
 _task_ids = itertools.count()
@@ -37,6 +38,10 @@ class _EngineState(threading.local):
 
 
 _state = _EngineState()
+# One backward pass at a time across threads (a thread's reentrant passes nest inside
+# its own): passes over a shared graph or into the same leaves' .grad then give the
+# results they give one after another, as PyTorch guarantees.
+_engine_lock = threading.RLock()
 
 
 class GraphTask:
@@ -146,6 +151,7 @@ def run_backward(root_edges, root_grads, keep_graph, create_graph, inputs=None,
     prev_mode = _grad_state.enabled
     _grad_state.enabled = create_graph
     prev_limit = _make_room_for_reentrant_backward()
+    _engine_lock.acquire()
     _state.tasks.append(task)
     try:
         while heap:
@@ -155,6 +161,7 @@ def run_backward(root_edges, root_grads, keep_graph, create_graph, inputs=None,
             callback()
     finally:
         _state.tasks.pop()
+        _engine_lock.release()
         _grad_state.enabled = prev_mode
         if prev_limit is not None:
             sys.setrecursionlimit(prev_limit)
@@ -190,7 +197,10 @@ def _step(task, node, buffers, heap, tiebreak):
     A function of its own so that no reference to a gradient outlives it: a leaf's
     AccumulateGrad takes the incoming gradient as .grad without copying only when
     nothing else refers to it (see graph.AccumulateGrad)."""
-    outs = _evaluate(task, node, buffers.pop(node))
+    if _anomaly_mode.state.enabled:
+        outs = _evaluate_detecting_anomalies(task, node, buffers.pop(node))
+    else:
+        outs = _evaluate(task, node, buffers.pop(node))
     if outs is None:
         return
     for edge, g in zip(node.next_functions, outs):
@@ -208,6 +218,17 @@ def _step(task, node, buffers, heap, tiebreak):
             buf[nr] = g if buf[nr] is None else _sum_grads(buf[nr], g, task.create_graph)
         if left == 0:
             heapq.heappush(heap, (-child._seq, next(tiebreak), child))
+
+
+def _evaluate_detecting_anomalies(task, node, grads):
+    try:
+        outs = _evaluate(task, node, grads)
+        if outs is not None:
+            _anomaly_mode.check_outputs(node, outs)
+        return outs
+    except Exception:
+        _anomaly_mode.report_failure(node)
+        raise
 
 
 def _evaluate(task, node, grads):
@@ -364,6 +385,10 @@ def current_graph_task_execution_order():
             if deps[edge[0]] == 0:
                 heapq.heappush(heap, (-edge[0]._seq, next(tiebreak), edge[0]))
     return out
+
+
+def is_multithreading_enabled():
+    return _state.multithreading
 
 
 class set_multithreading_enabled:

@@ -323,12 +323,20 @@ def _wrap_outputs(ctx, args, outputs, is_differentiable):
         new_outs.append(o)
     ctx._output_meta = tuple(output_meta)
     if ctx.to_save is not None:
-        # outputs saved before wrapping refer to the wrapped outputs
-        remap = {id(a): b for a, b in zip(outs, new_outs)}
-        ctx._saved = tuple(_graph.SavedTensor.of(remap.get(id(t), t)) if t is None or isinstance(t, Tensor)
-                           else t for t in ctx.to_save)
+        # outputs saved before wrapping refer to the wrapped outputs, kept as outputs (not
+        # referring to their grad_fn, which is ctx: that would be a reference cycle)
+        remap = {id(a): b for a, b in zip(outs, new_outs) if isinstance(b, Tensor)}
+        ctx._saved = tuple(_save(t, remap) if t is None or isinstance(t, Tensor) else t
+                           for t in ctx.to_save)
         ctx.to_save = None
     return new_outs[0] if single else tuple(new_outs)
+
+
+def _save(t, outputs):
+    out = outputs.get(id(t))
+    if out is None:
+        return _graph.SavedTensor.of(t)
+    return _graph.SavedTensor(out, is_output=out._grad_fn is not None)
 
 
 class _DelayedErrorNode(_graph.Node):

@@ -18,9 +18,10 @@ import weakref
 import numpy as np
 
 from .grad_mode import state as _grad_state
+from .anomaly_mode import state as _anomaly, record_forward as _record_forward
 from .saved import FREED_MESSAGE, SavedTensor, save_conditions  # noqa: F401  (part of this module's API)
 from .saved import (saved_tensors_hooks, save_on_cpu, disable_saved_tensors_hooks,  # noqa: F401
-                    saved_tensors_hooks_is_enabled)
+                    saved_tensors_hooks_is_enabled, allow_mutation_on_saved_tensors)
 
 Tensor = None  # set by dynjit.tensor
 _seq = itertools.count()
@@ -121,6 +122,8 @@ class Node:
 
     def __init__(self):
         self._seq = next(_seq)     # creation order: later nodes run first
+        if _anomaly.enabled:
+            _record_forward(self)
 
     def name(self):
         return type(self).__name__
@@ -185,6 +188,8 @@ class OpBackward(Node):
         # (a tensor stays reachable only if it is saved, so an unneeded input is not
         # kept alive).
         self._seq = next(_seq)
+        if _anomaly.enabled:
+            _record_forward(self)
         edges, meta, positions = [], [], []
         plain = list(args)
         lists = op.tensor_lists

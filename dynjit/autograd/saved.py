@@ -237,6 +237,97 @@ def saved_tensors_hooks_is_enabled():
     return _hooks.disabled is None
 
 
+class _Handle:
+    """What allow_mutation_on_saved_tensors packs a saved tensor into."""
+    __slots__ = ("__weakref__",)
+
+
+class _MutationContext:
+    """The state of one allow_mutation_on_saved_tensors block.
+
+    Saved tensors are packed as handles; an in-place op on a tensor whose storage
+    holds saved values first clones those values (once per tensor and version),
+    and backward unpacks the clone. A clone lives as long as a handle needs it."""
+
+    def __init__(self):
+        self.original = weakref.WeakKeyDictionary()   # handle -> the saved tensor
+        self.tid_of = weakref.WeakKeyDictionary()     # handle -> (storage id, version)
+        self.tid_to_weakhandle = {}                   # (storage id, version) -> WeakSet of handles
+        self.cloned = {}                              # (storage id, version) -> clone
+        self.active = True
+
+    def pack(self, t):
+        handle = _Handle()
+        tid = (id(_storage_of(t)), t._version_counter[0])
+        self.original[handle] = t
+        self.tid_of[handle] = tid
+        self.tid_to_weakhandle.setdefault(tid, weakref.WeakSet()).add(handle)
+        weakref.finalize(handle, self._forget, tid)
+        return handle
+
+    def unpack(self, handle):
+        if not self.active:
+            raise AssertionError("Trying to backward outside of the 'allow_mutation_on_saved_tensors' "
+                                 "context in which the graph was originally recorded.")
+        tid = self.tid_of[handle]
+        return self.cloned.get(tid, self.original[handle])
+
+    def _forget(self, tid):
+        handles = self.tid_to_weakhandle.get(tid)
+        if handles is not None and not list(handles):    # (only live handles are listed)
+            del self.tid_to_weakhandle[tid]
+            self.cloned.pop(tid, None)
+
+    def before_mutation(self, t):
+        """`t` is about to change in place: clone what was saved from its storage at this version."""
+        sid = id(_storage_of(t))
+        version = t._version_counter[0]
+        for (saved_sid, saved_version), handles in list(self.tid_to_weakhandle.items()):
+            if saved_sid != sid or saved_version != version or (sid, version) in self.cloned:
+                continue
+            for handle in list(handles):
+                from .grad_mode import no_grad
+                with no_grad():
+                    self.cloned[(sid, version)] = self.original[handle].clone()
+                break
+
+    def clear(self):
+        self.active = False
+        self.cloned.clear()
+        self.tid_to_weakhandle.clear()
+
+
+def _storage_of(t):
+    return t._base if t._base is not None else t
+
+
+_mutation_context = [None]
+
+
+class allow_mutation_on_saved_tensors:
+    """Context manager: inside it, tensors saved for backward may be modified in place
+    (the saved value is cloned first); backward must run inside the same block."""
+
+    def __enter__(self):
+        if _mutation_context[0] is not None:
+            raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+        from ..ops import dispatch
+        self.ctx = _MutationContext()
+        self.hooks = saved_tensors_hooks(self.ctx.pack, self.ctx.unpack)
+        self.hooks.__enter__()
+        _mutation_context[0] = self.ctx
+        dispatch._mutation_observers.append(self.ctx.before_mutation)
+        return self.ctx
+
+    def __exit__(self, *exc):
+        from ..ops import dispatch
+        dispatch._mutation_observers.remove(self.ctx.before_mutation)
+        _mutation_context[0] = None
+        self.hooks.__exit__(*exc)
+        self.ctx.clear()
+        return False
+
+
 _StaleTensor = None
 
 

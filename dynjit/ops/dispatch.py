@@ -18,6 +18,7 @@ from .._dtype import _FROM_NP
 
 _modes = []   # dispatch-mode stack; innermost last
 _snapshot_observers = []   # tracers told about the copy an in-place op saves for backward
+_mutation_observers = []   # fn(tensor) before an in-place op writes `tensor` (allow_mutation_on_saved_tensors)
 Tensor = None  # set by dynjit.tensor (import cycle)
 
 
@@ -274,6 +275,8 @@ def inplace(op, args, kwargs):
             _snapshot_observers[-1](self, saved_self)
         node_args = (saved_self,) + args[1:]
         node_tensors = [saved_self if t is self else t for t in tensors]
+    for observer in _mutation_observers:
+        observer(self)
     np.copyto(self._data, out, casting="unsafe")
     self._version_counter[0] += 1
     if needs_grad:

@@ -418,3 +418,140 @@ def test_graph_with_a_saved_in_place_output_is_freed_without_the_cycle_collector
         assert freed == [1]
     finally:
         gc.enable()
+
+
+# -- allow_mutation_on_saved_tensors -------------------------------------------
+
+from dynjit.autograd.graph import allow_mutation_on_saved_tensors  # noqa: E402
+
+MODIFIED = "variables needed for gradient computation has been modified by an inplace"
+
+
+def _grad_after_changing_a_saved_tensor(a, change_view):
+    b = a.clone()
+    c = b.view_as(b)
+    out = (b ** 2).sum()
+    (c if change_view else b).sin_()
+    out.sum().backward()
+    return a.grad
+
+
+# ports: 002_7f98adb56adba91b.txt TestAllowMutationOnSaved.test_basic
+# ports: 002_7f98adb56adba91b.txt TestAllowMutationOnSaved.test_views
+@pytest.mark.parametrize("change_view", [False, True], ids=["tensor", "view"])
+def test_mutation_of_a_saved_tensor_is_allowed_inside_the_block(change_view):
+    a = dynjit.rand(2, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        _grad_after_changing_a_saved_tensor(a, change_view)
+    a.grad = None
+    with allow_mutation_on_saved_tensors() as ctx:
+        da = _grad_after_changing_a_saved_tensor(a, change_view)
+    assert same(da, 2 * a)
+    assert len(ctx.cloned) == 0
+
+
+# ports: 002_7f98adb56adba91b.txt TestAllowMutationOnSaved.test_save_base_and_modify_view
+def test_saved_base_changed_through_a_view():
+    with allow_mutation_on_saved_tensors() as ctx:
+        a = dynjit.rand(2, 3, requires_grad=True)
+        b = a.clone()
+        c = b[:1]
+        out = b ** 2
+        c *= 10
+        out.sum().backward()
+        assert len(ctx.cloned) == 0      # freed with the graph
+    assert same(a.grad, 2 * a)
+
+
+# ports: 002_7f98adb56adba91b.txt TestAllowMutationOnSaved.test_save_view_modify_base
+def test_saved_view_changed_through_its_base():
+    with allow_mutation_on_saved_tensors():
+        a = dynjit.rand(2, 3, requires_grad=True)
+        b = a.clone()
+        out = (b[:] ** 2).sum()
+        b *= 2
+        out.backward()
+        assert same(a.grad, 2 * a)
+
+
+# ports: 002_7f98adb56adba91b.txt TestAllowMutationOnSaved.test_double_backward
+def test_double_backward_through_a_mutated_saved_tensor():
+    with allow_mutation_on_saved_tensors() as ctx:
+        a = dynjit.rand(2, 3, requires_grad=True)
+        b = a.clone()
+        out = (b ** 2).sum()
+        b.sin_()
+        dynjit.autograd.grad(out, a, create_graph=True)
+        (da,) = dynjit.autograd.grad(out, a, create_graph=True)
+        (d2a,) = dynjit.autograd.grad(da.sum(), a)
+    assert same(d2a, 2 * dynjit.ones_like(a))
+    assert len(ctx.cloned) == 0          # leaving the block drops the clones
+
+
+# ports: 002_7f98adb56adba91b.txt TestAllowMutationOnSaved.test_saved_but_not_anymore
+def test_no_clone_once_the_graph_is_gone():
+    with allow_mutation_on_saved_tensors() as ctx:
+        a = dynjit.randn(2, 3, requires_grad=True).clone()
+        out = (a ** 2).sum()
+        assert len(ctx.tid_to_weakhandle) == 1 and len(ctx.cloned) == 0
+        out.backward()
+        a.sin_()
+        assert len(ctx.cloned) == 0
+        out = (a ** 2).sum()
+        a.sin_()
+        assert len(ctx.cloned) == 1
+        del out
+        assert len(ctx.cloned) == 0
+
+
+# ports: 002_7f98adb56adba91b.txt TestAllowMutationOnSaved.test_saved_same_tensor_many_times
+def test_one_clone_per_tensor_and_version():
+    with allow_mutation_on_saved_tensors() as ctx:
+        a = dynjit.randn(2, 3, requires_grad=True).clone()
+        b = a ** 2
+        c = a ** 2
+        a.sin_()
+        assert len(ctx.cloned) == 1
+        del b, c
+        assert len(ctx.cloned) == 0
+
+
+# ports: 002_7f98adb56adba91b.txt TestAllowMutationOnSaved.test_saved_same_tensor_different_versions
+def test_each_saved_version_gets_its_own_clone():
+    with allow_mutation_on_saved_tensors() as ctx:
+        a = dynjit.randn(2, 3, requires_grad=True).clone()
+        b = a ** 2
+        a.sin_()
+        c = a ** 2
+        a.sin_()
+        assert len(ctx.cloned) == 2
+        del b
+        assert len(ctx.cloned) == 1
+        del c
+        assert len(ctx.cloned) == 0
+
+
+# ports: 002_7f98adb56adba91b.txt TestAllowMutationOnSaved.test_backward_out_of_context
+def test_backward_must_run_in_the_block_that_recorded_the_graph():
+    msg = "Trying to backward outside of the 'allow_mutation_on_saved_tensors' context"
+    with allow_mutation_on_saved_tensors():
+        a = dynjit.rand(2, 3, requires_grad=True)
+        out = (a ** 2).sum()
+    with pytest.raises(AssertionError, match=msg):
+        out.backward()
+    with allow_mutation_on_saved_tensors():
+        a = dynjit.rand(2, 3, requires_grad=True)
+        out = (a ** 2).sum()
+    with allow_mutation_on_saved_tensors():
+        with pytest.raises(AssertionError, match=msg):
+            out.backward()
+
+
+# ports: 002_7f98adb56adba91b.txt TestAllowMutationOnSaved.test_disallow_nesting
+def test_blocks_do_not_nest():
+    with allow_mutation_on_saved_tensors():
+        with pytest.raises(RuntimeError, match="allow_mutation_on_saved_tensors contexts cannot be nested"):
+            with allow_mutation_on_saved_tensors():
+                pass
+    with allow_mutation_on_saved_tensors():     # usable again afterwards
+        pass
