@@ -239,6 +239,8 @@ class Tensor:
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
             if value.dtype is not self.dtype:
                 raise RuntimeError(f"assigned grad has data of a different type ({value.dtype.name}) "
                                    f"than the tensor ({self.dtype.name})")

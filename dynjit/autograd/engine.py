@@ -362,6 +362,15 @@ def will_engine_execute_node(node):
     return task.should_execute(node)
 
 
+def will_compute_grad(edge):
+    """Whether the running backward pass computes the gradient flowing into `edge`."""
+    task = _current_task("will_compute_grad")
+    node = edge[0]
+    if node is not task.root and node not in task.initial_deps:
+        return False
+    return task.should_execute(node)
+
+
 def current_graph_task_execution_order():
     """The nodes of the running backward pass, in the order the engine runs them."""
     task = _current_task("_current_graph_task_execution_order")

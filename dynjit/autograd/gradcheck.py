@@ -1,9 +1,17 @@
-"""gradcheck / gradgradcheck: compare analytical gradients with finite differences (float64)."""
+"""gradcheck / gradgradcheck: compare analytical gradients with finite differences (float64).
+
+Also checks, as PyTorch's does, that backward is reentrant (two runs agree within
+`nondet_tol`), that outputs which do not require grad really do not depend on the
+inputs, and that perturbing the inputs leaves output shapes and dtypes alone.
+`get_numerical_jacobian` / `get_analytical_jacobian` are PyTorch's deprecated helpers.
+"""
+import warnings
+
 import numpy as np
 
 
 class GradcheckError(RuntimeError):
-    pass
+    """A gradient check failed (raised unless raise_exception=False)."""
 
 
 def _tensor_cls():
@@ -18,11 +26,12 @@ def _flat_outputs(out):
     return [o for o in out if isinstance(o, Tensor)]
 
 
-def _numerical_jacobian(fn, inputs, wrt, eps):
-    """J[k][j][i] = d out_j / d input_k[i], by central differences.
+def _numerical_jacobian(fn, inputs, wrt, eps, reference=None):
+    """J[k][j] = d out_j / d input_k (out_size x in_size), by central differences.
 
     fn runs in the caller's grad mode, as it does for the analytical pass (a
-    function may check, say, that an in-place op made a tensor require grad)."""
+    function may check, say, that an in-place op made a tensor require grad).
+    With `reference` outputs, a perturbed call must give the same shapes and dtypes."""
     jac = []
     for t in wrt:
         data = t._data
@@ -31,21 +40,34 @@ def _numerical_jacobian(fn, inputs, wrt, eps):
         for i in range(data.size):
             orig = flat[i]
             flat[i] = orig + eps
-            plus = [o._data.astype(np.float64).copy() for o in _flat_outputs(fn(*inputs))]
+            plus = _values(fn(*inputs), reference)
             flat[i] = orig - eps
-            minus = [o._data.astype(np.float64).copy() for o in _flat_outputs(fn(*inputs))]
+            minus = _values(fn(*inputs), reference)
             flat[i] = orig
             cols.append([(p - m).reshape(-1) / (2 * eps) for p, m in zip(plus, minus)])
-        # cols[i][j] -> per output j a matrix (out_size, in_size)
         n_out = len(cols[0]) if cols else len(_flat_outputs(fn(*inputs)))
-        per_out = []
-        for j in range(n_out):
-            if cols:
-                per_out.append(np.stack([c[j] for c in cols], axis=1))
-            else:
-                per_out.append(None)
-        jac.append(per_out)
+        jac.append([np.stack([c[j] for c in cols], axis=1) if cols else None for j in range(n_out)])
     return jac
+
+
+def _values(out, reference):
+    """The outputs' values, copied now (an output may alias a perturbed input)."""
+    outs = _flat_outputs(out)
+    if reference is not None:
+        _check_same_meta(reference, outs)
+    return [o._data.astype(np.float64, copy=True) for o in outs]
+
+
+def _check_same_meta(reference, perturbed):
+    for a, b in zip(reference, perturbed):
+        if a._data.shape != b._data.shape:
+            raise AssertionError("Expected `func` to return outputs with the same shape when inputs "
+                                 f"are perturbed by `eps`, but got: shapes {tuple(a.shape)} and "
+                                 f"{tuple(b.shape)}.")
+        if a.dtype is not b.dtype:
+            raise AssertionError("Expected `func` to return outputs with the same dtype when inputs "
+                                 f"are perturbed by `eps`, but got: dtypes {a.dtype.name} and "
+                                 f"{b.dtype.name}.")
 
 
 def _analytical_jacobian(outputs, wrt):
@@ -68,40 +90,74 @@ def _analytical_jacobian(outputs, wrt):
     return jac
 
 
-def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
-              nondet_tol=0.0, check_undefined_grad=True, fast_mode=False, check_batched_grad=False,
-              check_grad_dtypes=False, masked=None):
-    """True if the analytical Jacobian of `func` at `inputs` matches finite differences."""
+def _validate_inputs(inputs):
     Tensor = _tensor_cls()
-    if isinstance(inputs, Tensor):
-        inputs = (inputs,)
-    inputs = tuple(inputs)
     wrt = [t for t in inputs if isinstance(t, Tensor) and t._requires_grad]
     if not wrt:
-        msg = "gradcheck expects at least one input tensor to require gradient, but none of the them have requires_grad=True."
-        if raise_exception:
-            raise ValueError(msg)
-        return False
-    for t in wrt:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none "
+                         "of the them have requires_grad=True.")
+    for i, t in enumerate(inputs):
+        if not (isinstance(t, Tensor) and t._requires_grad):
+            continue
         if t.dtype.name != "float64":
-            import warnings
-            warnings.warn(f"Input #{inputs.index(t)} requires gradient and is not a double precision "
-                          "floating point. This check will likely fail if all the inputs are not of "
-                          "double precision floating point.", UserWarning, stacklevel=2)
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. "
+                          "This check will likely fail if all the inputs are not of double precision "
+                          "floating point.", UserWarning, stacklevel=3)
+        if t._data.size and any(st == 0 and n > 1 for st, n in zip(t._data.strides, t._data.shape)):
+            raise RuntimeError(f"The {i}th input has a dimension with stride 0. gradcheck only supports "
+                               "inputs that are non-overlapping to be able to compute the numerical "
+                               "gradients correctly. You should call .contiguous on the input before "
+                               "passing it to gradcheck.")
+    return wrt
+
+
+def _check(func, inputs, wrt, eps, atol, rtol, nondet_tol):
     outputs = _flat_outputs(func(*inputs))
+    numerical = _numerical_jacobian(func, inputs, wrt, eps, reference=outputs)
+    for j, out in enumerate(outputs):
+        if out._requires_grad:
+            continue
+        # an output that does not require grad must not depend on the inputs
+        for k in range(len(wrt)):
+            n = numerical[k][j]
+            if n is not None and not np.allclose(n, 0, rtol=rtol, atol=atol):
+                raise GradcheckError("Numerical gradient for function expected to be zero")
     analytical = _analytical_jacobian(outputs, wrt)
-    numerical = _numerical_jacobian(func, inputs, wrt, eps)
     for k in range(len(wrt)):
         for j in range(len(outputs)):
             a, n = analytical[k][j], numerical[k][j]
-            if n is None:
+            if n is None or not outputs[j]._requires_grad:
                 continue
             if not np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
-                msg = (f"Jacobian mismatch for output {j} with respect to input {k},\n"
-                       f"numerical:{n}\nanalytical:{a}\n")
-                if raise_exception:
-                    raise GradcheckError(msg)
-                return False
+                raise GradcheckError(f"Jacobian mismatch for output {j} with respect to input {k},\n"
+                                     f"numerical:{n}\nanalytical:{a}\n")
+    again = _analytical_jacobian(outputs, wrt)
+    for k in range(len(wrt)):
+        for j in range(len(outputs)):
+            if np.abs(analytical[k][j] - again[k][j]).max(initial=0.0) > nondet_tol:
+                raise GradcheckError(
+                    "Backward is not reentrant, i.e., running backward with same input and grad_output "
+                    "multiple times gives different values, although analytical gradient matches "
+                    f"numerical gradient.The tolerance for nondeterminism was {nondet_tol}.")
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+              nondet_tol=0.0, check_undefined_grad=True, fast_mode=False, check_batched_grad=False,
+              check_grad_dtypes=False, masked=None):
+    """True if the analytical Jacobian of `func` at `inputs` matches finite differences.
+
+    A failed check raises GradcheckError, or returns False with raise_exception=False;
+    invalid inputs, and errors raised by `func` itself, always raise. (`fast_mode`
+    is accepted and runs the full check.)"""
+    Tensor = _tensor_cls()
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    wrt = _validate_inputs(inputs)
+    try:
+        _check(func, inputs, wrt, eps, atol, rtol, nondet_tol)
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
     return True
 
 
@@ -126,7 +182,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
     def first_grad(*args):
         from .grad_mode import enable_grad
-        with enable_grad():     # the numerical Jacobian calls this under no_grad
+        with enable_grad():     # the numerical Jacobian may call this under no_grad
             ins, gos = args[:n_in], args[n_in:]
             outs = [o for o in _flat_outputs(func(*ins)) if o._requires_grad]
             wrt = [ins[i] for i in diff_in]
@@ -134,4 +190,44 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(first_grad, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+                     raise_exception=raise_exception, nondet_tol=nondet_tol)
+
+
+_PRIVATE_API = ("`{}` was part of PyTorch's private API and not meant to be exposed. We are "
+                "deprecating it and it will be removed in a future version of PyTorch. If you have "
+                "a specific use for this or feature request for this to be a stable API, please "
+                "file us an issue at https://github.com/pytorch/pytorch/issues/new")
+
+
+def _jacobian_tensor(matrix):
+    """Our (out_size, in_size) matrix as PyTorch's (in_size, out_size) tensor."""
+    return _tensor_cls()._make(np.ascontiguousarray(matrix.T))
+
+
+def get_numerical_jacobian(fn, inputs, target=None, eps=1e-3, grad_out=1.0):
+    """Deprecated: per differentiable input (or just `target`), the Jacobian of fn's first
+    output, shaped (input numel, output numel). fn takes the tuple of inputs."""
+    warnings.warn(_PRIVATE_API.format("get_numerical_jacobian"), FutureWarning, stacklevel=2)
+    if grad_out != 1.0:
+        raise ValueError("Expected grad_out to be 1.0. get_numerical_jacobian no longer supports "
+                         "values of grad_out != 1.0.")
+    Tensor = _tensor_cls()
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    wrt = [target] if target is not None else [t for t in inputs if isinstance(t, Tensor) and t._requires_grad]
+    jac = _numerical_jacobian(lambda *ins: fn(ins), inputs, wrt, eps)
+    return tuple(_jacobian_tensor(per_out[0]) for per_out in jac)
+
+
+def get_analytical_jacobian(inputs, output, nondet_tol=0.0, grad_out=1.0):
+    """Deprecated: (Jacobians of `output` per differentiable input, shaped (input numel,
+    output numel); whether backward is reentrant; sizes ok; types ok)."""
+    warnings.warn(_PRIVATE_API.format("get_analytical_jacobian"), FutureWarning, stacklevel=2)
+    if grad_out != 1.0:
+        raise ValueError("Expected grad_out to be 1.0. get_analytical_jacobian no longer supports "
+                         "values of grad_out != 1.0.")
+    Tensor = _tensor_cls()
+    wrt = [t for t in inputs if isinstance(t, Tensor) and t._requires_grad]
+    first = _analytical_jacobian([output], wrt)
+    second = _analytical_jacobian([output], wrt)
+    reentrant = all(np.abs(a[0] - b[0]).max(initial=0.0) <= nondet_tol for a, b in zip(first, second))
+    return tuple(_jacobian_tensor(per_out[0]) for per_out in first), reentrant, True, True

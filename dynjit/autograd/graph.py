@@ -157,6 +157,13 @@ class Node:
     def num_outputs(self):
         return 1
 
+    def _sequence_nr(self):
+        """The node's creation order: of two ready nodes, the later runs first."""
+        return self._seq
+
+    def _set_sequence_nr(self, n):
+        self._seq = n
+
     def apply(self, grads):
         """Gradients w.r.t. inputs (aligned with next_functions) from grads w.r.t. outputs."""
         raise NotImplementedError
@@ -619,6 +626,63 @@ class GradientEdge(tuple):
 
     def __repr__(self):
         return f"GradientEdge(node={self[0]!r}, output_nr={self[1]})"
+
+
+class _MultiHandle:
+    """Removes every hook that register_multi_grad_hook installed."""
+
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def register_multi_grad_hook(tensors, fn, *, mode="all"):
+    """Call `fn` once per backward pass that computes gradients for some of `tensors`:
+    mode "all": fn(grads), one entry per tensor (None for those not computed), once
+    all the gradients the pass computes for them are known; mode "any": fn(grad) with
+    the first of them to be computed."""
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = tuple(tensors)
+    n = len(tensors)
+    edges = [edge_of(t) if t._requires_grad else None for t in tensors]
+    state = {"task": None}
+
+    def start(task_id):
+        from .engine import will_compute_grad
+        state.update(task=task_id, grads=[None] * n, seen=0, fired=False,
+                     expected=sum(1 for e in edges if e is not None and will_compute_grad(e)))
+
+    def make_hook(i):
+        def hook(grad):
+            from .engine import current_graph_task_id
+            task_id = current_graph_task_id()
+            if state["task"] != task_id:
+                start(task_id)
+            if mode == "any":
+                if not state["fired"]:
+                    state["fired"] = True
+                    fn(grad)
+                return None
+            state["grads"][i] = grad
+            state["seen"] += 1
+            if state["seen"] == state["expected"]:
+                grads, state["grads"] = state["grads"], [None] * n
+                fn(grads)
+            return None
+        return hook
+
+    return _MultiHandle([t.register_hook(make_hook(i)) for i, t in enumerate(tensors)
+                         if t._requires_grad])
 
 
 def get_gradient_edge(tensor):

@@ -473,3 +473,406 @@ def test_set_multithreading_enabled_as_context_manager_and_function():
     assert not enabled()
     set_enabled(True)
     assert enabled()
+
+
+# -- gradcheck -----------------------------------------------------------------
+
+from dynjit.autograd import gradcheck, gradgradcheck  # noqa: E402
+from dynjit.autograd.gradcheck import (GradcheckError, get_analytical_jacobian,  # noqa: E402
+                                       get_numerical_jacobian)
+
+
+def _shifted_grad(x):
+    """x, with a hook that adds 0.01 to its gradient (a wrong analytical gradient)."""
+    y = x.clone()
+    y.register_hook(lambda g: g + 1e-2)
+    return y
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_single_input
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_takes_a_single_tensor(fast_mode):
+    assert gradcheck(lambda t: t.mul(5), dynjit.rand(10, dtype=dynjit.float64, requires_grad=True),
+                     fast_mode=fast_mode)
+    assert gradgradcheck(lambda t: t.mul(5), dynjit.rand(10, dtype=dynjit.float64, requires_grad=True),
+                         fast_mode=fast_mode)
+
+
+class _NonDet(Function):
+    @staticmethod
+    def forward(ctx, x, jitter=0.0):
+        ctx._jitter = jitter
+        return x
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        return _NonDet.apply(grad_out, ctx._jitter) * (1 + dynjit.rand_like(grad_out) * ctx._jitter), None
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_nondeterministic
+def test_gradcheck_detects_a_backward_that_is_not_reentrant():
+    inp = dynjit.randn(5, 5, dtype=dynjit.double, requires_grad=True)
+    assert gradcheck(lambda x: _NonDet.apply(x, 0.0), inp)
+    with pytest.raises(RuntimeError, match="Backward is not reentrant"):
+        gradcheck(lambda x: _NonDet.apply(x, 1e-6), inp)
+    with pytest.raises(RuntimeError, match="Backward is not reentrant"):
+        gradgradcheck(lambda x: _NonDet.apply(x, 1e-12), inp)
+    assert gradcheck(lambda x: _NonDet.apply(x, 0.0), inp, nondet_tol=1e-5)
+    assert gradcheck(lambda x: _NonDet.apply(x, 1e-6), inp, nondet_tol=1e-5)
+    assert gradgradcheck(lambda x: _NonDet.apply(x, 1e-12), inp, nondet_tol=1e-5)
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_validates_inputs
+def test_gradcheck_validates_its_inputs():
+    """(The seed's sparse-input half does not apply: dynjit has no sparse tensors.)"""
+    x = dynjit.rand(10)
+    with pytest.raises(ValueError, match="at least one input tensor to require gradient"):
+        gradcheck(lambda x: x, (x,), raise_exception=False)
+    x = dynjit.ones(1, dtype=dynjit.float32, requires_grad=True)
+    with pytest.warns(UserWarning, match="Input #0 requires gradient and is not a double precision"):
+        assert gradcheck(lambda x: x, (x,), atol=1e-1)
+    x = dynjit.ones(1, dtype=dynjit.float64, requires_grad=True).expand((2, 2))
+    with pytest.raises(RuntimeError, match="The 0th input has a dimension with stride 0"):
+        gradcheck(lambda x: x, (x,), raise_exception=False)
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_check_no_differentiable_outputs
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_outputs_without_grad_must_not_depend_on_the_inputs(fast_mode):
+    x = dynjit.ones((1,), requires_grad=True)
+    with pytest.raises(RuntimeError, match="Numerical gradient for function expected to be zero"):
+        gradcheck(lambda x: dynjit.tensor([x]), x, fast_mode=fast_mode)
+    assert not gradcheck(lambda x: dynjit.tensor([x]), x, raise_exception=False, fast_mode=fast_mode)
+    assert gradcheck(lambda x: (), (x,), fast_mode=fast_mode)
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_jacobian_mismatch
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_reports_a_jacobian_mismatch(fast_mode):
+    """(The seed's complex-number cases do not apply: dynjit has no complex dtype.)"""
+    x = dynjit.ones(2, 2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Jacobian mismatch for output 0 with respect to input 0"):
+        gradcheck(_shifted_grad, (x,), fast_mode=fast_mode)
+    assert not gradcheck(_shifted_grad, (x,), raise_exception=False, fast_mode=fast_mode)
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_output_shape_or_dtype_depend_on_values
+def test_gradcheck_outputs_must_keep_shape_and_dtype_under_perturbation():
+    a = dynjit.ones(1, dtype=dynjit.double, requires_grad=True)
+
+    def shape_changes(x):
+        return dynjit.cat([x, x]) if dynjit.all(x >= 1) else x
+
+    def dtype_changes(x):
+        return x.to(dynjit.float32) if dynjit.all(x >= 1) else x
+
+    with pytest.raises(AssertionError, match="return outputs with the same shape when inputs are perturbed"):
+        gradcheck(shape_changes, (a,))
+    with pytest.raises(AssertionError, match="return outputs with the same dtype when inputs are perturbed"):
+        gradcheck(dtype_changes, (a,))
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_get_numerical_jacobian
+def test_deprecated_get_numerical_jacobian():
+    def fn(inputs):
+        x, y = inputs
+        return 2 * x + y, x + 2 * y
+
+    a = dynjit.rand(2, 2, requires_grad=True, dtype=dynjit.float64)
+    b = dynjit.rand(2, 2, requires_grad=True, dtype=dynjit.float64)
+    with pytest.warns(FutureWarning, match="`get_numerical_jacobian` was part of PyTorch's private API"):
+        jacobian = get_numerical_jacobian(fn, (a, b), target=a, eps=1e-6)
+    np.testing.assert_allclose(jacobian[0].numpy(), 2 * np.eye(4), atol=1e-6)
+    with pytest.warns(FutureWarning, match="`get_numerical_jacobian` was part of PyTorch's private API"):
+        jacobian = get_numerical_jacobian(fn, (a, b), eps=1e-6)
+    np.testing.assert_allclose(jacobian[0].numpy(), 2 * np.eye(4), atol=1e-6)
+    np.testing.assert_allclose(jacobian[1].numpy(), np.eye(4), atol=1e-6)
+    with pytest.warns(FutureWarning):
+        with pytest.raises(ValueError, match="Expected grad_out to be 1.0"):
+            get_numerical_jacobian(fn, (a, b), eps=1e-6, grad_out=2.0)
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_get_analytical_jacobian
+def test_deprecated_get_analytical_jacobian():
+    a = dynjit.rand(2, 2, requires_grad=True, dtype=dynjit.float64)
+    b = dynjit.rand(2, 2, requires_grad=True, dtype=dynjit.float64)
+    out = 2 * a + b
+    with pytest.warns(FutureWarning, match="`get_analytical_jacobian` was part of PyTorch's private API"):
+        jacobians, reentrant, sizes_ok, types_ok = get_analytical_jacobian((a, b), out)
+    np.testing.assert_allclose(jacobians[0].numpy(), 2 * np.eye(4))
+    np.testing.assert_allclose(jacobians[1].numpy(), np.eye(4))
+    assert reentrant
+    with pytest.warns(FutureWarning):
+        _, reentrant, _, _ = get_analytical_jacobian((a,), _NonDet.apply(a, 1e-6))
+    assert not reentrant
+    with pytest.warns(FutureWarning):
+        with pytest.raises(ValueError, match="Expected grad_out to be 1.0"):
+            get_analytical_jacobian((a,), _NonDet.apply(a, 1e-6), grad_out=2.0)
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_custom_error
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_failures_are_gradcheck_errors_and_other_errors_pass_through(fast_mode):
+    x = dynjit.ones(2, 2, requires_grad=True)
+    with pytest.raises(GradcheckError, match="Jacobian mismatch for output 0 with respect to input 0"):
+        gradcheck(_shifted_grad, (x,), fast_mode=fast_mode)
+    assert issubclass(GradcheckError, RuntimeError)
+    assert not gradcheck(_shifted_grad, (x,), raise_exception=False, fast_mode=fast_mode)
+
+    def fails(x):
+        raise RuntimeError("Not a GradcheckError!")
+
+    with pytest.raises(RuntimeError, match="Not a GradcheckError!"):
+        gradcheck(fails, (x.double(),), fast_mode=fast_mode, raise_exception=False)
+
+
+# -- multi-grad hooks, node order, grad assignment -------------------------------
+
+from dynjit.autograd.graph import register_multi_grad_hook  # noqa: E402
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_multi_grad_all_hooks
+def test_multi_grad_hook_all_mode():
+    """(The seed's C++ custom op and UndefinedGrad inputs are replaced by a plain clone and a
+    leaf: dynjit has neither.)"""
+    t1, t2, t3, t4 = (dynjit.rand(2, requires_grad=True) for _ in range(4))
+    t1 = t1.mul(2)
+
+    class Clone(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    t2 = Clone.apply(t2)
+    t4 = t4.clone()
+    calls = []
+
+    def hook(grads):
+        calls.append([g is not None for g in grads])
+
+    handle = register_multi_grad_hook((t1, t2, t3, t4), hook)
+    out = t2 * t3
+    out.sum().backward(inputs=(t2, t3), retain_graph=True)
+    assert calls == [[False, True, True, False]]
+    out.sum().backward(inputs=(t1, t4), retain_graph=True)     # none of them computed
+    assert len(calls) == 1
+    out.sum().backward(inputs=(t1, t3), retain_graph=True)
+    assert calls[-1] == [False, False, True, False] and len(calls) == 2
+
+    class Fails(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            raise RuntimeError("error message")
+
+    out = Fails.apply(t2) * t3
+    with pytest.raises(RuntimeError, match="error message"):
+        out.sum().backward(inputs=(t2, t3), retain_graph=True)
+    assert len(calls) == 2          # t2's gradient never came
+    handle.remove()
+    out.sum().backward(inputs=(t1, t3), retain_graph=True)
+    assert len(calls) == 2
+
+
+def test_multi_grad_hook_any_mode_fires_once_per_pass():
+    a = dynjit.rand(2, requires_grad=True)
+    b = dynjit.rand(2, requires_grad=True)
+    x, y = a * 2, b * 3
+    seen = []
+    register_multi_grad_hook((x, y), lambda g: seen.append(g.tolist()), mode="any")
+    (x.sum() + y.sum()).backward()
+    assert len(seen) == 1 and seen[0] == [1.0, 1.0]
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_multi_grad_hooks_invalid_mode
+def test_multi_grad_hook_mode_must_be_all_or_any():
+    t1, t2 = dynjit.rand(2, requires_grad=True), dynjit.rand(2, requires_grad=True)
+    with pytest.raises(ValueError, match=r"Expects mode to be one of \('all', 'any'\) but got foo"):
+        register_multi_grad_hook((t1, t2), lambda _: None, mode="foo")
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutogradMultipleDispatch.test_set_sequence_nr
+def test_sequence_numbers_decide_which_ready_node_runs_first():
+    x, y, z = (dynjit.randn(10, requires_grad=True) for _ in range(3))
+    a, b = x + y, y + z
+    c = a + b
+    a.grad_fn._set_sequence_nr(100)
+    b.grad_fn._set_sequence_nr(99)
+    c.grad_fn._set_sequence_nr(98)
+    assert (a.grad_fn._sequence_nr(), b.grad_fn._sequence_nr(), c.grad_fn._sequence_nr()) == (100, 99, 98)
+    order = []
+    for t, name in ((a, "a"), (b, "b"), (c, "c")):
+        t.register_hook(lambda g, name=name: order.append(name))
+    c.sum().backward()
+    assert order == ["c", "a", "b"]
+    assert x.grad.tolist() == [1.0] * 10
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutogradDeviceType.test_grad_assignment
+def test_grad_assignment_is_checked():
+    x = dynjit.randn(5, 5)
+    with pytest.raises(TypeError, match="expected to be a Tensor or None"):
+        x.grad = 0
+    with pytest.raises(RuntimeError):
+        x.grad = dynjit.randn(2, 2)
+    with pytest.raises(RuntimeError):
+        x.grad = dynjit.randn(5, 5).long()
+    with pytest.raises(RuntimeError, match="can't assign Variable as its own grad"):
+        x.grad = x
+    assert x.grad is None
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutogradDeviceType.test_set_requires_grad_only_for_floats
+@pytest.mark.parametrize("dtype", [dynjit.float32, dynjit.float64, dynjit.int64, dynjit.bool])
+def test_only_floating_point_tensors_can_require_grad(dtype):
+    def by_method():
+        dynjit.ones(1, dtype=dtype).requires_grad_()
+
+    def by_attribute():
+        dynjit.ones(1, dtype=dtype).requires_grad = True
+
+    def by_factory():
+        dynjit.ones(1, dtype=dtype, requires_grad=True)
+
+    a = dynjit.ones(1, dtype=dtype)
+    a.requires_grad = False           # always allowed
+    a.requires_grad_(False)
+    for make in (by_method, by_attribute, by_factory):
+        if dtype.is_floating_point:
+            make()
+        else:
+            with pytest.raises(RuntimeError, match="floating point"):
+                make()
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutogradDeviceType.test_copy_
+@pytest.mark.parametrize("dtype", [dynjit.float16, dynjit.float32, dynjit.float64])
+def test_copying_a_grad_tensor_in_makes_the_target_require_grad(dtype):
+    x = dynjit.randn(10, requires_grad=True)
+    y = dynjit.empty(10, dtype=dtype)
+    y.copy_(x)
+    assert y.requires_grad
+    assert x.to(dtype).requires_grad
+    y.sum().backward()
+    assert x.grad.tolist() == [1.0] * 10
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutogradDeviceType.test_simple_reentrant_cross_device
+def test_reentrant_backward_inside_a_custom_function():
+    """(Single device: dynjit runs on the CPU only.)"""
+    inner = []
+
+    class Reentrant(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * (x + 2)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            with dynjit.enable_grad():
+                new_param = dynjit.randn(2, 2, requires_grad=True)
+                (new_param ** 2).sum().backward()
+                inner.append(np.allclose(new_param.grad.numpy(), 2 * new_param.detach().numpy()))
+            return grad_output
+
+    for _ in range(3):
+        x = dynjit.randn(2, 2, requires_grad=True)
+        Reentrant.apply(x).sum().backward()
+        assert x.grad.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert inner == [True] * 3
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutogradDeviceType.test_warning_in_backward
+def test_a_warning_raised_in_backward_reaches_the_caller():
+    class Warns(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            warnings.warn("Warn from backward", UserWarning)
+            return g
+
+    a = dynjit.zeros((), requires_grad=True)
+    with pytest.warns(UserWarning, match="Warn from backward"):
+        Warns.apply(a).backward()
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutogradForwardMode.test_detach_view_tracking
+def test_detach_does_not_keep_its_source_alive():
+    foo = dynjit.rand(2)
+    ref = weakref.ref(foo)
+    out = foo.detach()
+    del foo
+    assert ref() is None
+    assert out.shape == (2,)
+
+
+def _grads_from_threads(mode):
+    """Five threads run backward over one graph with a multi-grad hook on four tensors;
+    then again with a backward that fails in the first thread only."""
+    t1, t2, t3, t4 = (dynjit.rand(2, requires_grad=True) for _ in range(4))
+    lock = threading.Lock()
+    seen = []
+
+    def hook(grads):
+        with lock:
+            seen.append([g is not None for g in grads] if mode == "all" else "any")
+
+    register_multi_grad_hook((t1, t2, t3, t4), hook, mode=mode)
+
+    def backward(out):
+        out.backward(inputs=(t2, t3), retain_graph=True)
+
+    _run_in_threads(backward, ((t2 * t3).sum(),), num_threads=5)
+    first = list(seen)
+    seen.clear()
+    calls, errors = [0], [0]
+
+    class FailsOnce(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            with lock:
+                calls[0] += 1
+                if calls[0] == 1:
+                    raise RuntimeError("error message")
+            return g
+
+    def backward_counting_errors(out):
+        try:
+            out.backward(inputs=(t2, t3), retain_graph=True)
+        except RuntimeError:
+            with lock:
+                errors[0] += 1
+
+    _run_in_threads(backward_counting_errors, ((FailsOnce.apply(t2) * t3).sum(),), num_threads=5)
+    return first, list(seen), errors[0]
+
+
+# ports: 002_7f98adb56adba91b.txt TestMultithreadAutograd.test_multi_grad_all_hooks
+def test_multi_grad_hook_all_mode_with_threads():
+    first, second, errors = _grads_from_threads("all")
+    assert first == [[False, True, True, False]] * 5
+    assert errors == 1
+    assert second == [[False, True, True, False]] * 4      # not for the pass that failed
+
+
+# ports: 002_7f98adb56adba91b.txt TestMultithreadAutograd.test_multi_grad_any_hooks
+def test_multi_grad_hook_any_mode_with_threads():
+    first, second, errors = _grads_from_threads("any")
+    assert first == ["any"] * 5
+    assert errors == 1
+    # t3's gradient is ready (and fires the hook) before the failing node runs
+    assert second == ["any"] * 5
