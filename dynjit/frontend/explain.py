@@ -42,6 +42,7 @@ def explain(fn, *extra_args, **extra_kwargs):
     """explain(fn)(*args, **kwargs) -> ExplainOutput (the call's result is `.result`)."""
     if extra_args or extra_kwargs:
         return explain(fn)(*extra_args, **extra_kwargs)
+    fn = _unwrap_compiled(fn)
 
     def run(*args, **kwargs):
         graphs = []
@@ -59,6 +60,18 @@ def explain(fn, *extra_args, **extra_kwargs):
             recompiles.extend(c.recompile_reasons)
         return ExplainOutput(graphs, breaks, recompiles, result)
     return run
+
+
+def _unwrap_compiled(fn):
+    """explain(f) for f already compiled (dynjit.compile of a function, method or module):
+    explain what f compiles."""
+    from .eval_frame import OptimizedModule
+    if isinstance(fn, OptimizedModule):
+        return fn._orig_mod.forward
+    if isinstance(fn, CompiledFunction):
+        inner = fn._fn
+        return inner if fn._bound_self is None else inner.__get__(fn._bound_self)
+    return fn
 
 
 @contextlib.contextmanager

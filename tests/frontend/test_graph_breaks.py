@@ -358,3 +358,15 @@ def test_pure_generator_is_traced_into_one_graph():
     cnt = CompileCounter()
     assert same(dynjit.compile(fn, backend=cnt)(dynjit.ones(2)), fn(dynjit.ones(2)))
     assert cnt.frame_count == 1
+
+
+def test_explain_accepts_what_compile_returned():
+    @dynjit.compile
+    def f(x):
+        y = x.sin()
+        print("break")
+        return y.cos()
+
+    model = dynjit.compile(dynjit.nn.Linear(2, 2))
+    assert dynjit.explain(f)(dynjit.ones(2)).graph_count == 2
+    assert dynjit.explain(model)(dynjit.ones(2)).op_count == 1
