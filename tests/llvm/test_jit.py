@@ -6,7 +6,6 @@ import re
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pytest
@@ -97,14 +96,13 @@ def test_bad_thread_count_is_a_clear_error(monkeypatch):
         compiled(lambda x: x + 1, dynjit.randn(3))
 
 
-def test_a_call_costs_microseconds():
+def test_a_call_is_straight_line_code_around_one_kernel_call():
+    # What a call costs is measured in benchmarks/bench_llvm.py (a timed test would be
+    # flaky on a loaded machine); here, the structure that keeps it small: the wrapper checks
+    # its inputs' layout, allocates the output, calls the kernel once, and wraps the result.
     a, b = dynjit.randn(8), dynjit.randn(8)
     _, fn = compiled(lambda a, b: (a * b).exp() + 1, a, b)
-    fn(a, b)
-    times = []
-    for _ in range(5):
-        t = time.perf_counter()
-        for _ in range(1000):
-            fn(a, b)
-        times.append((time.perf_counter() - t) / 1000)
-    assert min(times) < 20e-6, f"a call of a one-kernel graph took {min(times) * 1e6:.1f} us"
+    src = fn.source
+    assert len(fn.kernels) == 1
+    assert src.count("_k0(") == 1 and not re.search(r"\b(for|while|import|lambda)\b", src)
+    assert len(src.strip().splitlines()) <= 12
