@@ -11,6 +11,7 @@ class SideEffects:
         self._globals = {}        # id(globals dict) -> {name: (tracker, source)}
         self._grads = {}          # id(real tensor) -> (tensor, its tracker, new .grad tracker)
         self.count = 0            # effects recorded so far (a trace can tell whether code had any)
+        self._calls = []          # trackers whose reconstruction performs a call (hook registration)
 
     def track_existing(self, value, var):
         self._objects[id(value)] = (value, var)
@@ -42,8 +43,12 @@ class SideEffects:
         entry = self._grads.get(id(real))
         return entry[2] if entry is not None and entry[0] is real else None
 
+    def call_later(self, var):
+        self.count += 1
+        self._calls.append(var)
+
     def has_effects(self):
-        return bool(self._mutated or self._globals or self._grads)
+        return bool(self._mutated or self._globals or self._grads or self._calls)
 
     def codegen(self, cg):
         """Statements replaying the effects: first every new value, then every write."""
@@ -61,6 +66,8 @@ class SideEffects:
             elif isinstance(var, UserObjectVariable):
                 for name in var.written:
                     writes.append(f"setattr({target}, {name!r}, {cg.temp(cg.value(var.attrs[name]))})")
+        for var in self._calls:
+            cg.value(var)            # performs the call once, unless the return value already did
         for _, tensor_var, value in self._grads.values():
             writes.append(f"{tensor_var.source.expr()}.grad = {cg.temp(cg.value(value))}")
         for entries in self._globals.values():

@@ -110,11 +110,40 @@ class TensorMethodVariable(VariableTracker):
             a = [x.as_python_constant() for x in args]
             k = {n: v.as_python_constant() for n, v in kwargs.items()}
             return ConstantVariable(getattr(self.tensor.example, name)(*a, **k))
+        if name in ("register_hook", "register_post_accumulate_grad_hook") and self.tensor.source is not None \
+                and len(args) == 1 and not kwargs:
+            # on a tensor from the caller: registered on it after the graph runs (backward
+            # consults hooks when it runs, so this is what eager's registration does)
+            if not self.tensor.example.requires_grad:
+                raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+            handle = HookHandleVariable(self.tensor.source, name, args[0])
+            tx.output.side_effects.call_later(handle)
+            return handle
         if name in ("backward", "register_hook", "retain_grad", "register_post_accumulate_grad_hook"):
-            unimplemented(f"Tensor.{name}() inside a compiled function")
+            unimplemented(f"Tensor.{name}() inside a compiled function"
+                          + (" (on a tensor computed inside it)" if "hook" in name else ""))
         if name == "requires_grad_":
             unimplemented("Tensor.requires_grad_() inside a compiled function")
         return tx.output.record_method(name, self.tensor, args, kwargs)
+
+
+class HookHandleVariable(VariableTracker):
+    """The handle of a hook registered on an input tensor; the registration itself is a side
+    effect, emitted once: where the handle is first needed, or after the graph."""
+
+    def __init__(self, tensor_source, method, fn):
+        super().__init__()
+        self.tensor_source = tensor_source
+        self.method = method
+        self.fn = fn
+
+    def describe(self):
+        return "a hook handle"
+
+    def reconstruct(self, cg):
+        name = cg.temp(f"{self.tensor_source.expr()}.{self.method}({cg.value(self.fn)})")
+        cg.memo[id(self)] = name
+        return name
 
 
 def wrap_input_tensor(tx, value, source):
