@@ -67,32 +67,24 @@ def test_module_as_argument_gradients_match_eager():
     assert all(same(g, p.grad) for g, p in zip(got, model.parameters()))
 
 
-@pytest.mark.parametrize("make_opt", [
-    lambda ps: dynjit.optim.SGD(ps, lr=0.1, momentum=0.9),
-    lambda ps: dynjit.optim.Adam(ps, lr=0.01),
-], ids=["sgd_momentum", "adam"])
-def test_training_step_with_optimizer_matches_eager(make_opt):
-    def train_step(model, opt, x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+OPTIMIZERS = [
+    pytest.param(lambda ps: dynjit.optim.SGD(ps, lr=0.1, momentum=0.9), id="sgd_momentum"),
+    pytest.param(lambda ps: dynjit.optim.Adam(ps, lr=0.01), id="adam"),
+]
 
-    def setup():
-        dynjit.manual_seed(0)
-        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
-        return model, make_opt(model.parameters())
 
-    x, y = dynjit.randn(32, 8), dynjit.randint(0, 3, (32,))
-    eager_model, eager_opt = setup()
-    model, opt = setup()
-    compiled = dynjit.compile(train_step, backend="eager")
-    for _ in range(4):
-        want = train_step(eager_model, eager_opt, x, y)
-        got = compiled(model, opt, x, y)
-        assert same(got, want)
-    assert all(same(a, b) for a, b in zip(model.parameters(), eager_model.parameters()))
+def _train_step(model, opt, x, y):
+    opt.zero_grad()
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()                 # the one graph break
+    opt.step()
+    return loss
+
+
+def _model_and_optimizer(make_opt):
+    dynjit.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    return model, make_opt(model.parameters())
 
 
 class _Updater:
@@ -308,32 +300,17 @@ def test_zero_grad_inside_a_compiled_function():
     assert all(same(g, p.grad) for g, p in zip(got, model.parameters()))
 
 
-@pytest.mark.parametrize("make_opt", [
-    lambda ps: dynjit.optim.SGD(ps, lr=0.1, momentum=0.9),
-    lambda ps: dynjit.optim.Adam(ps, lr=0.01),
-], ids=["sgd_momentum", "adam"])
-def test_whole_training_step_reaches_a_steady_state(make_opt):
+@pytest.mark.parametrize("make_opt", OPTIMIZERS)
+def test_whole_training_step_matches_eager_and_reaches_a_steady_state(make_opt):
     # The optimizer's per-parameter state is a defaultdict keyed by the parameters:
     # traced, it costs one recompile (the first step creates the state), then none.
-    def train_step(model, opt, x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()                 # the one graph break
-        opt.step()
-        return loss
-
-    def setup():
-        dynjit.manual_seed(0)
-        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
-        return model, make_opt(model.parameters())
-
     x, y = dynjit.randn(32, 8), dynjit.randint(0, 3, (32,))
-    eager_model, eager_opt = setup()
-    model, opt = setup()
+    eager_model, eager_opt = _model_and_optimizer(make_opt)
+    model, opt = _model_and_optimizer(make_opt)
     cnt = CompileCounter()
-    compiled = dynjit.compile(train_step, backend=cnt)
+    compiled = dynjit.compile(_train_step, backend=cnt)
     for _ in range(6):
-        assert same(compiled(model, opt, x, y), train_step(eager_model, eager_opt, x, y))
+        assert same(compiled(model, opt, x, y), _train_step(eager_model, eager_opt, x, y))
     assert all(same(a, b) for a, b in zip(model.parameters(), eager_model.parameters()))
     for p, q in zip(model.parameters(), eager_model.parameters()):
         assert opt.state[p].keys() == eager_opt.state[q].keys()
