@@ -53,9 +53,17 @@ class CompiledFunctionBackward(_graph.Node):
                 "dynjit's AOT-compiled backward does not support double backward (create_graph=True "
                 "through an aot_function / aot_eager-compiled function); compute higher-order "
                 "gradients with the uncompiled function")
+        return self.apply_with_saved(grads, self.saved_values())
+
+    def saved_values(self):
         if self._saved is None:
             raise RuntimeError(_graph.FREED_MESSAGE)
-        saved = [s.unpack(self) if isinstance(s, _graph.SavedTensor) else s for s in self._saved]
+        return [s.unpack(self) if isinstance(s, _graph.SavedTensor) else s for s in self._saved]
+
+    def apply_with_saved(self, grads, saved, traceable=False):
+        """The backward on `saved` (from saved_values). `traceable`: run the backward graph
+        op by op (for compiled autograd's tracer) instead of its compiled form."""
+        entry = self.entry
         tangents = []
         for g, (shape, dtype) in zip(grads, entry.diff_meta):
             if g is None:
@@ -63,7 +71,10 @@ class CompiledFunctionBackward(_graph.Node):
             else:
                 g = g.contiguous()
             tangents.append(g)
-        out = call_compiled(entry.backward_fn(), saved + tangents)
+        if traceable:
+            out = entry.bw_gm(*saved, *tangents)
+        else:
+            out = call_compiled(entry.backward_fn(), saved + tangents)
         n = len(entry.t.grad_inputs)
         for target, value in zip(self._written, out[n:]):
             _copy_(target, value)

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import graph as _graph
 from .. import _jit_callback
+from .. import compiled_autograd as _compiled_autograd
 from .grad_mode import state as _grad_state
 from . import anomaly_mode as _anomaly_mode
 from ..ops.dispatch import _modes as _dispatch_modes
@@ -134,6 +135,9 @@ def run_backward(root_edges, root_grads, keep_graph, create_graph, inputs=None,
     accumulate_grad=True (backward(inputs=...)) only the part of the graph
     leading to them runs.
     """
+    if (accumulate_grad and inputs is None and not create_graph
+            and _compiled_autograd.run_backward(root_edges, root_grads, keep_graph)):
+        return None
     task = GraphTask(keep_graph, create_graph, accumulate_grad)
     root, root_buffer = _graph_root(root_edges, root_grads)
     task.root = root
@@ -380,15 +384,21 @@ def current_graph_task_execution_order():
             "multithreading disabled, e.g. by running:\n\n"
             ">>> with dynjit.autograd.set_multithreading_enabled(False):\n"
             "...     dynjit.autograd.grad(...)")
-    deps = dict(task.initial_deps)
+    return execution_order(task.root, task.initial_deps, task.should_execute)
+
+
+def execution_order(root, deps, should_execute=None):
+    """The nodes from `root` in the order `run_backward` runs them (`deps`: edges into
+    each node, from _post_order; not modified)."""
+    deps = dict(deps)
     out = []
     tiebreak = itertools.count()
-    heap = [(-task.root._seq, 0, task.root)]
+    heap = [(-root._seq, 0, root)]
     while heap:
         node = heapq.heappop(heap)[2]
         out.append(node)
         for edge in node.next_functions:
-            if edge is None or not task.should_execute(edge[0]):
+            if edge is None or (should_execute is not None and not should_execute(edge[0])):
                 continue
             deps[edge[0]] -= 1
             if deps[edge[0]] == 0:

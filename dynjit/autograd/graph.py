@@ -319,10 +319,20 @@ class OpBackward(Node):
         return s.unpack(self, original=False)
 
     def apply(self, grads):
-        op = self.op
         if all(g is None for g in grads):     # no gradient flows in: none flows out
             return [None] * len(self.next_functions)
-        values = [self._unpack(p) for p in op.derivative_params]
+        return self.apply_with_saved(grads, self.saved_values())
+
+    def saved_values(self):
+        """What the backward formula reads (saved tensors, shapes, flags), in its order."""
+        return [self._unpack(p) for p in self.op.derivative_params]
+
+    def apply_with_saved(self, grads, values):
+        """The backward formula on `values` (from saved_values): compiled autograd passes
+        traced stand-ins of the saved tensors here."""
+        op = self.op
+        if all(g is None for g in grads):
+            return [None] * len(self.next_functions)
         if self._n_outputs == 1:
             g = grads[0]
         else:

@@ -1,0 +1,372 @@
+"""Compiled autograd: a whole `.backward()` pass traced into one graph and compiled.
+
+Under `enable(compiler_fn)`, a backward pass (`Tensor.backward()`,
+`autograd.backward()` without `inputs=` or `create_graph=`) does not walk the
+autograd graph node by node. It
+
+1. plans the pass: the nodes the engine would run, in the engine's order;
+2. looks up a compiled backward by the pass's *structure* (node kinds and ops,
+   their non-tensor arguments, the shape, dtype and strides of every incoming
+   gradient and saved tensor, the edges, the hook functions). On a miss it traces
+   the pass with make_fx's tracer into one GraphModule `forward(self, inputs)`
+   (every backward formula as ops, each tensor hook as one opaque `call_hook`
+   node, each leaf's new gradient as `new_grad = clone(grad)`, returned) and
+   hands it to `compiler_fn(gm)`, which returns a callable (it may return
+   `dynjit.compile(gm, backend=..., fullgraph=True)`);
+3. calls the compiled backward on `inputs` = [root gradients..., saved
+   tensors...] and accumulates each returned gradient into its leaf's `.grad`
+   exactly as the engine's AccumulateGrad does (then post-accumulate-grad hooks
+   and callbacks queued with `queue_callback`).
+
+A pass that needs what is not captured (a custom autograd.Function's Python
+backward, hooks on a grad_fn node, retain_grad, anomaly mode, a backward started
+inside a trace) runs on the ordinary engine, so results never differ; the reason
+is counted in `dynjit.utils.counters["compiled_autograd"]`.
+"""
+import contextlib
+import operator
+import threading
+import warnings
+import weakref
+
+from . import config
+from .utils import counters
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.compiler_fn = None
+        self.running = False      # a compiled backward (or its capture) is running
+
+
+_state = _State()
+_caches = weakref.WeakKeyDictionary()   # compiler_fn -> {structure key: compiled backward}
+_warned_limit = weakref.WeakSet()
+
+
+@contextlib.contextmanager
+def enable(compiler_fn):
+    """Inside the block, backward passes are traced and compiled with `compiler_fn(gm)`."""
+    if not callable(compiler_fn):
+        raise TypeError(f"compiled_autograd.enable expects a callable compiler_fn(gm), "
+                        f"got {type(compiler_fn).__name__}")
+    prev = _state.compiler_fn
+    _state.compiler_fn = compiler_fn
+    try:
+        yield
+    finally:
+        _state.compiler_fn = prev
+
+
+@contextlib.contextmanager
+def disable():
+    """Inside the block, backward passes run on the ordinary engine."""
+    prev = _state.compiler_fn
+    _state.compiler_fn = None
+    try:
+        yield
+    finally:
+        _state.compiler_fn = prev
+
+
+def reset():
+    """Forget every compiled backward."""
+    _caches.clear()
+    _warned_limit.clear()
+
+
+class _NotCaptured(Exception):
+    """This pass uses something compiled autograd does not capture: run it eagerly."""
+
+
+def run_backward(root_edges, root_grads, keep_graph):
+    """The engine's entry: run the pass compiled and return True, or return False to
+    let the engine run it (compiled autograd off, nested, or not capturable)."""
+    compiler_fn = _state.compiler_fn
+    if compiler_fn is None or _state.running:
+        return False
+    try:
+        plan = _Plan(root_edges, root_grads)
+    except _NotCaptured as e:
+        counters["compiled_autograd"][f"eager: {e}"] += 1
+        return False
+    cache = _caches.get(compiler_fn)
+    if cache is None:
+        cache = _caches[compiler_fn] = {}
+    compiled = cache.get(plan.key)
+    if compiled is None:
+        if len(cache) >= config.cache_size_limit:
+            if compiler_fn not in _warned_limit:
+                _warned_limit.add(compiler_fn)
+                warnings.warn(f"compiled autograd: {config.cache_size_limit} backward graphs "
+                              f"(config.cache_size_limit) were compiled with {compiler_fn!r}; "
+                              "later new ones run on the ordinary engine", stacklevel=4)
+            counters["compiled_autograd"]["eager: cache_size_limit reached"] += 1
+            return False
+        compiled = _compile(plan, compiler_fn)
+        cache[plan.key] = compiled
+    else:
+        counters["compiled_autograd"]["cache_hits"] += 1
+    _run(plan, compiled, keep_graph)
+    return True
+
+
+# -- planning: the nodes, their inputs, the cache key -----------------------------------
+
+def _node_kinds():
+    from .aot.runtime import CompiledFunctionBackward
+    from .autograd.graph import AccumulateGrad, GraphRoot, OpBackward
+    return AccumulateGrad, GraphRoot, OpBackward, CompiledFunctionBackward
+
+
+class _Plan:
+    """One backward pass about to run: its nodes in engine order, the real tensors the
+    compiled graph takes as inputs, and a hashable key of everything else it depends on."""
+
+    def __init__(self, root_edges, root_grads):
+        from .autograd import anomaly_mode, engine
+        from .autograd import graph as _graph
+        from .ops.dispatch import _modes
+        if anomaly_mode.state.enabled:
+            raise _NotCaptured("anomaly mode")
+        if _modes:
+            raise _NotCaptured("backward inside a dispatch mode (make_fx tracing)")
+        AccumulateGrad, GraphRoot, OpBackward, CompiledFunctionBackward = _node_kinds()
+        root, root_buffer = engine._graph_root(root_edges, root_grads)
+        deps = {}
+        engine._post_order(root, deps)
+        self.root = root
+        self.root_slots = [i for i, g in enumerate(root_buffer) if g is not None]
+        self.order = order = engine.execution_order(root, deps)
+        retained = _graph.retained_grad_targets() if _graph._retaining else None
+        index = {node: i for i, node in enumerate(order)}
+        self.inputs = [root_buffer[i] for i in self.root_slots]
+        key = [tuple(_tensor_key(g) for g in self.inputs), tuple(self.root_slots)]
+        self.saved = []          # per node: its saved_values() (None for nodes without)
+        for node in order:
+            if node._pre_hooks or node._post_hooks:
+                raise _NotCaptured(f"hooks registered on the grad_fn node {node.name()}")
+            if retained and any((node, nr) in retained for nr in range(node.num_outputs())):
+                raise _NotCaptured("retain_grad")
+            edges = tuple(None if e is None else (index[e[0]], e[1]) for e in node.next_functions)
+            hooks = _tensor_hook_key(node)
+            kind = type(node)
+            if kind is AccumulateGrad:
+                v = node.variable
+                part = (kind, v._data.shape, v.dtype, hooks)
+                values = None
+            elif kind is GraphRoot:
+                part = (kind, edges)
+                values = None
+            elif isinstance(node, OpBackward) or kind is CompiledFunctionBackward:
+                if kind is CompiledFunctionBackward and node.entry.bw_gm is None:
+                    raise _NotCaptured("an AOT-compiled node without a backward graph")
+                values = node.saved_values()
+                structure = _freeze(values, self.inputs)
+                if kind is CompiledFunctionBackward:
+                    extra = (node.entry, node._n_inputs, tuple(node._written))
+                else:
+                    extra = (tuple(node._inputs), tuple(node._positions), node._n_outputs,
+                             None if node._result_meta is None else tuple(node._result_meta))
+                part = (kind, edges, hooks, structure, extra)
+            else:
+                raise _NotCaptured(f"{node.name()} (a custom autograd.Function backward or "
+                                   "another node kind compiled autograd does not trace yet)")
+            self.saved.append(values)
+            key.append(part)
+        self.key = tuple(key)
+
+
+def _tensor_key(t):
+    try:
+        return (t._data.shape, t.dtype, t._data.strides, type(t))
+    except RuntimeError as e:      # a saved tensor modified in place: eager decides if it is read
+        raise _NotCaptured(f"a saved tensor was modified in place ({e})") from None
+
+
+def _freeze(value, tensors):
+    """A hashable stand-in for a node's saved values; tensors are appended to `tensors`
+    (they become graph inputs) and stand in the key by their metadata."""
+    from .tensor import Tensor
+    if isinstance(value, Tensor):
+        tensors.append(value)
+        return ("tensor", _tensor_key(value))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_freeze(v, tensors) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _freeze(v, tensors)) for k, v in value.items()))
+    try:
+        hash(value)
+    except TypeError:
+        raise _NotCaptured(f"a backward formula reads an unhashable {type(value).__name__}") from None
+    return (type(value), value)
+
+
+def _tensor_hooks(node):
+    """[(output_nr, hook), ...]: Tensor.register_hook hooks on the node's outputs (on the
+    leaf, for AccumulateGrad), in the order the engine calls them."""
+    hooks = []
+    if node._tensor_pre_hooks:
+        for nr, hs in node._tensor_pre_hooks.items():
+            hooks.extend((nr, h) for h in hs.values())
+    if node._is_accumulate and node.variable._hooks:
+        hooks.extend((0, h) for h in node.variable._hooks.values())
+    return hooks
+
+
+def _tensor_hook_key(node):
+    return tuple(_tensor_hooks(node))
+
+
+# -- capture: trace the pass into one graph ---------------------------------------------
+
+def _compile(plan, compiler_fn):
+    gm, leaf_positions = _capture(plan)
+    counters["compiled_autograd"]["captures"] += 1
+    fn = compiler_fn(gm)
+    if not callable(fn):
+        raise TypeError(f"compiled autograd: compiler_fn must return a callable, "
+                        f"got {type(fn).__name__}")
+    counters["compiled_autograd"]["compiles"] += 1
+    return _CompiledBackward(fn, leaf_positions)
+
+
+class _CompiledBackward:
+    """A compiled backward and, per output, the position in the plan of the leaf it is for."""
+
+    def __init__(self, fn, leaf_positions):
+        self.fn = fn
+        self.leaf_positions = leaf_positions
+
+
+def _capture(plan):
+    """Trace `plan` into GraphModule forward(self, inputs), which returns the leaves' new
+    gradients; and the positions in plan.order of those leaves' AccumulateGrad nodes."""
+    from .autograd import engine
+    from .autograd.grad_mode import no_grad
+    from .fx.graph_module import GraphModule
+    from .fx.proxy_tensor import GraphTracer
+    from .ops.registry import registry
+    from .tensor import Tensor
+    AccumulateGrad, GraphRoot, OpBackward, CompiledFunctionBackward = _node_kinds()
+    clone = registry["clone"]
+    tracer = GraphTracer()
+    graph = tracer.graph
+    inputs = graph.placeholder("inputs")
+    for i, t in enumerate(plan.inputs):
+        tracer.track(t, graph.call_function(operator.getitem, (inputs, i)))
+
+    def opaque(fn, grad, name):
+        value = Tensor._make(grad._data.copy())      # a stand-in: the hook does not run now
+        tracer.track(value, graph.call_function(fn, (tracer.node_of(grad),), name=name))
+        return value
+
+    outputs, leaf_positions = [], []
+    root_buffer = [None] * plan.root.num_outputs()
+    for slot, g in zip(plan.root_slots, plan.inputs):
+        root_buffer[slot] = g
+    buffers = {plan.root: root_buffer}
+    prev = _state.running
+    _state.running = True
+    try:
+        with no_grad(), tracer:
+            for position, (node, values) in enumerate(zip(plan.order, plan.saved)):
+                grads = buffers.pop(node)
+                for nr, hook in _tensor_hooks(node):
+                    if grads[nr] is not None:
+                        grads[nr] = opaque(_hook_caller(hook), grads[nr], "call_hook")
+                if type(node) is AccumulateGrad:
+                    if grads[0] is not None:
+                        new_grad = Tensor._make(grads[0]._data.copy())
+                        tracer.track(new_grad, graph.call_function(
+                            clone, (tracer.node_of(grads[0]),), name="new_grad"))
+                        outputs.append(new_grad)
+                        leaf_positions.append(position)
+                    continue
+                if type(node) is GraphRoot:
+                    outs = list(grads)
+                elif type(node) is CompiledFunctionBackward:
+                    outs = node.apply_with_saved(grads, values, traceable=True)
+                else:
+                    outs = node.apply_with_saved(grads, values)
+                _pass_on(node, outs, buffers, engine._sum_grads)
+    finally:
+        _state.running = prev
+    graph.output(tuple(tracer.to_arg(o) for o in outputs))
+    graph.eliminate_dead_code()
+    return GraphModule(tracer.constants, graph), leaf_positions
+
+
+def _pass_on(node, outs, buffers, sum_grads):
+    for edge, g in zip(node.next_functions, outs):
+        if edge is None:
+            continue
+        child, nr = edge
+        buf = buffers.get(child)
+        if buf is None:
+            buf = buffers[child] = [None] * child.num_outputs()
+        if g is not None:
+            buf[nr] = g if buf[nr] is None else sum_grads(buf[nr], g, False)
+
+
+def _hook_caller(hook):
+    """The graph's opaque call of a tensor hook: a hook returning None passes the gradient
+    on unchanged. dynjit.compile traces into it (and into the hook)."""
+    def call_hook(grad):
+        result = hook(grad)
+        if result is None:
+            return grad
+        return result
+    call_hook.__qualname__ = "call_hook"
+    call_hook._dynjit_trace_into = True
+    return call_hook
+
+
+# -- running a compiled backward --------------------------------------------------------
+
+def _run(plan, compiled, keep_graph):
+    """Call the compiled backward on the plan's inputs and accumulate into the leaves as
+    the engine would; the pass is a graph task (queue_callback, current_graph_task_id)."""
+    from .autograd import engine
+    from .autograd.grad_mode import state as grad_state
+    task = engine.GraphTask(keep_graph, False, True)
+    task.root = plan.root
+    prev_running, prev_grad = _state.running, grad_state.enabled
+    engine._engine_lock.acquire()
+    engine._state.tasks.append(task)
+    _state.running = True
+    grad_state.enabled = False
+    try:
+        inputs = plan.inputs
+        plan.inputs = None
+        new_grads = compiled.fn(inputs)
+        del inputs
+        if not isinstance(new_grads, (tuple, list)):
+            new_grads = (new_grads,)
+        new_grads = list(new_grads)
+        if len(new_grads) != len(compiled.leaf_positions):
+            raise RuntimeError(f"compiled autograd: the compiled backward returned {len(new_grads)} "
+                               f"gradients, expected {len(compiled.leaf_positions)}")
+        if not keep_graph:
+            for node in plan.order:
+                node.release()
+        for i, position in enumerate(compiled.leaf_positions):
+            _accumulate(plan.order[position], new_grads, i)
+        for callback in task.callbacks:
+            callback()
+    finally:
+        grad_state.enabled = prev_grad
+        _state.running = prev_running
+        engine._state.tasks.pop()
+        engine._engine_lock.release()
+
+
+def _accumulate(node, new_grads, i):
+    """AccumulateGrad's own semantics (steal, copy or add in place; post-accumulate hooks)."""
+    grads = [new_grads[i]]
+    new_grads[i] = None          # the gradient may become .grad without a copy if unshared
+    v = node.variable
+    if grads[0]._data.shape != v._data.shape:
+        raise RuntimeError(f"compiled autograd: the gradient for a leaf of shape {list(v.shape)} has "
+                           f"shape {list(grads[0].shape)} (did a tensor hook change its shape?)")
+    node.apply(grads)
