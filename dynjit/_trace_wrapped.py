@@ -23,6 +23,15 @@ def trace_wrapped(*args, fn):
     return result
 
 
+def _call_fn(*args, fn):
+    return fn(*args)
+
+
+# dynjit.compile traces fn itself (the whole point of a trace_wrapped hook is that a
+# compiler of the traced backward sees the user's code)
+trace_wrapped._dynjit_traced_as = _call_fn
+
+
 def _innermost_tracer():
     from .fx.proxy_tensor import GraphTracer
     modes = _dispatch.current_modes()
@@ -35,6 +44,7 @@ def _invoker(fn):
         return fn(*args)
     self_invoke.__name__ = "trace_wrapped"       # the node's name
     self_invoke.__qualname__ = "self_invoke"     # the call's name in the graph's code
+    self_invoke._dynjit_trace_into = True        # dynjit.compile of the graph traces fn
     return self_invoke
 
 

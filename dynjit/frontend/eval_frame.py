@@ -211,6 +211,9 @@ def compile(fn=None, *, backend="eager", fullgraph=False, dynamic=None, mode=Non
     lookup_backend(backend)   # fail early on an unknown name
     if is_nn_module(fn):
         return OptimizedModule(fn, backend, fullgraph, dynamic)
+    from ..fx.graph_module import GraphModule
+    if isinstance(fn, GraphModule):       # its generated forward, bound to it
+        return CompiledFunction(types.MethodType(fn._forward_fn, fn), backend, fullgraph, dynamic)
     return CompiledFunction(fn, backend, fullgraph, dynamic)
 
 
@@ -300,6 +303,8 @@ def reset():
     """Forget every compiled entry of every compiled function."""
     for c in list(_all_compiled):
         c.reset()
+    from .. import compiled_autograd
+    compiled_autograd.reset()
     counters.clear()
 
 

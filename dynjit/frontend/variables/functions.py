@@ -31,6 +31,9 @@ class FunctionVariable(VariableTracker):
             unimplemented("dynjit.graph_break() called")
         if getattr(self.fn, "_dynjit_disable", False):
             unimplemented(f"call to {self.fn.__qualname__}, which is marked with dynjit.disable")
+        traced_as = getattr(self.fn, "_dynjit_traced_as", None)
+        if traced_as is not None:       # library code that names what to trace instead of it
+            return FunctionVariable(traced_as).call(tx, args, kwargs)
         from ..eval_frame import is_allowed_in_graph
         if is_allowed_in_graph(self.fn):
             return tx.output.record(self.fn, args, kwargs)     # one opaque node, not traced into
@@ -380,6 +383,8 @@ def is_dynjit_callable(value):
         return True
     if isinstance(value, (type, types.MethodType)):
         return False       # classes are called, bound methods traced into
+    if getattr(value, "_dynjit_trace_into", False) or hasattr(value, "_dynjit_traced_as"):
+        return False       # library glue around user code (a hook caller): traced like user code
     from ..eval_frame import is_nn_module
     if is_nn_module(value):
         return False       # library modules are traced into, like user modules
