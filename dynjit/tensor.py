@@ -14,6 +14,9 @@ from .ops import dispatch as _dispatch_mod
 from .ops.dispatch import dispatch
 
 _NP_SCALARS = (np.generic,)
+# observers told when Python reads a tensor's values (item, tolist, bool, numpy): compiled
+# autograd's capture uses this to notice a backward whose Python depends on tensor values
+_data_reads = []
 
 
 class Tensor:
@@ -322,17 +325,25 @@ class Tensor:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
+        if _data_reads:
+            _data_reads[-1](self, "numpy")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        if _data_reads:
+            _data_reads[-1](self, "__array__")
         return self._data if dtype is None else self._data.astype(dtype)
 
     def item(self):
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        if _data_reads:
+            _data_reads[-1](self, "item")
         return self._data.reshape(()).item()
 
     def tolist(self):
+        if _data_reads:
+            _data_reads[-1](self, "tolist")
         return self._data.tolist()
 
     def __len__(self):
@@ -349,6 +360,8 @@ class Tensor:
         if self._data.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous "
                                f"(it has {self._data.size} elements); use .any() or .all()")
+        if _data_reads:
+            _data_reads[-1](self, "__bool__")
         return bool(self._data.reshape(()))
 
     def __float__(self):
