@@ -37,8 +37,12 @@ class FunctionCtx:
     def set_materialize_grads(self, value):
         self.materialize_grads = bool(value)
 
+    _saved_override = None     # compiled autograd's traced stand-ins for the saved tensors
+
     @property
     def saved_tensors(self):
+        if self._saved_override is not None:
+            return self._saved_override
         saved = self._saved
         if saved is None:
             if self._freed_saved:
@@ -91,6 +95,26 @@ class BackwardCFunction(_graph.Node, FunctionCtx):
         if self._saved is not None:
             self._saved = None
             self._freed_saved = True
+
+    # the node's own state, not what the user's forward left on ctx for backward
+    _NODE_STATE = frozenset(("_seq", "to_save", "_saved", "_freed_saved", "next_functions",
+                             "_tensor_pre_hooks", "_pre_hooks", "_post_hooks", "_metadata",
+                             "dirty_tensors", "non_differentiable", "saved_for_forward",
+                             "_saved_override", "_freed"))
+
+    def saved_values(self):
+        """What backward reads: the saved tensors, and every attribute forward set on ctx
+        (compiled autograd keys its cache on them and lifts their tensors to inputs)."""
+        attrs = {k: v for k, v in vars(self).items() if k not in self._NODE_STATE}
+        return [self.saved_tensors, attrs]
+
+    def apply_with_saved(self, grads, values):
+        """The user's backward with `values[0]` (from saved_values) as ctx.saved_tensors."""
+        self._saved_override = tuple(values[0])
+        try:
+            return self.apply(grads)
+        finally:
+            self._saved_override = None
 
     def apply(self, grads):
         from ..tensor import Tensor
