@@ -79,6 +79,13 @@ class _NotCaptured(Exception):
     """This pass uses something compiled autograd does not capture: run it eagerly."""
 
 
+class _Eager:
+    """A cache entry: passes of this structure run on the engine (capturing one failed)."""
+
+    def __init__(self, reason):
+        self.reason = reason
+
+
 def run_backward(root_edges, root_grads, keep_graph):
     """The engine's entry: run the pass compiled and return True, or return False to
     let the engine run it (compiled autograd off, nested, or not capturable)."""
@@ -94,6 +101,9 @@ def run_backward(root_edges, root_grads, keep_graph):
     if cache is None:
         cache = _caches[compiler_fn] = {}
     compiled = cache.get(plan.key)
+    if isinstance(compiled, _Eager):
+        counters["compiled_autograd"][f"eager: {compiled.reason}"] += 1
+        return False
     if compiled is None:
         if len(cache) >= config.cache_size_limit:
             if compiler_fn not in _warned_limit:
@@ -103,7 +113,12 @@ def run_backward(root_edges, root_grads, keep_graph):
                               "later new ones run on the ordinary engine", stacklevel=4)
             counters["compiled_autograd"]["eager: cache_size_limit reached"] += 1
             return False
-        compiled = _compile(plan, compiler_fn)
+        try:
+            compiled = _compile(plan, compiler_fn)
+        except _NotCaptured as e:
+            cache[plan.key] = _Eager(str(e))      # this structure runs on the engine from now on
+            counters["compiled_autograd"][f"eager: {e}"] += 1
+            return False
         cache[plan.key] = compiled
     else:
         counters["compiled_autograd"]["cache_hits"] += 1
@@ -115,8 +130,9 @@ def run_backward(root_edges, root_grads, keep_graph):
 
 def _node_kinds():
     from .aot.runtime import CompiledFunctionBackward
+    from .autograd.function import BackwardCFunction
     from .autograd.graph import AccumulateGrad, GraphRoot, OpBackward
-    return AccumulateGrad, GraphRoot, OpBackward, CompiledFunctionBackward
+    return AccumulateGrad, GraphRoot, (OpBackward, BackwardCFunction), CompiledFunctionBackward
 
 
 class _Plan:
@@ -131,7 +147,8 @@ class _Plan:
             raise _NotCaptured("anomaly mode")
         if _modes:
             raise _NotCaptured("backward inside a dispatch mode (make_fx tracing)")
-        AccumulateGrad, GraphRoot, OpBackward, CompiledFunctionBackward = _node_kinds()
+        AccumulateGrad, GraphRoot, (OpBackward, BackwardCFunction), CompiledFunctionBackward = \
+            _node_kinds()
         root, root_buffer = engine._graph_root(root_edges, root_grads)
         deps = {}
         engine._post_order(root, deps)
@@ -158,20 +175,22 @@ class _Plan:
             elif kind is GraphRoot:
                 part = (kind, edges)
                 values = None
-            elif isinstance(node, OpBackward) or kind is CompiledFunctionBackward:
+            elif isinstance(node, (OpBackward, BackwardCFunction)) or kind is CompiledFunctionBackward:
                 if kind is CompiledFunctionBackward and node.entry.bw_gm is None:
                     raise _NotCaptured("an AOT-compiled node without a backward graph")
                 values = node.saved_values()
                 structure = _freeze(values, self.inputs)
                 if kind is CompiledFunctionBackward:
                     extra = (node.entry, node._n_inputs, tuple(node._written))
+                elif isinstance(node, BackwardCFunction):
+                    extra = ()            # the ctx's attributes are in the saved values
                 else:
                     extra = (tuple(node._inputs), tuple(node._positions), node._n_outputs,
                              None if node._result_meta is None else tuple(node._result_meta))
                 part = (kind, edges, hooks, structure, extra)
             else:
-                raise _NotCaptured(f"{node.name()} (a custom autograd.Function backward or "
-                                   "another node kind compiled autograd does not trace yet)")
+                raise _NotCaptured(f"{node.name()} (a node kind compiled autograd does not "
+                                   "trace yet)")
             self.saved.append(values)
             key.append(part)
         self.key = tuple(key)
@@ -247,8 +266,8 @@ def _capture(plan):
     from .fx.graph_module import GraphModule
     from .fx.proxy_tensor import GraphTracer
     from .ops.registry import registry
-    from .tensor import Tensor
-    AccumulateGrad, GraphRoot, OpBackward, CompiledFunctionBackward = _node_kinds()
+    from .tensor import Tensor, _data_reads
+    AccumulateGrad, GraphRoot, _, CompiledFunctionBackward = _node_kinds()
     clone = registry["clone"]
     tracer = GraphTracer()
     graph = tracer.graph
@@ -266,8 +285,15 @@ def _capture(plan):
     for slot, g in zip(plan.root_slots, plan.inputs):
         root_buffer[slot] = g
     buffers = {plan.root: root_buffer}
+    def on_data_read(t, what):
+        if tracer.is_tracked(t):
+            reads.append(what)
+            raise _NotCaptured(f"a backward reads tensor values in Python (Tensor.{what}())")
+
+    reads = []
     prev = _state.running
     _state.running = True
+    _data_reads.append(on_data_read)
     try:
         with no_grad(), tracer:
             for position, (node, values) in enumerate(zip(plan.order, plan.saved)):
@@ -291,7 +317,10 @@ def _capture(plan):
                     outs = node.apply_with_saved(grads, values)
                 _pass_on(node, outs, buffers, engine._sum_grads)
     finally:
+        _data_reads.pop()
         _state.running = prev
+    if reads:       # the user's code caught the error: its values were read all the same
+        raise _NotCaptured(f"a backward reads tensor values in Python (Tensor.{reads[0]}())")
     graph.output(tuple(tracer.to_arg(o) for o in outputs))
     graph.eliminate_dead_code()
     return GraphModule(tracer.constants, graph), leaf_positions

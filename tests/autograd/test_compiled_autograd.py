@@ -297,32 +297,87 @@ def test_freed_graph_raises_the_engines_error_on_a_second_backward():
             loss.backward()
 
 
-def test_what_is_not_captured_runs_on_the_engine_with_the_reason_counted():
-    class Cube(dynjit.autograd.Function):
+class Scale(dynjit.autograd.Function):
+    """A custom Function whose backward reads a saved tensor, a tensor and a float on ctx."""
+
+    @staticmethod
+    def forward(ctx, x, w, k):
+        ctx.save_for_backward(x)
+        ctx.w = w
+        ctx.k = k
+        return x * w * k
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * ctx.w * ctx.k, (g * x * ctx.k).sum(0), None
+
+
+@pytest.mark.parametrize("backend", [None, "llvm"])
+def test_custom_function_backward_is_captured_and_keyed_on_ctx(backend):
+    recorder = Recorder(backend)
+    w = dynjit.randn(3, requires_grad=True)
+    with compiled_autograd.enable(recorder):
+        for k in (2.0, 2.0, 3.0):
+            x = dynjit.randn(4, 3, requires_grad=True)
+            Scale.apply(x.sin(), w, k).sum().backward()
+            assert same(x.grad, x.detach().cos() * w.detach() * k)
+    # ctx.k is a Python float baked into the graph: a new value is a new graph
+    assert len(recorder.graphs) == 2
+    assert counters["compiled_autograd"]["cache_hits"] == 1
+    assert not [r for r in counters["compiled_autograd"] if r.startswith("eager")]
+    code = recorder.graphs[0].code
+    assert "cos" in code and "2.0" in code       # the Function's backward and sin's, as ops
+    expected = dynjit.zeros(3)
+    dynjit.manual_seed(0)
+    dynjit.randn(3)
+    for k in (2.0, 2.0, 3.0):
+        x = dynjit.randn(4, 3)
+        expected += (x.sin() * k).sum(0)
+    assert same(w.grad, expected)
+
+
+def test_a_backward_reading_tensor_values_in_python_runs_on_the_engine():
+    class Clip(dynjit.autograd.Function):
         @staticmethod
         def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x ** 3
+            return x.clone()
 
         @staticmethod
         def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 3 * x * x * g
+            if g.abs().max().item() > 1:      # data-dependent: cannot be replayed as a graph
+                return g / g.abs().max()
+            return g
 
+    recorder = Recorder()
+    x = dynjit.tensor([1.0, -4.0], requires_grad=True)
+    with compiled_autograd.enable(recorder):
+        for scale in (0.5, 4.0, 0.5):
+            (Clip.apply(x) * scale).sum().backward()
+    assert recorder.graphs == []
+    assert same(x.grad, dynjit.tensor([0.5 + 1.0 + 0.5] * 2))     # the middle pass was clipped
+    reason = "eager: a backward reads tensor values in Python (Tensor.item())"
+    # captured once, then remembered: the next passes go straight to the engine
+    assert counters["compiled_autograd"][reason] == 3
+    assert counters["compiled_autograd"]["captures"] == 0
+
+
+def test_what_is_not_captured_runs_on_the_engine_with_the_reason_counted():
     recorder = Recorder()
     x = dynjit.tensor([1.0, 2.0], requires_grad=True)
     with compiled_autograd.enable(recorder):
-        Cube.apply(x).sum().backward()
         z = x * 3
         z.retain_grad()
         z.sum().backward()
-    assert same(x.grad, dynjit.tensor([6.0, 15.0]))
+        y = x.exp()
+        y.grad_fn.register_prehook(lambda grads: None)
+        y.sum().backward()
+    assert same(x.grad, dynjit.tensor([3.0, 3.0]) + x.detach().exp())
     assert same(z.grad, dynjit.tensor([1.0, 1.0]))
     assert recorder.graphs == []
     reasons = counters["compiled_autograd"]
-    assert reasons["eager: CubeBackward (a custom autograd.Function backward or another node "
-                   "kind compiled autograd does not trace yet)"] == 1
     assert reasons["eager: retain_grad"] == 1
+    assert reasons["eager: hooks registered on the grad_fn node ExpBackward0"] == 1
 
 
 def test_a_modified_saved_tensor_raises_as_in_eager():
