@@ -10,7 +10,8 @@ autograd graph node by node. It
    gradient and saved tensor, the edges, the hook functions). On a miss it traces
    the pass with make_fx's tracer into one GraphModule `forward(self, inputs)`
    (every backward formula as ops, each tensor hook as one opaque `call_hook`
-   node, each leaf's new gradient as `new_grad = clone(grad)`, returned) and
+   node, each leaf's new gradient as `new_grad = clone(grad)`, returned, and each
+   retained gradient) and
    hands it to `compiler_fn(gm)`, which returns a callable (it may return
    `dynjit.compile(gm, backend=..., fullgraph=True)`);
 3. calls the compiled backward on `inputs` = [root gradients..., saved
@@ -18,10 +19,11 @@ autograd graph node by node. It
    exactly as the engine's AccumulateGrad does (then post-accumulate-grad hooks
    and callbacks queued with `queue_callback`).
 
-A pass that needs what is not captured (a custom autograd.Function's Python
-backward, hooks on a grad_fn node, retain_grad, anomaly mode, a backward started
-inside a trace) runs on the ordinary engine, so results never differ; the reason
-is counted in `dynjit.utils.counters["compiled_autograd"]`.
+Custom autograd.Function backwards are run once while capturing (their ops are
+recorded; ctx attributes join the key). A pass that needs what is not captured
+(hooks on a grad_fn node, a backward whose Python reads tensor values, anomaly
+mode, a backward started inside a trace) runs on the ordinary engine, so results
+never differ; the reason is counted in `dynjit.utils.counters["compiled_autograd"]`.
 """
 import contextlib
 import operator
@@ -31,6 +33,29 @@ import weakref
 
 from . import config
 from .utils import counters
+
+_loaded = False
+
+
+def _load():
+    """Import what a compiled backward needs (not at import time: the engine imports this
+    module while dynjit itself is still loading)."""
+    global _loaded, Tensor, _data_reads, engine, _graph, anomaly_mode, _dispatch_modes, no_grad, \
+        grad_state, GraphModule, GraphTracer, clone_op, AccumulateGrad, GraphRoot, OpBackward, \
+        BackwardCFunction, CompiledFunctionBackward
+    from .aot.runtime import CompiledFunctionBackward
+    from .autograd import anomaly_mode, engine
+    from .autograd import graph as _graph
+    from .autograd.function import BackwardCFunction
+    from .autograd.grad_mode import no_grad, state as grad_state
+    from .autograd.graph import AccumulateGrad, GraphRoot, OpBackward
+    from .fx.graph_module import GraphModule
+    from .fx.proxy_tensor import GraphTracer
+    from .ops.dispatch import _modes as _dispatch_modes
+    from .ops.registry import registry
+    from .tensor import Tensor, _data_reads
+    clone_op = registry["clone"]
+    _loaded = True
 
 
 class _State(threading.local):
@@ -92,6 +117,8 @@ def run_backward(root_edges, root_grads, keep_graph):
     compiler_fn = _state.compiler_fn
     if compiler_fn is None or _state.running:
         return False
+    if not _loaded:
+        _load()
     try:
         plan = _Plan(root_edges, root_grads)
     except _NotCaptured as e:
@@ -128,27 +155,15 @@ def run_backward(root_edges, root_grads, keep_graph):
 
 # -- planning: the nodes, their inputs, the cache key -----------------------------------
 
-def _node_kinds():
-    from .aot.runtime import CompiledFunctionBackward
-    from .autograd.function import BackwardCFunction
-    from .autograd.graph import AccumulateGrad, GraphRoot, OpBackward
-    return AccumulateGrad, GraphRoot, (OpBackward, BackwardCFunction), CompiledFunctionBackward
-
-
 class _Plan:
     """One backward pass about to run: its nodes in engine order, the real tensors the
     compiled graph takes as inputs, and a hashable key of everything else it depends on."""
 
     def __init__(self, root_edges, root_grads):
-        from .autograd import anomaly_mode, engine
-        from .autograd import graph as _graph
-        from .ops.dispatch import _modes
         if anomaly_mode.state.enabled:
             raise _NotCaptured("anomaly mode")
-        if _modes:
+        if _dispatch_modes:
             raise _NotCaptured("backward inside a dispatch mode (make_fx tracing)")
-        AccumulateGrad, GraphRoot, (OpBackward, BackwardCFunction), CompiledFunctionBackward = \
-            _node_kinds()
         root, root_buffer = engine._graph_root(root_edges, root_grads)
         deps = {}
         engine._post_order(root, deps)
@@ -160,11 +175,16 @@ class _Plan:
         self.inputs = [root_buffer[i] for i in self.root_slots]
         key = [tuple(_tensor_key(g) for g in self.inputs), tuple(self.root_slots)]
         self.saved = []          # per node: its saved_values() (None for nodes without)
-        for node in order:
+        self.retained = {}       # (position, output_nr) -> weakref of a tensor retaining grad
+        for position, node in enumerate(order):
             if node._pre_hooks or node._post_hooks:
                 raise _NotCaptured(f"hooks registered on the grad_fn node {node.name()}")
-            if retained and any((node, nr) in retained for nr in range(node.num_outputs())):
-                raise _NotCaptured("retain_grad")
+            if retained:
+                for nr in range(node.num_outputs()):
+                    ref = retained.get((node, nr))
+                    if ref is not None:
+                        self.retained[(position, nr)] = ref
+                        key.append(("retain_grad", position, nr))
             edges = tuple(None if e is None else (index[e[0]], e[1]) for e in node.next_functions)
             hooks = _tensor_hook_key(node)
             kind = type(node)
@@ -203,22 +223,28 @@ def _tensor_key(t):
         raise _NotCaptured(f"a saved tensor was modified in place ({e})") from None
 
 
+_PLAIN = frozenset((int, float, bool, complex, str, bytes, type(None)))
+
+
 def _freeze(value, tensors):
     """A hashable stand-in for a node's saved values; tensors are appended to `tensors`
-    (they become graph inputs) and stand in the key by their metadata."""
-    from .tensor import Tensor
+    (they become graph inputs) and stand in the key by their metadata. Values keep their
+    type in the key: 1, 1.0 and True are equal in Python but not to a formula."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return (kind, value)
     if isinstance(value, Tensor):
         tensors.append(value)
-        return ("tensor", _tensor_key(value))
-    if isinstance(value, (list, tuple)):
-        return (type(value).__name__, tuple(_freeze(v, tensors) for v in value))
-    if isinstance(value, dict):
-        return ("dict", tuple((k, _freeze(v, tensors)) for k, v in value.items()))
+        return _tensor_key(value)
+    if kind is tuple or kind is list:
+        return (kind, tuple([_freeze(v, tensors) for v in value]))
+    if kind is dict:
+        return (kind, tuple([(k, _freeze(v, tensors)) for k, v in value.items()]))
     try:
         hash(value)
     except TypeError:
-        raise _NotCaptured(f"a backward formula reads an unhashable {type(value).__name__}") from None
-    return (type(value), value)
+        raise _NotCaptured(f"a backward formula reads an unhashable {kind.__name__}") from None
+    return (kind, value)
 
 
 def _tensor_hooks(node):
@@ -240,35 +266,28 @@ def _tensor_hook_key(node):
 # -- capture: trace the pass into one graph ---------------------------------------------
 
 def _compile(plan, compiler_fn):
-    gm, leaf_positions = _capture(plan)
+    gm, sinks = _capture(plan)
     counters["compiled_autograd"]["captures"] += 1
     fn = compiler_fn(gm)
     if not callable(fn):
         raise TypeError(f"compiled autograd: compiler_fn must return a callable, "
                         f"got {type(fn).__name__}")
     counters["compiled_autograd"]["compiles"] += 1
-    return _CompiledBackward(fn, leaf_positions)
+    return _CompiledBackward(fn, sinks)
 
 
 class _CompiledBackward:
-    """A compiled backward and, per output, the position in the plan of the leaf it is for."""
+    """A compiled backward and, per output, where it goes: (position in the plan, None) for
+    a leaf's AccumulateGrad, (position, output_nr) for a tensor retaining its grad."""
 
-    def __init__(self, fn, leaf_positions):
+    def __init__(self, fn, sinks):
         self.fn = fn
-        self.leaf_positions = leaf_positions
+        self.sinks = sinks
 
 
 def _capture(plan):
     """Trace `plan` into GraphModule forward(self, inputs), which returns the leaves' new
-    gradients; and the positions in plan.order of those leaves' AccumulateGrad nodes."""
-    from .autograd import engine
-    from .autograd.grad_mode import no_grad
-    from .fx.graph_module import GraphModule
-    from .fx.proxy_tensor import GraphTracer
-    from .ops.registry import registry
-    from .tensor import Tensor, _data_reads
-    AccumulateGrad, GraphRoot, _, CompiledFunctionBackward = _node_kinds()
-    clone = registry["clone"]
+    gradients and retained gradients; and where each output goes (_CompiledBackward.sinks)."""
     tracer = GraphTracer()
     graph = tracer.graph
     inputs = graph.placeholder("inputs")
@@ -280,7 +299,7 @@ def _capture(plan):
         tracer.track(value, graph.call_function(fn, (tracer.node_of(grad),), name=name))
         return value
 
-    outputs, leaf_positions = [], []
+    outputs, sinks = [], []
     root_buffer = [None] * plan.root.num_outputs()
     for slot, g in zip(plan.root_slots, plan.inputs):
         root_buffer[slot] = g
@@ -301,13 +320,17 @@ def _capture(plan):
                 for nr, hook in _tensor_hooks(node):
                     if grads[nr] is not None:
                         grads[nr] = opaque(_hook_caller(hook), grads[nr], "call_hook")
+                for nr, g in enumerate(grads):
+                    if g is not None and (position, nr) in plan.retained:
+                        outputs.append(g)
+                        sinks.append((position, nr))
                 if type(node) is AccumulateGrad:
                     if grads[0] is not None:
                         new_grad = Tensor._make(grads[0]._data.copy())
                         tracer.track(new_grad, graph.call_function(
-                            clone, (tracer.node_of(grads[0]),), name="new_grad"))
+                            clone_op, (tracer.node_of(grads[0]),), name="new_grad"))
                         outputs.append(new_grad)
-                        leaf_positions.append(position)
+                        sinks.append((position, None))
                     continue
                 if type(node) is GraphRoot:
                     outs = list(grads)
@@ -323,7 +346,7 @@ def _capture(plan):
         raise _NotCaptured(f"a backward reads tensor values in Python (Tensor.{reads[0]}())")
     graph.output(tuple(tracer.to_arg(o) for o in outputs))
     graph.eliminate_dead_code()
-    return GraphModule(tracer.constants, graph), leaf_positions
+    return GraphModule(tracer.constants, graph), sinks
 
 
 def _pass_on(node, outs, buffers, sum_grads):
@@ -356,8 +379,6 @@ def _hook_caller(hook):
 def _run(plan, compiled, keep_graph):
     """Call the compiled backward on the plan's inputs and accumulate into the leaves as
     the engine would; the pass is a graph task (queue_callback, current_graph_task_id)."""
-    from .autograd import engine
-    from .autograd.grad_mode import state as grad_state
     task = engine.GraphTask(keep_graph, False, True)
     task.root = plan.root
     prev_running, prev_grad = _state.running, grad_state.enabled
@@ -373,14 +394,19 @@ def _run(plan, compiled, keep_graph):
         if not isinstance(new_grads, (tuple, list)):
             new_grads = (new_grads,)
         new_grads = list(new_grads)
-        if len(new_grads) != len(compiled.leaf_positions):
+        if len(new_grads) != len(compiled.sinks):
             raise RuntimeError(f"compiled autograd: the compiled backward returned {len(new_grads)} "
-                               f"gradients, expected {len(compiled.leaf_positions)}")
+                               f"gradients, expected {len(compiled.sinks)}")
         if not keep_graph:
             for node in plan.order:
                 node.release()
-        for i, position in enumerate(compiled.leaf_positions):
-            _accumulate(plan.order[position], new_grads, i)
+        for i, (position, nr) in enumerate(compiled.sinks):
+            if nr is None:
+                _accumulate(plan.order[position], new_grads, i)
+            else:
+                t = plan.retained[(position, nr)]()
+                if t is not None:
+                    _graph.fill_retained_grad(t, new_grads[i])
         for callback in task.callbacks:
             callback()
     finally:
