@@ -15,7 +15,7 @@ def test_demo_trains_and_reports_graphs_breaks_and_speed():
     assert summary.endswith("2 graph(s), ops per graph [10, 116], 2 graph break(s)"), text[:3000]
     assert "Tensor.backward() inside a compiled function" in text
     assert "Tensor.item() reads a tensor's data" in text and "demo.py" in text
-    assert 'cross_entropy: "f32[]"' in text and "more lines)" in text
+    assert 'loss: "f32[]" = dynjit.nn.functional.cross_entropy' in text and "more lines)" in text
     assert "Training step (forward, backward, Adam)" in text
 
 

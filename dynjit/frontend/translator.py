@@ -425,17 +425,27 @@ class InstructionTranslator:
         if v is NULL:
             self.locals.pop(inst.argval, None)
         else:
-            self.locals[inst.argval] = v
+            self._store_local(inst.argval, v)
 
     def STORE_FAST_LOAD_FAST(self, inst):
         store, load = inst.argval
-        self.locals[store] = self.pop()
+        self._store_local(store, self.pop())
         self.push(self._load_local(load))
 
     def STORE_FAST_STORE_FAST(self, inst):
         a, b = inst.argval
-        self.locals[a] = self.pop()
-        self.locals[b] = self.pop()
+        self._store_local(a, self.pop())
+        self._store_local(b, self.pop())
+
+    def _store_local(self, name, v):
+        """Bind a local; a tensor computed in the graph takes the first variable name it is
+        stored in as its node's name (a readable graph: `new_grad`, not `clone_3`)."""
+        self.locals[name] = v
+        node = getattr(v, "node", None)
+        if (isinstance(v, TensorVariable) and node.op == "call_function"
+                and not node.meta.get("name_hinted")):
+            node.meta["name_hinted"] = True
+            node.name = node.graph._names.create(name)
 
     def DELETE_FAST(self, inst):
         self.locals.pop(inst.argval, None)

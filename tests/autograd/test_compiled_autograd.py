@@ -59,10 +59,10 @@ class GraphModule(dynjit.nn.Module):
 _COMPILED = '''\
 class GraphModule(dynjit.nn.Module):
     def forward(self, L_inputs_0: "f32[2]"):
-        mul: "f32[2]" = operator.mul(L_inputs_0, L_inputs_0)
-        clone: "f32[2]" = dynjit.ops.clone(mul);  mul = None
-        clone_1: "f32[2]" = dynjit.ops.clone(L_inputs_0);  L_inputs_0 = None
-        return (clone, clone_1)
+        result: "f32[2]" = operator.mul(L_inputs_0, L_inputs_0)
+        new_grad: "f32[2]" = dynjit.ops.clone(result);  result = None
+        new_grad_1: "f32[2]" = dynjit.ops.clone(L_inputs_0);  L_inputs_0 = None
+        return (new_grad, new_grad_1)
 '''
 
 
