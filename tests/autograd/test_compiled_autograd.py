@@ -460,3 +460,38 @@ def test_disable_and_nesting():
     (x * 2).sum().backward()
     assert len(recorder.graphs) == 1
     assert same(x.grad, dynjit.full((2,), 6.0))
+
+
+def _programs():
+    """Backward passes over a spread of ops: multi-output ops with unused outputs (their
+    zero gradients are constants of the graph), indexing, reductions, in-place ops."""
+    import dynjit.nn.functional as F
+    return {
+        "split": lambda x: x.split(2, dim=1)[0].sin().sum(),
+        "topk": lambda x: x.topk(2, dim=1)[0].sum(),
+        "sort": lambda x: (x.sort(dim=1)[0] * dynjit.arange(6.0)).sum(),
+        "max": lambda x: x.max(dim=1)[0].sum(),
+        "softmax": lambda x: (F.softmax(x, dim=1) * dynjit.arange(6.0)).sum(),
+        "index": lambda x: x[:, [0, 2, 2]].pow(2).sum(),
+        "where": lambda x: dynjit.where(x > 0, x, x * 0.1).sum(),
+        "cross_entropy": lambda x: F.cross_entropy(x, dynjit.tensor([0, 1, 2, 3])),
+        "norm": lambda x: x.norm(),
+        "inplace": lambda x: (x * 1).add_(1).relu_().sum(),
+    }
+
+
+@pytest.mark.parametrize("backend", [None, "llvm"])
+@pytest.mark.parametrize("name", sorted(_programs()))
+def test_op_sweep_matches_the_engine(name, backend):
+    program = _programs()[name]
+    x = dynjit.randn(4, 6, requires_grad=True)
+    program(x).backward()
+    expected, x.grad = x.grad, None
+    recorder = Recorder(backend)
+    with compiled_autograd.enable(recorder):
+        for _ in range(2):
+            x.grad = None
+            program(x).backward()
+    assert same(x.grad, expected)
+    assert len(recorder.graphs) == 1
+    assert counters["compiled_autograd"]["cache_hits"] == 1

@@ -383,6 +383,9 @@ def is_dynjit_callable(value):
         return True
     if isinstance(value, (type, types.MethodType)):
         return False       # classes are called, bound methods traced into
+    from ...fx.graph_module import GraphModule
+    if isinstance(value, GraphModule):
+        return False       # a graph compiled as a function: an object whose attributes are read
     if getattr(value, "_dynjit_trace_into", False) or hasattr(value, "_dynjit_traced_as"):
         return False       # library glue around user code (a hook caller): traced like user code
     from ..eval_frame import is_nn_module
