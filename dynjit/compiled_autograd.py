@@ -7,23 +7,23 @@ autograd graph node by node. It
 1. plans the pass: the nodes the engine would run, in the engine's order;
 2. looks up a compiled backward by the pass's *structure* (node kinds and ops,
    their non-tensor arguments, the shape, dtype and strides of every incoming
-   gradient and saved tensor, the edges, the hook functions). On a miss it traces
-   the pass with make_fx's tracer into one GraphModule `forward(self, inputs)`
-   (every backward formula as ops, each tensor hook as one opaque `call_hook`
-   node, each leaf's new gradient as `new_grad = clone(grad)`, returned, and each
-   retained gradient) and
-   hands it to `compiler_fn(gm)`, which returns a callable (it may return
-   `dynjit.compile(gm, backend=..., fullgraph=True)`);
+   gradient and saved tensor, the edges, the hooks' code). On a miss it traces
+   the pass with make_fx's tracer into one GraphModule `forward(self, inputs,
+   hooks)` (every backward formula as ops; each hook as one `call_hook` /
+   `call_pre_hook` / `call_post_hook` node calling a hook from `hooks`; each
+   leaf's new gradient as `new_grad = clone(grad)`, returned, and each
+   retained gradient) and hands it to `compiler_fn(gm)`, which returns a
+   callable (it may return `dynjit.compile(gm, backend=..., fullgraph=True)`);
 3. calls the compiled backward on `inputs` = [root gradients..., saved
-   tensors...] and accumulates each returned gradient into its leaf's `.grad`
-   exactly as the engine's AccumulateGrad does (then post-accumulate-grad hooks
-   and callbacks queued with `queue_callback`).
+   tensors...] and `hooks`, and accumulates each returned gradient into its
+   leaf's `.grad` exactly as the engine's AccumulateGrad does (then
+   post-accumulate-grad hooks and callbacks queued with `queue_callback`).
 
 Custom autograd.Function backwards are run once while capturing (their ops are
 recorded; ctx attributes join the key). A pass that needs what is not captured
-(hooks on a grad_fn node, a backward whose Python reads tensor values, anomaly
-mode, a backward started inside a trace) runs on the ordinary engine, so results
-never differ; the reason is counted in `dynjit.utils.counters["compiled_autograd"]`.
+(a backward whose Python reads tensor values, CopySlices nodes, anomaly mode, a
+backward started inside a trace) runs on the ordinary engine, so results never
+differ; the reason is counted in `dynjit.utils.counters["compiled_autograd"]`.
 """
 import contextlib
 import operator
@@ -175,10 +175,9 @@ class _Plan:
         self.inputs = [root_buffer[i] for i in self.root_slots]
         key = [tuple(_tensor_key(g) for g in self.inputs), tuple(self.root_slots)]
         self.saved = []          # per node: its saved_values() (None for nodes without)
+        self.hooks = []          # every hook the pass calls, in order: the graph's `hooks`
         self.retained = {}       # (position, output_nr) -> weakref of a tensor retaining grad
         for position, node in enumerate(order):
-            if node._pre_hooks or node._post_hooks:
-                raise _NotCaptured(f"hooks registered on the grad_fn node {node.name()}")
             if retained:
                 for nr in range(node.num_outputs()):
                     ref = retained.get((node, nr))
@@ -186,11 +185,13 @@ class _Plan:
                         self.retained[(position, nr)] = ref
                         key.append(("retain_grad", position, nr))
             edges = tuple(None if e is None else (index[e[0]], e[1]) for e in node.next_functions)
-            hooks = _tensor_hook_key(node)
+            hooks = self._add_hooks(node)
             kind = type(node)
             if kind is AccumulateGrad:
                 v = node.variable
                 part = (kind, v._data.shape, v.dtype, hooks)
+                if node._pre_hooks or node._post_hooks:
+                    raise _NotCaptured("hooks registered on a leaf's AccumulateGrad node")
                 values = None
             elif kind is GraphRoot:
                 part = (kind, edges)
@@ -214,6 +215,22 @@ class _Plan:
             self.saved.append(values)
             key.append(part)
         self.key = tuple(key)
+
+    def _add_hooks(self, node):
+        """Append the node's hooks (tensor hooks, pre-hooks, post-hooks) to self.hooks and
+        return their part of the key. The graph takes hooks as inputs, so a hook made anew
+        for every pass (a closure per forward, as nn.Module full backward hooks are) reuses
+        the graph: the key holds a function's code, not the function."""
+        tensor_hooks = _tensor_hooks(node)
+        pre = list(node._pre_hooks.values()) if node._pre_hooks else []
+        post = list(node._post_hooks.values()) if node._post_hooks else []
+        if not (tensor_hooks or pre or post):
+            return None
+        self.hooks.extend(h for _, h in tensor_hooks)
+        self.hooks.extend(pre)
+        self.hooks.extend(post)
+        return (tuple((nr, _hook_key(h)) for nr, h in tensor_hooks),
+                tuple(_hook_key(h) for h in pre), tuple(_hook_key(h) for h in post))
 
 
 def _tensor_key(t):
@@ -259,8 +276,9 @@ def _tensor_hooks(node):
     return hooks
 
 
-def _tensor_hook_key(node):
-    return tuple(_tensor_hooks(node))
+def _hook_key(hook):
+    code = getattr(hook, "__code__", None)
+    return code if code is not None else hook
 
 
 # -- capture: trace the pass into one graph ---------------------------------------------
@@ -286,18 +304,34 @@ class _CompiledBackward:
 
 
 def _capture(plan):
-    """Trace `plan` into GraphModule forward(self, inputs), which returns the leaves' new
-    gradients and retained gradients; and where each output goes (_CompiledBackward.sinks)."""
+    """Trace `plan` into GraphModule forward(self, inputs, hooks), which returns the leaves'
+    new gradients and retained gradients; and where each output goes (_CompiledBackward.sinks)."""
     tracer = GraphTracer()
     graph = tracer.graph
     inputs = graph.placeholder("inputs")
+    hooks = graph.placeholder("hooks")
     for i, t in enumerate(plan.inputs):
         tracer.track(t, graph.call_function(operator.getitem, (inputs, i)))
+    next_hook = iter(range(len(plan.hooks)))
 
-    def opaque(fn, grad, name):
+    def hook_input():
+        return graph.call_function(operator.getitem, (hooks, next(next_hook)), name="hook")
+
+    def call_tensor_hook(grad):
         value = Tensor._make(grad._data.copy())      # a stand-in: the hook does not run now
-        tracer.track(value, graph.call_function(fn, (tracer.node_of(grad),), name=name))
+        tracer.track(value, graph.call_function(call_hook, (hook_input(), tracer.node_of(grad))))
         return value
+
+    def call_node_hook(fn, args, like):
+        """A call of a grad_fn hook, returning one gradient (or None) per entry of `like`."""
+        call = graph.call_function(fn, (hook_input(),) + tuple(tracer.to_arg(tuple(a)) for a in args))
+        values = []
+        for i, g in enumerate(like):
+            if g is not None:
+                g = Tensor._make(g._data.copy())
+                tracer.track(g, graph.call_function(operator.getitem, (call, i)))
+            values.append(g)
+        return values
 
     outputs, sinks = [], []
     root_buffer = [None] * plan.root.num_outputs()
@@ -319,7 +353,9 @@ def _capture(plan):
                 grads = buffers.pop(node)
                 for nr, hook in _tensor_hooks(node):
                     if grads[nr] is not None:
-                        grads[nr] = opaque(_hook_caller(hook), grads[nr], "call_hook")
+                        grads[nr] = call_tensor_hook(grads[nr])
+                    else:
+                        next(next_hook)           # not called: nothing flows into this output
                 for nr, g in enumerate(grads):
                     if g is not None and (position, nr) in plan.retained:
                         outputs.append(g)
@@ -332,12 +368,18 @@ def _capture(plan):
                         outputs.append(new_grad)
                         sinks.append((position, None))
                     continue
+                if node._pre_hooks:
+                    for _ in node._pre_hooks:
+                        grads = call_node_hook(call_pre_hook, (grads,), grads)
                 if type(node) is GraphRoot:
                     outs = list(grads)
                 elif type(node) is CompiledFunctionBackward:
                     outs = node.apply_with_saved(grads, values, traceable=True)
                 else:
                     outs = node.apply_with_saved(grads, values)
+                if node._post_hooks:
+                    for _ in node._post_hooks:
+                        outs = call_node_hook(call_post_hook, (outs, grads), outs)
                 _pass_on(node, outs, buffers, engine._sum_grads)
     finally:
         _data_reads.pop()
@@ -361,17 +403,42 @@ def _pass_on(node, outs, buffers, sum_grads):
             buf[nr] = g if buf[nr] is None else sum_grads(buf[nr], g, False)
 
 
-def _hook_caller(hook):
-    """The graph's opaque call of a tensor hook: a hook returning None passes the gradient
-    on unchanged. dynjit.compile traces into it (and into the hook)."""
-    def call_hook(grad):
-        result = hook(grad)
-        if result is None:
-            return grad
-        return result
-    call_hook.__qualname__ = "call_hook"
-    call_hook._dynjit_trace_into = True
-    return call_hook
+def _traced_into(fn):
+    fn._dynjit_trace_into = True       # dynjit.compile of the graph traces into it, and the hook
+    return fn
+
+
+@_traced_into
+def call_hook(hook, grad):
+    """The graph's call of a tensor hook: one returning None passes the gradient on."""
+    result = hook(grad)
+    return grad if result is None else result
+
+
+@_traced_into
+def call_pre_hook(hook, grads):
+    """The graph's call of a grad_fn pre-hook: fn(grad_outputs) -> new grad_outputs or None."""
+    result = hook(grads)
+    return grads if result is None else _checked_grads(result, grads)
+
+
+@_traced_into
+def call_post_hook(hook, grad_inputs, grad_outputs):
+    """The graph's call of a grad_fn hook: fn(grad_inputs, grad_outputs) -> new grad_inputs
+    or None."""
+    result = hook(grad_inputs, grad_outputs)
+    return grad_inputs if result is None else _checked_grads(result, grad_inputs)
+
+
+def _checked_grads(result, grads):
+    if len(result) != len(grads):
+        raise RuntimeError(f"a grad_fn hook returned {len(result)} gradients, expected {len(grads)}")
+    for r, g in zip(result, grads):
+        if g is None and r is not None:
+            raise RuntimeError("under compiled autograd a grad_fn hook cannot give a gradient where "
+                               "none flows (None in, a tensor out); run this backward with "
+                               "compiled_autograd.disable()")
+    return tuple(result)
 
 
 # -- running a compiled backward --------------------------------------------------------
@@ -389,7 +456,7 @@ def _run(plan, compiled, keep_graph):
     try:
         inputs = plan.inputs
         plan.inputs = None
-        new_grads = compiled.fn(inputs)
+        new_grads = compiled.fn(inputs, plan.hooks)
         del inputs
         if not isinstance(new_grads, (tuple, list)):
             new_grads = (new_grads,)

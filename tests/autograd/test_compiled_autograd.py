@@ -48,9 +48,10 @@ class Recorder:
 
 _CAPTURED = '''\
 class GraphModule(dynjit.nn.Module):
-    def forward(self, inputs):
+    def forward(self, inputs, hooks):
         getitem: "f32[2]" = inputs[0];  inputs = None
-        call_hook: "f32[2]" = dynjit_compiled_autograd_call_hook(getitem)
+        hook = hooks[0];  hooks = None
+        call_hook: "f32[2]" = dynjit.compiled_autograd.call_hook(hook, getitem);  hook = None
         new_grad: "f32[2]" = dynjit.ops.clone(call_hook);  call_hook = None
         new_grad_1: "f32[2]" = dynjit.ops.clone(getitem);  getitem = None
         return (new_grad, new_grad_1)
@@ -386,16 +387,53 @@ def test_retained_gradients_are_outputs_of_the_graph():
     assert counters["compiled_autograd"]["cache_hits"] == 1
 
 
+@pytest.mark.parametrize("backend", [None, "eager", "llvm"])
+def test_grad_fn_hooks_and_module_backward_hooks_are_calls_in_the_graph(backend):
+    def run(enabled):
+        dynjit.manual_seed(3)
+        model = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+        calls = []
+        # a closure made anew on every forward: the graph takes hooks as inputs
+        model[0].register_full_backward_hook(
+            lambda mod, grad_in, grad_out: calls.append(("module", grad_out[0].sum().item())))
+        for _ in range(3):
+            x = dynjit.randn(5, 3, requires_grad=True)
+            y = model(x)
+            y.grad_fn.register_prehook(lambda grads: (grads[0] * 2,))
+            y.grad_fn.register_hook(lambda grad_in, grad_out: calls.append(("post", len(grad_in))))
+            if enabled:
+                with compiled_autograd.enable(recorder):
+                    y.sum().backward()
+            else:
+                y.sum().backward()
+        return [p.grad for p in model.parameters()] + [x.grad], calls
+
+    recorder = Recorder(backend, fullgraph=False)     # the hooks' .item() is a graph break
+    (eager, eager_calls), (compiled, compiled_calls) = run(False), run(True)
+    for a, b in zip(eager, compiled):
+        assert same(a, b)
+    assert [c[0] for c in compiled_calls] == [c[0] for c in eager_calls] == ["post", "module"] * 3
+    assert [c[1] for c in compiled_calls] == pytest.approx([c[1] for c in eager_calls], rel=1e-5)
+    assert len(recorder.graphs) == 1
+    assert counters["compiled_autograd"]["cache_hits"] == 2
+    code = recorder.graphs[0].code
+    assert "call_pre_hook" in code and "call_post_hook" in code
+
+
 def test_what_is_not_captured_runs_on_the_engine_with_the_reason_counted():
     recorder = Recorder()
     x = dynjit.tensor([1.0, 2.0], requires_grad=True)
     with compiled_autograd.enable(recorder):
-        y = x.exp()
-        y.grad_fn.register_prehook(lambda grads: None)
+        y = x * 1
+        y[0].mul_(3)            # an in-place op through a view: a CopySlices node
         y.sum().backward()
-    assert same(x.grad, x.detach().exp())
+        with pytest.warns(UserWarning, match="Anomaly Detection"), dynjit.autograd.detect_anomaly():
+            x.exp().sum().backward()
+    assert same(x.grad, dynjit.tensor([3.0, 1.0]) + x.detach().exp())
     assert recorder.graphs == []
-    assert counters["compiled_autograd"]["eager: hooks registered on the grad_fn node ExpBackward0"] == 1
+    reasons = counters["compiled_autograd"]
+    assert reasons["eager: CopySlices (a node kind compiled autograd does not trace yet)"] == 1
+    assert reasons["eager: anomaly mode"] == 1
 
 
 def test_a_modified_saved_tensor_raises_as_in_eager():
