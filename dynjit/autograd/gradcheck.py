@@ -141,6 +141,52 @@ def _check(func, inputs, wrt, eps, atol, rtol, nondet_tol):
                     f"numerical gradient.The tolerance for nondeterminism was {nondet_tol}.")
 
 
+def _warn_undefined_grad_check():
+    warnings.warn("Backwards compatibility: New undefined gradient support checking feature is "
+                  "enabled by default, but it may break existing callers of this function. If this "
+                  "is true for you, you can call this function with \"check_undefined_grad=False\" "
+                  "to disable the feature", UserWarning, stacklevel=4)
+
+
+_UNDEFINED_NOTE = ('Please look at "Notes about undefined output gradients" in '
+                   '"tools/autograd/derivatives.yaml"')
+
+
+def _check_undefined_grad(func, inputs, wrt):
+    """Backward must cope with undefined (None) output gradients: with all of them
+    undefined, and (several outputs) with one at a time undefined, it must run and give
+    input gradients that are None or zero."""
+    from . import grad as autograd_grad
+    from ._functions import UndefinedGrad
+
+    def differentiable():
+        return [o for o in _flat_outputs(func(*inputs)) if o._requires_grad]
+
+    def run(outputs):
+        Tensor = _tensor_cls()
+        grad_outputs = [Tensor._make(np.zeros(o._data.shape, dtype=o.dtype.np)) for o in outputs]
+        try:
+            grads = autograd_grad(outputs, wrt, grad_outputs, allow_unused=True)
+        except RuntimeError as e:
+            _warn_undefined_grad_check()
+            raise GradcheckError("Expected backward function to handle undefined output grads. "
+                                 + _UNDEFINED_NOTE) from e
+        for g in grads:
+            if g is not None and np.any(g._data != 0):
+                _warn_undefined_grad_check()
+                raise GradcheckError("Expected all input grads to be undefined or zero when all "
+                                     "output grads are undefined or zero. " + _UNDEFINED_NOTE)
+
+    undefined = UndefinedGrad()
+    outputs = differentiable()
+    if not outputs:
+        return
+    run([undefined(o) for o in outputs])
+    if len(outputs) > 1:
+        for k in range(len(outputs)):
+            run([undefined(o) if i == k else o for i, o in enumerate(differentiable())])
+
+
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
               nondet_tol=0.0, check_undefined_grad=True, fast_mode=False, check_batched_grad=False,
               check_grad_dtypes=False, masked=None):
@@ -148,12 +194,15 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 
     A failed check raises GradcheckError, or returns False with raise_exception=False;
     invalid inputs, and errors raised by `func` itself, always raise. (`fast_mode`
-    is accepted and runs the full check.)"""
+    is accepted and runs the full check.) With `check_undefined_grad`, backward must
+    also cope with undefined (None) output gradients."""
     Tensor = _tensor_cls()
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     wrt = _validate_inputs(inputs)
     try:
         _check(func, inputs, wrt, eps, atol, rtol, nondet_tol)
+        if check_undefined_grad:
+            _check_undefined_grad(func, inputs, wrt)
     except GradcheckError:
         if raise_exception:
             raise
@@ -190,7 +239,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         return tuple(g for g in grads if g is not None)
 
     return gradcheck(first_grad, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception, nondet_tol=nondet_tol)
+                     raise_exception=raise_exception, nondet_tol=nondet_tol,
+                     check_undefined_grad=check_undefined_grad)
 
 
 _PRIVATE_API = ("`{}` was part of PyTorch's private API and not meant to be exposed. We are "

@@ -185,6 +185,7 @@ _NO_SHAPES = {}
 class OpBackward(Node):
     """Backward of a registered op; subclasses are made per op by make_backward_class."""
     op = None
+    _wrapped_scalar = -1     # index of a parameter whose Python-number argument gets an edge
     _n_outputs = 1
     _result_meta = None
     _saved_out = None
@@ -200,12 +201,19 @@ class OpBackward(Node):
         edges, meta, positions = [], [], []
         plain = list(args)
         lists = op.tensor_lists
+        wrapped = self._wrapped_scalar
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 edges.append(edge_of(a) if a._requires_grad else None)
                 meta.append((a._data.shape, a.dtype))
                 positions.append((i, None))
                 plain[i] = None
+            elif i == wrapped and isinstance(a, (int, float, complex)):
+                # a Python number where PyTorch's schema takes a Tensor (x + 5): PyTorch wraps
+                # it in a tensor that needs no grad, so the node has an edge for it, None
+                edges.append(None)
+                meta.append(((), None))
+                positions.append((i, None))
             elif lists and i in lists:
                 for j, t in enumerate(a):
                     if isinstance(t, Tensor):
@@ -383,9 +391,18 @@ def reduce_grad(g, shape, dtype):
     return g
 
 
+# Ops whose PyTorch schema takes `Tensor other` and wraps a Python number passed there
+# (add.Tensor, ...): their nodes list a None edge for the number, as PyTorch's do.
+_WRAPS_SCALAR = {"add": "other", "sub": "other", "mul": "other", "div": "other"}
+
+
 def make_backward_class(op):
     camel = "".join(p[:1].upper() + p[1:] for p in op.name.split("_"))
-    return type(f"{camel}Backward0", (OpBackward,), {"op": op})
+    attrs = {"op": op}
+    wrapped = _WRAPS_SCALAR.get(op.name)
+    if wrapped is not None:
+        attrs["_wrapped_scalar"] = op.index[wrapped]
+    return type(f"{camel}Backward0", (OpBackward,), attrs)
 
 
 _UNSHARED_REFS = None
