@@ -257,6 +257,9 @@ def _freeze(value, tensors):
         return (kind, tuple([_freeze(v, tensors) for v in value]))
     if kind is dict:
         return (kind, tuple([(k, _freeze(v, tensors)) for k, v in value.items()]))
+    if kind is slice:         # unhashable before Python 3.12
+        return (kind, _freeze(value.start, tensors), _freeze(value.stop, tensors),
+                _freeze(value.step, tensors))
     try:
         hash(value)
     except TypeError:
