@@ -35,6 +35,8 @@ class Tensor:
     _is_inference = False
     _creation_meta = None       # a view's ('no_grad'|'inference'|'multi'|'custom', name, nr)
     _is_param = False
+    _meta_ops = ()              # inverses of the in-place view ops applied to this tensor (ops.metadata)
+    _src_meta = 0               # a view: len(source._meta_ops) when it was made
     __array_priority__ = 1000   # numpy scalars defer to Tensor's reflected ops
 
     def __init__(self, data=None, *, dtype=None, requires_grad=False):
@@ -320,6 +322,33 @@ class Tensor:
         from .autograd import backward
         backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
 
+    # -- metadata mutation (see dynjit.ops.metadata) ------------------------
+    def t_(self):
+        """Transpose this 2-D tensor in place (its shape and strides change, its memory does not)."""
+        return _metadata.metadata_mutation("t_", self, ())
+
+    def transpose_(self, dim0, dim1):
+        """Swap two dimensions of this tensor in place (a metadata change)."""
+        return _metadata.metadata_mutation("transpose_", self, (dim0, dim1))
+
+    def swapdims_(self, dim0, dim1):
+        return _metadata.metadata_mutation("swapdims_", self, (dim0, dim1))
+
+    swapaxes_ = swapdims_
+
+    def unsqueeze_(self, dim):
+        """Insert a dimension of size 1 at `dim`, in place (a metadata change)."""
+        return _metadata.metadata_mutation("unsqueeze_", self, (dim,))
+
+    def squeeze_(self, dim=None):
+        """Remove dimensions of size 1 (all, or `dim`), in place (a metadata change)."""
+        return _metadata.metadata_mutation("squeeze_", self, () if dim is None else (dim,))
+
+    def set_(self, source):
+        """Make this tensor use `source`'s memory, shape and strides (only without autograd
+        recording: under no_grad, or when neither requires grad)."""
+        return _metadata.metadata_mutation("set_", self, (source,))
+
     # -- conversion --------------------------------------------------------
     def numpy(self, *, force=False):
         if self._requires_grad and not force:
@@ -592,3 +621,4 @@ def is_tensor(obj):
 _dispatch_mod.Tensor = Tensor
 _graph.Tensor = Tensor
 from .ops import registry as _ops  # noqa: E402
+from .ops import metadata as _metadata  # noqa: E402

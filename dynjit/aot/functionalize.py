@@ -11,6 +11,8 @@ eager would have.
 """
 import operator
 
+import numpy as np
+
 from ..autograd.grad_mode import no_grad, state as _grad_state
 from ..autograd.graph import view_chain
 from ..fx.proxy_tensor import GraphTracer, _trim_defaults
@@ -36,6 +38,13 @@ class FunctionalTracer(GraphTracer):
         # recording (grad mode on and an operand requiring grad); writes under no_grad
         # or on tensors without grad are hidden from autograd
         self.autograd_writes = {}
+        self.data_written = set()   # ids of tensors whose memory an in-place op wrote
+        # id(tensor) -> (tensor, [(method name, args, grad mode)]): in-place view ops applied
+        self.meta_mutations = {}
+        self.set_targets = {}       # id(tensor) -> tensor, for tensors given other memory by set_()
+        # id(input tensor) -> (tensor, its placeholder node, name, its layout at the start):
+        # the function's arguments, whose memory set_() may leave and come back to
+        self.inputs = {}
 
     def track(self, tensor, node):
         super().track(tensor, node)
@@ -79,6 +88,56 @@ class FunctionalTracer(GraphTracer):
         self.track(value, node)
         return node
 
+    def __metadata_mutation__(self, kind, tensor, args):
+        """In-place view ops and set_() (see dynjit.ops.metadata): the tensor is rebound to
+        the view's node (or the source's); what happened to which tensor is recorded so that
+        AOT autograd can replay it on the caller's tensors."""
+        if kind == "set_":
+            return self._set_(tensor, args[0])
+        base = tensor._base
+        base_current = base is not None and self.is_tracked(base) and \
+            self._versions[id(base)] == base._version_counter[0]
+        super().__metadata_mutation__(kind, tensor, args)
+        if base_current:
+            # the version bump changed no data: the base's node is still its value
+            self._versions[id(base)] = base._version_counter[0]
+        self.meta_mutations.setdefault(id(tensor), (tensor, []))[1].append(
+            (kind, tuple(args), _grad_state.enabled))
+        return tensor
+
+    def _set_(self, tensor, source):
+        node = self.node_of(source)
+        layout = (source.data_ptr(), source._data.shape, source._data.strides,
+                  id(source._version_counter), source._version_counter[0])
+        for t, ph, _, original in self.inputs.values():
+            if layout == original:
+                # back on an argument's own memory, with its layout and unwritten: its placeholder
+                node = ph
+                break
+        from ..ops.metadata import eager_set_
+        eager_set_(tensor, source)
+        self.track(tensor, node)
+        self.set_targets[id(tensor)] = tensor
+        return tensor
+
+    def _check_write_after_set_(self, op, target, root):
+        entry = self.inputs.get(id(root))
+        if id(root) not in self.set_targets:
+            return
+        if not np.may_share_memory(target._data, root._data):
+            raise RuntimeError(
+                f"the traced function writes in place ({op.name}) into memory that argument "
+                f"{entry[2] if entry else 'a tensor'} used before set_() gave it other memory (through "
+                "a view taken before the set_()); AOT autograd cannot replay that write, since it "
+                "cannot mutate tensors with frozen storage. Write through a view taken after set_(), "
+                "or clone() before writing.")
+        if entry is not None:
+            raise RuntimeError(
+                f"the traced function calls set_() on {entry[2]}, but the input has other mutations "
+                f"that we cannot replay together with set_() (an in-place {op.name} after it); AOT "
+                "autograd only supports set_() on an input that is not otherwise modified. Write "
+                "into a clone instead.")
+
     def __dispatch__(self, op, args, kwargs):
         if op.kind != INPLACE:
             result = super().__dispatch__(op, args, kwargs)
@@ -97,6 +156,8 @@ class FunctionalTracer(GraphTracer):
             # A tensor made outside the trace (a literal built inside the function):
             # the graph must start from its value before this write.
             self.add_constant(root, snapshot=True)
+        if self.set_targets:
+            self._check_write_after_set_(op, target, root)
         arg_nodes = self.to_arg(_trim_defaults(op.functional, args))
         kwarg_nodes = self.to_arg(kwargs)
         writes = self._writes_through(target)
@@ -110,6 +171,9 @@ class FunctionalTracer(GraphTracer):
             # the in-place op casts its result into self's dtype (x32.add_(y64), x.logical_not_())
             value = self.graph.call_function(_to_dtype, (value, target.dtype))
         for t, b, base_node in writes:
+            self.data_written.add(id(t))
+            if b is not None:
+                self.data_written.add(id(b))
             self.track(t, value)
             if b is not None:
                 value = self.graph.call_function(_view_scatter, (base_node, value, tuple(view_chain(t))))

@@ -67,6 +67,9 @@ class TracedFunction:
                      them are differentiable, their (shape, dtype)
     copy_back     -- (placeholder, forward output, with autograd?): write the
                      output into the caller's tensor after the forward
+    meta_mutations -- (argument leaf, [(method, args, grad mode)]): in-place view ops
+                     (t_, unsqueeze_ ...) replayed on the caller's tensor, before copy_back
+    set_back      -- (placeholder, forward output): inputs set_() gave other memory
     mutation_ops  -- (placeholder, op name) for inputs written with autograd
                      recording (checked as eager checks in-place writes)
     grad_inputs   -- placeholders that receive gradients, in joint-output order
@@ -222,6 +225,9 @@ class _JointTrace:
 
     def _record_placeholder(self, t, node, source, grad_leaf):
         self.tracer.track(t, node)
+        if source[0] != "const":
+            self.tracer.inputs[id(t)] = (t, node, f"argument {source[1]}", (
+                t.data_ptr(), t._data.shape, t._data.strides, id(t._version_counter), t._version_counter[0]))
         self.tr.placeholders.append(source)
         self.inner.append(t)
         self.grad_leaves.append(grad_leaf)
@@ -268,6 +274,7 @@ class _JointTrace:
         with self.tracer:
             for i, k, chain in synthetic_views:
                 traced[i] = replay_view_chain(self.inner[k], chain)
+        self.traced = traced
         return traced
 
     def call(self, traced):
@@ -298,11 +305,16 @@ class _JointTrace:
         no_grad, or to a tensor without grad, is copied back without one, or kept in
         the graph as a copy_. Returns the (placeholder, new value) pairs kept."""
         tr, tracer = self.tr, self.tracer
-        tr.copy_back, tr.mutation_ops, kept = [], [], []
+        tr.copy_back, tr.mutation_ops, tr.set_back, kept = [], [], [], []
+        tr.meta_mutations = self.find_metadata_mutations()
+        metadata_changed = {id(self.traced[i]) for i, _ in tr.meta_mutations}
         for k, t in enumerate(self.inner):
             new = tracer.node_of(t)
-            if new is self.ph_nodes[k]:
+            if id(t) in tracer.set_targets and new is not self.ph_nodes[k]:
+                self.set_input(k, t, new)
                 continue
+            if new is self.ph_nodes[k] or id(t) not in tracer.data_written:
+                continue        # unchanged, or only its shape/strides changed (replayed on its own)
             if k in self.lifted:
                 raise RuntimeError(
                     "the traced function modifies in place a tensor that requires grad and is not one "
@@ -312,11 +324,37 @@ class _JointTrace:
             if op_name is not None:
                 tr.mutation_ops.append((k, op_name))
             differentiable = self.training and op_name is not None and t._requires_grad
-            if self.keep_input_mutations and not differentiable:
+            if self.keep_input_mutations and not differentiable and id(t) not in metadata_changed:
                 kept.append((self.ph_nodes[k], new))
             else:
                 tr.copy_back.append((k, self.forward_output(new, t, differentiable), differentiable))
         return kept
+
+    def find_metadata_mutations(self):
+        """[(argument leaf index, [(method name, args, grad mode)])]: the in-place view ops
+        (t_, unsqueeze_ ...) the function applied to its arguments, replayed on the caller's
+        tensors after the forward (before new values are copied into them)."""
+        found = []
+        seen = set()
+        for i, v in enumerate(self.traced):
+            if not isinstance(v, Tensor) or id(v) in seen:
+                continue
+            seen.add(id(v))
+            entry = self.tracer.meta_mutations.get(id(v))
+            if entry is not None and entry[0] is v:
+                found.append((i, list(entry[1])))
+        return found
+
+    def set_input(self, k, t, new):
+        """Argument k ends the function on other memory (set_()): its new value is a forward
+        output, which the runtime gives the caller's tensor with set_()."""
+        if self.tr.placeholders[k][0] != "leaf" or id(t) in self.tracer.data_written:
+            raise RuntimeError(
+                f"the traced function calls set_() on argument {self.tr.placeholders[k][1]}, but the "
+                "input has other mutations that we cannot replay together with set_() (it was "
+                "written in place, or it shares memory with another argument); AOT autograd only "
+                "supports set_() on an input that is not otherwise modified.")
+        self.tr.set_back.append((k, self.forward_output(new, t, False)))
 
     def describe_outputs(self, out, traced):
         """The output program: how each returned value is had at run time."""
@@ -392,6 +430,11 @@ class _JointTrace:
         self.memo[id(t)] = len(program) - 1
         return len(program) - 1
 
+    def describe_placeholder(self, k):
+        kind, i = self.tr.placeholders[k]
+        return f"argument {i}" if kind == "leaf" else \
+            f"the base of argument {i}" if kind == "root" else "a global or closure tensor"
+
     # -- the backward ---------------------------------------------------------------
     def trace_backward(self):
         """autograd.grad from the differentiable forward outputs, seeded with tangent
@@ -409,12 +452,22 @@ class _JointTrace:
                 tangents.append(tangent)
                 tangent_nodes.append(node)
         after_forward = [tracer.node_of(t) for t in self.inner]
+        meta_before = {k: len(v[1]) for k, v in tracer.meta_mutations.items()}
         grads = [None] * len(tr.grad_inputs)
         if diff and tr.grad_inputs:
             with tracer:
                 grads = autograd_grad([self.fw_tensors[j] for j in diff],
                                       [self.grad_leaves[k] for k in tr.grad_inputs],
                                       tangents, allow_unused=True)
+        for k, t in enumerate(self.inner):
+            entry = tracer.meta_mutations.get(id(t))
+            if entry is not None and len(entry[1]) != meta_before.get(id(t), 0):
+                raise RuntimeError(
+                    f"the backward of the traced function changes the shape or strides of an input "
+                    f"in place ({entry[1][-1][0]} on {self.describe_placeholder(k)}, e.g. in a custom "
+                    "autograd.Function's backward); AOT autograd cannot replay an input that had its "
+                    "metadata mutated in the backward. Use an out-of-place view (transpose, "
+                    "unsqueeze ...) instead.")
         grad_nodes = [tracer.node_of(g) if g is not None else None for g in grads]
         for tangent, node in zip(tangents, tangent_nodes):
             if tracer.node_of(tangent) is not node:

@@ -104,7 +104,7 @@ class CompiledEntry:
         self.simple_out = [t.program[k][1] for k in t.out_values] if t.simple_outputs else None
         # nothing to check or write back, outputs straight from the graph
         self.fast = (not t.training and not t.mutation_ops and not t.copy_back
-                     and self.simple_out is not None)
+                     and not t.meta_mutations and not t.set_back and self.simple_out is not None)
 
     def backward_fn(self):
         if self.bw is None:
@@ -149,6 +149,19 @@ class CompiledEntry:
                 _grad_state.enabled = prev
             if not isinstance(fw_outs, (list, tuple)):
                 fw_outs = (fw_outs,)
+        for i, steps in t.meta_mutations:
+            # shapes and strides first: a new value is then copied in the new layout
+            x = leaves[i]
+            prev = _grad_state.enabled
+            try:
+                for name, args, grad_mode in steps:
+                    _grad_state.enabled = prev and grad_mode
+                    getattr(x, name)(*args)
+            finally:
+                _grad_state.enabled = prev
+        for k, j in t.set_back:
+            with no_grad():
+                inputs[k].set_(fw_outs[j])
         for k, j, differentiable in t.copy_back:
             value = fw_outs[j]
             if differentiable and _grad_state.enabled:

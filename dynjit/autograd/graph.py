@@ -562,12 +562,18 @@ class AsStridedBackward0(Node):
 
 
 def view_chain(view):
-    """The (view op, other args, output index or None) steps that make `view` from its base."""
+    """The (view op, other args, output index or None) steps that make `view` from its base.
+
+    A source whose shape or strides changed in place since the view was made from it
+    (`x.t_()`, see ops.metadata) has those changes undone first."""
     chain = []
     t = view
     while t._view_of is not None:
         src, op, rest, multi, index = t._view_of
         chain.append((op, rest, index if multi else None))
+        for inverse in src._meta_ops[t._src_meta:]:
+            for inv_op, inv_args in reversed(inverse):
+                chain.append((inv_op, inv_args, None))
         if src._base is None:
             break
         t = src

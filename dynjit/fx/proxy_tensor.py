@@ -140,6 +140,20 @@ class GraphTracer(DispatchMode):
         self.record_result(node, result)
         return result
 
+    def __metadata_mutation__(self, kind, tensor, args):
+        """An in-place view op (`x.t_()`) is recorded as its view op, whose node `x` is from
+        then on; `x.set_(y)` makes `x` the node of `y` (see dynjit.ops.metadata)."""
+        from ..ops.metadata import INPLACE_VIEWS, eager_metadata_mutation
+        if kind == "set_":
+            node = self.node_of(args[0])
+            eager_metadata_mutation(kind, tensor, args)
+        else:
+            src = self.node_of(tensor)
+            eager_metadata_mutation(kind, tensor, args)
+            node = self.graph.call_function(INPLACE_VIEWS[kind], (src,) + self.to_arg(tuple(args)))
+        self.track(tensor, node)
+        return tensor
+
     def run_inplace(self, op, args, kwargs):
         """Run an in-place op for real, tracing the copy of the old value that autograd saves."""
         _dispatch._snapshot_observers.append(self.record_snapshot)

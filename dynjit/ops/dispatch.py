@@ -202,6 +202,9 @@ def _mark_views(op, args, result):
             o._version_counter = src._version_counter
             # (source, view op, its other args, multi-output?, output index)
             o._view_of = (src, op, args[1:], multi, i)
+            if src._meta_ops:
+                o._src_meta = len(src._meta_ops)
+            o._view_version = o._version_counter[0]     # its grad_fn is current
             meta = new or (("multi", op.backward_cls.__name__ if op.backward_cls else op.name, i)
                            if multi else None)
             if prev is not None and (meta is None or prev[0] == "inference"):
