@@ -516,13 +516,22 @@ class CopySlices(Node):
         self.next_functions = tuple(edges)
 
     def apply(self, grads):
+        return self._apply(grads, self.fn.apply)
+
+    def saved_values(self):
+        return self.fn.saved_values()
+
+    def apply_with_saved(self, grads, values):
+        return self._apply(grads, lambda fn_grads: self.fn.apply_with_saved(fn_grads, values))
+
+    def _apply(self, grads, fn_apply):
         if grads[0] is None:
             return [None] * len(self.next_functions)
         # Written with dispatched ops so that tracing (make_fx, AOT) records it.
         res = grads[0].clone()
         region = self.view_fn(res)
         region._creation_meta = None    # our own buffer: writing it in place is not ambiguous
-        fn_grads = list(self.fn.apply([region.clone()]))
+        fn_grads = list(fn_apply([region.clone()]))
         g_self = fn_grads[self.self_index]
         with _no_grad_unless_create_graph():
             if g_self is None:
@@ -602,6 +611,7 @@ def view_replay_fn(view, differentiable=False):
         from .grad_mode import no_grad
         with no_grad():
             return replay_view_chain(x, chain)
+    replay.chain = chain      # what it replays (compiled autograd keys its cache on it)
     return replay
 
 
