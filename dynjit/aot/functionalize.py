@@ -126,7 +126,7 @@ class FunctionalTracer(GraphTracer):
             return
         if not np.may_share_memory(target._data, root._data):
             raise RuntimeError(
-                f"the traced function writes in place ({op.name}) into memory that argument "
+                f"the traced function writes in place ({op.name}) into memory that "
                 f"{entry[2] if entry else 'a tensor'} used before set_() gave it other memory (through "
                 "a view taken before the set_()); AOT autograd cannot replay that write, since it "
                 "cannot mutate tensors with frozen storage. Write through a view taken after set_(), "

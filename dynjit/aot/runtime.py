@@ -19,7 +19,7 @@ import numpy as np
 from ..autograd import graph as _graph
 from ..autograd.grad_mode import no_grad, state as _grad_state
 from ..ops.dispatch import check_inplace_allowed
-from ..ops.registry import registry
+from ..ops.registry import VIEW, registry
 from ..tensor import Tensor
 from .compilers import call_compiled
 from .flat import unflatten
@@ -102,8 +102,13 @@ class CompiledEntry:
         self.leaves_are_inputs = self.plain_inputs and self.input_leaves == list(range(t.n_leaves))
         self.copied_back = {k for k, _, _ in t.copy_back}
         self.simple_out = [t.program[k][1] for k in t.out_values] if t.simple_outputs else None
+        # forward outputs made by a view op in the graph (an intermediate transposed in place
+        # and returned): views of a value the caller never sees, returned as plain tensors
+        outs = next(n for n in reversed(t.gm.graph.nodes) if n.op == "output").args[0][:self.n_fw]
+        self.unview = [j for j, n in enumerate(outs) if n is not None and n.op == "call_function"
+                       and getattr(n.target, "kind", None) == VIEW]
         # nothing to check or write back, outputs straight from the graph
-        self.fast = (not t.training and not t.mutation_ops and not t.copy_back
+        self.fast = (not t.training and not t.mutation_ops and not t.copy_back and not self.unview
                      and not t.meta_mutations and not t.set_back and self.simple_out is not None)
 
     def backward_fn(self):
@@ -149,6 +154,10 @@ class CompiledEntry:
                 _grad_state.enabled = prev
             if not isinstance(fw_outs, (list, tuple)):
                 fw_outs = (fw_outs,)
+            if self.unview:
+                fw_outs = list(fw_outs)
+                for j in self.unview:
+                    fw_outs[j] = _unviewed(fw_outs[j], inputs)
         for i, steps in t.meta_mutations:
             # shapes and strides first: a new value is then copied in the new layout
             x = leaves[i]
@@ -188,6 +197,8 @@ class CompiledEntry:
             _grad_state.enabled = prev
         n = self.n_fw
         fw_outs = list(outs[:n])
+        for j in self.unview:
+            fw_outs[j] = _unviewed(fw_outs[j], inputs)
         saved = outs[n:]
         if self.copied_back:
             # An input written in place is saved as its value before the write.
@@ -211,6 +222,17 @@ class CompiledEntry:
             o._output_nr = nr
             o._requires_grad = True
         return fw_outs
+
+
+def _unviewed(t, inputs):
+    """A graph output that is a view of one of the graph's intermediates, as a tensor of its own
+    (not a view of a base the caller never sees, whose history would replace its own)."""
+    if isinstance(t, Tensor) and t._base is not None and all(t._base is not x for x in inputs):
+        a = Tensor._make(t._data)
+        a._version_counter = t._version_counter
+        a._grad_fn, a._output_nr, a._requires_grad = t._grad_fn, t._output_nr, t._requires_grad
+        return a
+    return t
 
 
 def _as_is_alias(t):

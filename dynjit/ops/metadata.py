@@ -38,7 +38,7 @@ def _inverse(name, shape, args):
     ndim = len(shape)
     if name == "t_":
         return ((_T, ()),)
-    if name == "transpose_":
+    if name in ("transpose_", "swapdims_", "swapaxes_"):
         return ((_TRANSPOSE, tuple(args)),)
     if name == "unsqueeze_":
         return ((_SQUEEZE, (_norm(args[0], ndim + 1),)),)
