@@ -21,8 +21,8 @@ autograd graph node by node. It
 
 Custom autograd.Function backwards are run once while capturing (their ops are
 recorded; ctx attributes join the key). A pass that needs what is not captured
-(a backward whose Python reads tensor values, CopySlices nodes, anomaly mode, a
-backward started inside a trace) runs on the ordinary engine, so results never
+(a backward whose Python reads tensor values, a node kind without
+saved_values/apply_with_saved, anomaly mode, a backward started inside a trace) runs on the ordinary engine, so results never
 differ; the reason is counted in `dynjit.utils.counters["compiled_autograd"]`.
 """
 import contextlib
@@ -42,13 +42,13 @@ def _load():
     module while dynjit itself is still loading)."""
     global _loaded, Tensor, _data_reads, engine, _graph, anomaly_mode, _dispatch_modes, no_grad, \
         grad_state, GraphModule, GraphTracer, clone_op, AccumulateGrad, GraphRoot, OpBackward, \
-        BackwardCFunction, CompiledFunctionBackward
+        BackwardCFunction, CompiledFunctionBackward, CopySlices
     from .aot.runtime import CompiledFunctionBackward
     from .autograd import anomaly_mode, engine
     from .autograd import graph as _graph
     from .autograd.function import BackwardCFunction
     from .autograd.grad_mode import no_grad, state as grad_state
-    from .autograd.graph import AccumulateGrad, GraphRoot, OpBackward
+    from .autograd.graph import AccumulateGrad, CopySlices, GraphRoot, OpBackward
     from .fx.graph_module import GraphModule
     from .fx.proxy_tensor import GraphTracer
     from .ops.dispatch import _modes as _dispatch_modes
@@ -203,11 +203,17 @@ class _Plan:
                 structure = _freeze(values, self.inputs)
                 if kind is CompiledFunctionBackward:
                     extra = (node.entry, node._n_inputs, tuple(node._written))
-                elif isinstance(node, BackwardCFunction):
-                    extra = ()            # the ctx's attributes are in the saved values
                 else:
-                    extra = (tuple(node._inputs), tuple(node._positions), node._n_outputs,
-                             None if node._result_meta is None else tuple(node._result_meta))
+                    extra = _formula_key(node)
+                part = (kind, edges, hooks, structure, extra)
+            elif kind is CopySlices and isinstance(node.fn, (OpBackward, BackwardCFunction)):
+                values = node.saved_values()
+                structure = _freeze(values, self.inputs)
+                view_tensors = []
+                chain = _freeze(getattr(node.view_fn, "chain", None), view_tensors)
+                if view_tensors or chain == (type(None), None):
+                    raise _NotCaptured("an in-place write through a view made with tensor arguments")
+                extra = (type(node.fn), _formula_key(node.fn), chain, node.self_index, node.base_meta)
                 part = (kind, edges, hooks, structure, extra)
             else:
                 raise _NotCaptured(f"{node.name()} (a node kind compiled autograd does not "
@@ -231,6 +237,14 @@ class _Plan:
         self.hooks.extend(post)
         return (tuple((nr, _hook_key(h)) for nr, h in tensor_hooks),
                 tuple(_hook_key(h) for h in pre), tuple(_hook_key(h) for h in post))
+
+
+def _formula_key(node):
+    """What an op's backward formula depends on besides its saved values."""
+    if isinstance(node, BackwardCFunction):
+        return ()             # the ctx's attributes are in the saved values
+    return (tuple(node._inputs), tuple(node._positions), node._n_outputs,
+            None if node._result_meta is None else tuple(node._result_meta))
 
 
 def _tensor_key(t):

@@ -424,16 +424,11 @@ def test_what_is_not_captured_runs_on_the_engine_with_the_reason_counted():
     recorder = Recorder()
     x = dynjit.tensor([1.0, 2.0], requires_grad=True)
     with compiled_autograd.enable(recorder):
-        y = x * 1
-        y[0].mul_(3)            # an in-place op through a view: a CopySlices node
-        y.sum().backward()
         with pytest.warns(UserWarning, match="Anomaly Detection"), dynjit.autograd.detect_anomaly():
             x.exp().sum().backward()
-    assert same(x.grad, dynjit.tensor([3.0, 1.0]) + x.detach().exp())
+    assert same(x.grad, x.detach().exp())
     assert recorder.graphs == []
-    reasons = counters["compiled_autograd"]
-    assert reasons["eager: CopySlices (a node kind compiled autograd does not trace yet)"] == 1
-    assert reasons["eager: anomaly mode"] == 1
+    assert counters["compiled_autograd"]["eager: anomaly mode"] == 1
 
 
 def test_a_modified_saved_tensor_raises_as_in_eager():
@@ -515,7 +510,21 @@ def _programs():
         "cross_entropy": lambda x: F.cross_entropy(x, dynjit.tensor([0, 1, 2, 3])),
         "norm": lambda x: x.norm(),
         "inplace": lambda x: (x * 1).add_(1).relu_().sum(),
+        "inplace_through_view": _write_through_view,
+        "setitem": _setitem,
     }
+
+
+def _write_through_view(x):
+    y = x * 1
+    y[1:3].mul_(x[0])            # an in-place op through a view: the base gets CopySlices
+    return (y * y).sum()
+
+
+def _setitem(x):
+    y = x.sin()
+    y[:, 2] = x[:, 0] * 3
+    return y.sum()
 
 
 @pytest.mark.parametrize("backend", [None, "llvm"])
