@@ -1,13 +1,14 @@
 """DYNJIT_LOGS / dynjit.set_logs: switch on the JIT's debug loggers.
 
-Topics: graph_breaks, recompiles, guards, graph_code, bytecode. Each is the
+Topics: graph_breaks, recompiles, guards, graph_code, bytecode, compiled_autograd
+(captures, cache hits and passes left to the engine, with the reason). Each is the
 standard `logging` logger `dynjit.<topic>`; they are silent (and cost one
 level check) unless switched on.
 """
 import logging
 import os
 
-TOPICS = ("graph_breaks", "recompiles", "guards", "graph_code", "bytecode")
+TOPICS = ("graph_breaks", "recompiles", "guards", "graph_code", "bytecode", "compiled_autograd")
 _handler = None
 
 

@@ -26,6 +26,7 @@ saved_values/apply_with_saved, anomaly mode, a backward started inside a trace) 
 differ; the reason is counted in `dynjit.utils.counters["compiled_autograd"]`.
 """
 import contextlib
+import logging
 import operator
 import threading
 import warnings
@@ -65,6 +66,7 @@ class _State(threading.local):
 
 
 _state = _State()
+log = logging.getLogger("dynjit.compiled_autograd")
 _caches = weakref.WeakKeyDictionary()   # compiler_fn -> {structure key: compiled backward}
 _warned_limit = weakref.WeakSet()
 
@@ -122,15 +124,13 @@ def run_backward(root_edges, root_grads, keep_graph):
     try:
         plan = _Plan(root_edges, root_grads)
     except _NotCaptured as e:
-        counters["compiled_autograd"][f"eager: {e}"] += 1
-        return False
+        return _leave_to_engine(str(e))
     cache = _caches.get(compiler_fn)
     if cache is None:
         cache = _caches[compiler_fn] = {}
     compiled = cache.get(plan.key)
     if isinstance(compiled, _Eager):
-        counters["compiled_autograd"][f"eager: {compiled.reason}"] += 1
-        return False
+        return _leave_to_engine(compiled.reason)
     if compiled is None:
         if len(cache) >= config.cache_size_limit:
             if compiler_fn not in _warned_limit:
@@ -138,19 +138,24 @@ def run_backward(root_edges, root_grads, keep_graph):
                 warnings.warn(f"compiled autograd: {config.cache_size_limit} backward graphs "
                               f"(config.cache_size_limit) were compiled with {compiler_fn!r}; "
                               "later new ones run on the ordinary engine", stacklevel=4)
-            counters["compiled_autograd"]["eager: cache_size_limit reached"] += 1
-            return False
+            return _leave_to_engine("cache_size_limit reached")
         try:
             compiled = _compile(plan, compiler_fn)
         except _NotCaptured as e:
             cache[plan.key] = _Eager(str(e))      # this structure runs on the engine from now on
-            counters["compiled_autograd"][f"eager: {e}"] += 1
-            return False
+            return _leave_to_engine(str(e))
         cache[plan.key] = compiled
     else:
         counters["compiled_autograd"]["cache_hits"] += 1
+        log.debug("cache hit: a backward of %d nodes", len(plan.order))
     _run(plan, compiled, keep_graph)
     return True
+
+
+def _leave_to_engine(reason):
+    counters["compiled_autograd"][f"eager: {reason}"] += 1
+    log.debug("runs on the engine: %s", reason)
+    return False
 
 
 # -- planning: the nodes, their inputs, the cache key -----------------------------------
@@ -303,6 +308,7 @@ def _hook_key(hook):
 def _compile(plan, compiler_fn):
     gm, sinks = _capture(plan)
     counters["compiled_autograd"]["captures"] += 1
+    log.debug("captured a backward of %d nodes:\n%s", len(plan.order), gm.print_readable(False))
     fn = compiler_fn(gm)
     if not callable(fn):
         raise TypeError(f"compiled autograd: compiler_fn must return a callable, "

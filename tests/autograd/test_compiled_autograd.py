@@ -542,3 +542,21 @@ def test_op_sweep_matches_the_engine(name, backend):
     assert same(x.grad, expected)
     assert len(recorder.graphs) == 1
     assert counters["compiled_autograd"]["cache_hits"] == 1
+
+
+def test_captures_and_fallbacks_are_logged(caplog):
+    dynjit.set_logs("compiled_autograd")
+    try:
+        x = dynjit.randn(3, requires_grad=True)
+        with caplog.at_level("DEBUG", logger="dynjit.compiled_autograd"):
+            with compiled_autograd.enable(Recorder()):
+                for _ in range(2):
+                    x.sin().sum().backward()
+                with pytest.warns(UserWarning, match="Anomaly"), dynjit.autograd.detect_anomaly():
+                    x.sin().sum().backward()
+    finally:
+        dynjit.set_logs()
+    messages = [r.getMessage() for r in caplog.records if r.name == "dynjit.compiled_autograd"]
+    assert messages[0].startswith("captured a backward of 3 nodes:\nclass GraphModule")
+    assert "dynjit.ops.cos" in messages[0]
+    assert messages[1:] == ["cache hit: a backward of 3 nodes", "runs on the engine: anomaly mode"]
