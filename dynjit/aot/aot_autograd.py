@@ -21,14 +21,44 @@ graph there instead). Tensors the function reads that are not arguments
 extra graph inputs so that gradients reach them; writing into them in place
 is an error.
 """
+import contextlib
 import functools
+import itertools
+import threading
 import warnings
 
+from ..ops import dispatch as _dispatch
 from ..tensor import Tensor
 from .flat import call_key
 from .joint import trace_function
 from .partition import default_partition
 from .runtime import CompiledEntry
+
+# Numbers each compiled function (an aot_function / aot_module / aot_module_simplified) in
+# the order their first graph is compiled: "graph 3" in messages, "3_forward" in
+# get_aot_compilation_context(). Every signature one function is traced for shares its number.
+AOT_COUNTER = itertools.count()
+
+_context = threading.local()
+
+
+def get_aot_compilation_context():
+    """While a compiler runs: ([name of the graph being compiled], name of the function, graph
+    number). The name is "<graph number>_forward", "_inference" or "_backward"."""
+    return (list(getattr(_context, "names", [])), getattr(_context, "model_name", None),
+            getattr(_context, "nth_graph", None))
+
+
+@contextlib.contextmanager
+def _compiling(aot_id, kind, model_name):
+    saved = (getattr(_context, "names", []), getattr(_context, "model_name", None),
+             getattr(_context, "nth_graph", None))
+    _context.names, _context.model_name, _context.nth_graph = [f"{aot_id}_{kind}"], model_name, aot_id
+    try:
+        yield
+    finally:
+        _context.names, _context.model_name, _context.nth_graph = saved
+
 
 # Compiled signatures per function before calls with a new one run uncompiled (a
 # signature that changes on every call, such as a new unhashable object passed each
@@ -56,17 +86,20 @@ def _example_inputs(gm):
     return out
 
 
-def _compile(traced, fw_compiler, bw_compiler, partition_fn, inference_compiler):
+def _compile(traced, fw_compiler, bw_compiler, partition_fn, inference_compiler, aot_id=0, name=None):
     example_inputs, traced.example_inputs = traced.example_inputs, None   # not kept alive
     if not traced.training:
         compiler = inference_compiler or fw_compiler
-        fw = _check_compiled(compiler(traced.gm, example_inputs), compiler, "inference")
+        with _compiling(aot_id, "inference", name):
+            fw = _check_compiled(compiler(traced.gm, example_inputs), compiler, "inference")
         return CompiledEntry(traced, fw, fw_gm=traced.gm)
     fw_gm, bw_gm = partition_fn(traced.gm, example_inputs, num_fwd_outputs=traced.num_fwd_outputs)
-    fw = _check_compiled(fw_compiler(fw_gm, example_inputs), fw_compiler, "forward")
+    with _compiling(aot_id, "forward", name):
+        fw = _check_compiled(fw_compiler(fw_gm, example_inputs), fw_compiler, "forward")
 
     def compile_bw():
-        return _check_compiled(bw_compiler(bw_gm, _example_inputs(bw_gm)), bw_compiler, "backward")
+        with _compiling(aot_id, "backward", name):
+            return _check_compiled(bw_compiler(bw_gm, _example_inputs(bw_gm)), bw_compiler, "backward")
     return CompiledEntry(traced, fw, compile_bw, fw_gm=fw_gm, bw_gm=bw_gm)
 
 
@@ -86,14 +119,18 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
     if bw_compiler is None:
         bw_compiler = fw_compiler
     cache = {}
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
 
     def compile_for(key, leaves, spec):
         # Trace for training: whether an output needs a gradient is known only after the
         # function ran (it may switch grad mode itself); a trace whose outputs need none
         # (nothing required grad, or grad mode was off) becomes an inference graph.
         training = True
+        if compiled._aot_id is None:
+            compiled._aot_id = next(AOT_COUNTER)
         traced = trace_function(fn, leaves, spec, training, keep_inference_input_mutations, decompositions)
-        entry = cache[key] = _compile(traced, fw_compiler, bw_compiler, partition_fn, inference_compiler)
+        entry = cache[key] = _compile(traced, fw_compiler, bw_compiler, partition_fn, inference_compiler,
+                                      compiled._aot_id, name)
         return entry
 
     @functools.wraps(fn)
@@ -101,6 +138,12 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
         key, leaves, spec = call_key(args, kwargs)
         entry = cache.get(key)
         if entry is None:
+            if _dispatch._modes:
+                # called while an outer trace records ops (make_fx, or an enclosing aot_function
+                # tracing this one): the outer graph gets the function's ops, no graph of its own
+                return fn(*args, **kwargs)
+            if compiled._on_miss is not None:
+                compiled._on_miss(args, kwargs)
             if len(cache) >= CACHE_SIZE_LIMIT:
                 if not compiled._warned:
                     compiled._warned = True
@@ -115,6 +158,8 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
 
     compiled._cache = cache
     compiled._warned = False
+    compiled._aot_id = None
+    compiled._on_miss = None       # called with (args, kwargs) before a new signature is traced
     compiled._compile_for = lambda *args, **kwargs: compile_for(*call_key(args, kwargs))
     return compiled
 
@@ -164,9 +209,11 @@ def aot_module_simplified(mod, example_inputs, fw_compiler, bw_compiler=None,
     options = dict(partition_fn=partition_fn, decompositions=decompositions,
                    keep_inference_input_mutations=keep_inference_input_mutations,
                    inference_compiler=inference_compiler)
+    n_state = 0
     if hasattr(mod, "named_parameters") and hasattr(mod, "named_buffers"):
         aot_mod = aot_module(mod, fw_compiler, bw_compiler, **options)
         compiled = aot_mod._compiled
+        n_state = len(aot_mod._state())
 
         def forward(*args):
             return compiled(*aot_mod._state(), *args)
@@ -176,8 +223,45 @@ def aot_module_simplified(mod, example_inputs, fw_compiler, bw_compiler=None,
         forward = compiled = aot_function(mod, fw_compiler, bw_compiler, **options)
         if example_inputs is not None:
             compiled._compile_for(*example_inputs)
+    if example_inputs is not None:
+        compiled._on_miss = _assumption_check(compiled, list(example_inputs), n_state)
     forward._cache = compiled._cache
     forward.zero_grad = lambda: None
     forward.named_parameters = lambda: iter(())
     forward.named_buffers = lambda: iter(())
     return forward
+
+
+def _assumption_check(compiled, example_inputs, n_state):
+    """What aot_module_simplified assumed of its example inputs that a new trace cannot undo
+    silently: that an input is the same tensor as an earlier one (the graph takes it once),
+    and that an input needs no gradient (the graph computes none for it). Its caller (the
+    dynjit.compile frontend) guards on both; a call that breaks them is a caller's bug."""
+    dupes = []
+    for j, x in enumerate(example_inputs):
+        if isinstance(x, Tensor):
+            i = next(i for i, y in enumerate(example_inputs) if y is x)
+            if i != j:
+                dupes.append((i, j))
+    no_grad = [j for j, x in enumerate(example_inputs) if isinstance(x, Tensor) and not x.requires_grad]
+
+    def check(args, kwargs):
+        user = args[n_state:]
+        if len(user) != len(example_inputs):
+            return
+        for i, j in dupes:
+            if user[j] is not user[i]:
+                raise AssertionError(
+                    f"At compilation time, graph {compiled._aot_id} was compiled under the assumption "
+                    f"that input {j} would be a duplicate of input {i}, but at runtime this was not "
+                    "the case. aot_module_simplified compiles once, for its example inputs; compile "
+                    "again for inputs that are not the same tensor.")
+        for j in no_grad:
+            if isinstance(user[j], Tensor) and user[j].requires_grad:
+                raise AssertionError(
+                    f"At compilation time, graph {compiled._aot_id} was compiled under the assumption "
+                    f"that input {j} would not require grad, but at runtime this was not the case. "
+                    "aot_module_simplified compiles once, for its example inputs, and that graph "
+                    "computes no gradient for this input; compile again with an input that "
+                    "requires grad.")
+    return check
