@@ -1,0 +1,13 @@
+"""Function transforms (PyTorch's torch.func / functorch): `vmap`, `grad`,
+`grad_and_value`, `vjp`, `jacrev`, `functionalize`.
+
+They are written with dynjit's own ops and autograd engine, so that tracing a
+transformed function (make_fx) records the ops the transform runs: vmap's
+batching rules (_batching), the backward formulas of the vjp, the functional
+ops of functionalize.
+"""
+from ._vmap import vmap
+from ._eager_transforms import vjp, grad, grad_and_value, jacrev
+from ._functionalize import functionalize
+
+__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jacrev", "functionalize"]
