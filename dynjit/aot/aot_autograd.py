@@ -195,6 +195,9 @@ def aot_module(mod, fw_compiler, bw_compiler=None, **kwargs):
     def flat_fn(*args, **kw):
         return functional_call(mod, dict(zip(names, args[:n])), tuple(args[n:]), kw)
     flat_fn.__name__ = type(mod).__name__ + "_forward"
+    from ..fx.graph_module import GraphModule
+    if isinstance(mod, GraphModule) and n == 0:
+        flat_fn._aot_graph_module = mod     # traced node by node (keeps nodes' stack traces)
     compiled = aot_function(flat_fn, fw_compiler, bw_compiler, num_params_buffers=n, **kwargs)
     return AOTModule(mod, compiled, names)
 

@@ -45,6 +45,43 @@ class FunctionalTracer(GraphTracer):
         # id(input tensor) -> (tensor, its placeholder node, name, its layout at the start):
         # the function's arguments, whose memory set_() may leave and come back to
         self.inputs = {}
+        # stack traces: the user's source lines of the node being run (when the traced function
+        # is a graph whose nodes carry meta["stack_trace"]) are copied onto the nodes made for
+        # it; backward nodes get those of the forward op whose derivative they compute
+        self.source_stack_trace = None
+        self.write_traces = {}      # id(tensor) -> stack trace of the last in-place write to it
+        self._call_function = self.graph.call_function
+        self.graph.call_function = self._call_function_with_trace
+
+    def current_stack_trace(self):
+        if self.source_stack_trace is not None:
+            return self.source_stack_trace
+        from ..autograd.graph import _current_autograd_node
+        try:
+            node = _current_autograd_node()
+        except Exception:
+            return None
+        return getattr(node, "_aot_stack_trace", None)
+
+    def _call_function_with_trace(self, *args, **kwargs):
+        node = self._call_function(*args, **kwargs)
+        trace = self.current_stack_trace()
+        if trace is not None:
+            node.meta.setdefault("stack_trace", trace)
+        return node
+
+    def _tag_autograd_nodes(self, result):
+        """Remember on the autograd nodes an op made which user line made the op."""
+        trace = self.source_stack_trace
+        if trace is None:
+            return
+        for r in (result if isinstance(result, (tuple, list)) else (result,)):
+            fn = getattr(r, "_grad_fn", None) if isinstance(r, Tensor) else None
+            if fn is not None and getattr(fn, "_aot_stack_trace", None) is None:
+                try:
+                    fn._aot_stack_trace = trace
+                except AttributeError:
+                    pass
 
     def track(self, tensor, node):
         super().track(tensor, node)
@@ -143,6 +180,7 @@ class FunctionalTracer(GraphTracer):
             result = super().__dispatch__(op, args, kwargs)
             if op.aliases_input:
                 self.alias_of[id(result)] = (op, args[0])
+            self._tag_autograd_nodes(result)
             return result
         target = args[0]
         base = target._base
@@ -170,10 +208,14 @@ class FunctionalTracer(GraphTracer):
         if out_dtype is not target.dtype:
             # the in-place op casts its result into self's dtype (x32.add_(y64), x.logical_not_())
             value = self.graph.call_function(_to_dtype, (value, target.dtype))
+        trace = self.current_stack_trace()
+        self._tag_autograd_nodes(target)
         for t, b, base_node in writes:
             self.data_written.add(id(t))
+            self.write_traces[id(t)] = trace
             if b is not None:
                 self.data_written.add(id(b))
+                self.write_traces[id(b)] = trace
             self.track(t, value)
             if b is not None:
                 value = self.graph.call_function(_view_scatter, (base_node, value, tuple(view_chain(t))))

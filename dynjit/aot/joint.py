@@ -29,6 +29,7 @@ from ..autograd.function import Function, _apply_eager
 from ..autograd.grad_mode import enable_grad, state as _grad_state
 from ..autograd.graph import view_chain, replay_view_chain
 from ..fx.graph_module import GraphModule
+from ..fx.interpreter import Interpreter
 from ..fx.proxy_tensor import same_layout_copy
 from ..ops import dispatch as _dispatch
 from ..ops.registry import registry
@@ -55,6 +56,22 @@ class _TraceInput(Function):
     @staticmethod
     def backward(ctx, grad):
         return grad
+
+
+class _StackTraceInterpreter(Interpreter):
+    """Runs a GraphModule node by node, telling the tracer the stack trace of each node."""
+
+    def __init__(self, module, tracer):
+        super().__init__(module)
+        self.tracer = tracer
+
+    def run_node(self, node):
+        prev = self.tracer.source_stack_trace
+        self.tracer.source_stack_trace = node.meta.get("stack_trace")
+        try:
+            return super().run_node(node)
+        finally:
+            self.tracer.source_stack_trace = prev
 
 
 class TracedFunction:
@@ -185,8 +202,10 @@ class _JointTrace:
         tr.bw_copy_back = []
         grad_nodes = self.trace_backward() if self.training else []
         graph = self.graph
-        for target, value in kept:
-            graph.call_function(_copy_, (target, value))
+        for target, value, trace in kept:
+            node = graph.call_function(_copy_, (target, value))
+            if trace is not None:
+                node.meta["stack_trace"] = trace     # the line of the write it replays
         graph.output(tuple(self.fw_nodes) + tuple(grad_nodes))
         graph.eliminate_dead_code()
         graph.lint()
@@ -280,8 +299,13 @@ class _JointTrace:
     def call(self, traced):
         args, kwargs = unflatten(self.spec, iter(traced)) if self.spec is not None else (traced, {})
         grad_mode = _grad_state.enabled
+        gm = self.fn if isinstance(self.fn, GraphModule) else getattr(self.fn, "_aot_graph_module", None)
         with self.tracer:
-            out = self.fn(*args, **kwargs)
+            if gm is not None and gm._in_spec is None and not kwargs and \
+                    any("stack_trace" in n.meta for n in gm.graph.nodes):
+                out = _StackTraceInterpreter(gm, self.tracer).run(*args)
+            else:
+                out = self.fn(*args, **kwargs)
         # a function may switch grad mode (the frontend's graphs do, at no_grad
         # boundaries): the compiled function leaves grad mode as the function did
         self.tr.grad_mode_after = _grad_state.enabled if _grad_state.enabled != grad_mode else None
@@ -325,7 +349,7 @@ class _JointTrace:
                 tr.mutation_ops.append((k, op_name))
             differentiable = self.training and op_name is not None and t._requires_grad
             if self.keep_input_mutations and not differentiable and id(t) not in metadata_changed:
-                kept.append((self.ph_nodes[k], new))
+                kept.append((self.ph_nodes[k], new, tracer.write_traces.get(id(t))))
             else:
                 tr.copy_back.append((k, self.forward_output(new, t, differentiable), differentiable))
         return kept

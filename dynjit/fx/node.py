@@ -49,6 +49,11 @@ class Node:
 
     # -- arguments and use lists --------------------------------------------
     @property
+    def stack_trace(self):
+        """The user's frames that made this node (meta["stack_trace"]), or None."""
+        return self.meta.get("stack_trace")
+
+    @property
     def args(self):
         return self._args
 

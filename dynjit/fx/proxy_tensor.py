@@ -74,6 +74,7 @@ class GraphTracer(DispatchMode):
         self._by_data = {}      # id(numpy array) -> (array, node): aliases made without an op
         self.constants = {}     # attribute name -> tensor, for tensors made outside the trace
         self.decompositions = {}
+        self.record_stack_traces = False    # give each op node meta["stack_trace"] (user frames)
 
     def track(self, tensor, node):
         self._nodes[id(tensor)] = (tensor, node)
@@ -137,6 +138,8 @@ class GraphTracer(DispatchMode):
         else:
             result = op(*args, **kwargs)
         node = self.graph.call_function(op, self.to_arg(_trim_defaults(op, args)), self.to_arg(kwargs))
+        if self.record_stack_traces:
+            node.meta["stack_trace"] = user_stack_trace()
         self.record_result(node, result)
         return result
 
@@ -176,6 +179,15 @@ class GraphTracer(DispatchMode):
                     self.track(r, self.graph.call_function(operator.getitem, (node, i)))
         else:
             node.meta["val"] = result
+
+
+def user_stack_trace():
+    """The calling frames outside dynjit, formatted like a traceback (most recent call last)."""
+    import os
+    import traceback
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frames = [f for f in traceback.extract_stack()[:-1] if not os.path.abspath(f.filename).startswith(pkg)]
+    return "".join(traceback.format_list(frames))
 
 
 def _trim_defaults(op, args):
@@ -234,7 +246,7 @@ def same_layout_copy(arr):
 
 
 def make_fx(fn, decomposition_table=None, tracing_mode="real", *, pre_dispatch=False,
-            record_module_stack=False, _allow_non_fake_inputs=False):
+            record_module_stack=False, _allow_non_fake_inputs=False, record_stack_traces=False):
     """make_fx(fn)(*args) -> GraphModule that replays fn's ops on new inputs.
 
     Every argument becomes a placeholder (nested lists/tuples/dicts are
@@ -244,7 +256,9 @@ def make_fx(fn, decomposition_table=None, tracing_mode="real", *, pre_dispatch=F
     `decomposition_table` maps ops (`dynjit.ops.<name>`) to Python functions
     that are traced instead of the op. Only real tracing exists:
     `tracing_mode` "fake" and "symbolic" are accepted and trace with the
-    real values.
+    real values. `record_stack_traces` gives each op node `meta["stack_trace"]`: the
+    user's frames (outside dynjit) that called the op, which AOT autograd carries over
+    to the nodes it makes from that node.
     """
     if tracing_mode not in ("real", "fake", "symbolic"):
         raise ValueError(f"tracing_mode must be 'real', 'fake' or 'symbolic', got {tracing_mode!r}")
@@ -255,6 +269,7 @@ def make_fx(fn, decomposition_table=None, tracing_mode="real", *, pre_dispatch=F
         leaves, spec = flatten_args(args)
         nested = any(s is not None for s in spec[1])
         tracer = GraphTracer()
+        tracer.record_stack_traces = record_stack_traces
         if decomposition_table:
             tracer.decompositions = dict(decomposition_table)
         names = [f"arg{i}_1" for i in range(len(leaves))] if nested else _placeholder_names(fn, len(leaves))
