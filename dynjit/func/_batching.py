@@ -108,10 +108,6 @@ def _out(mode, result):
     return result
 
 
-def _logical_rank(mode, x):
-    return x._data.ndim if isinstance(x, Tensor) else 0
-
-
 def _pad_to(value, logical_rank, rank):
     """A batched value of `logical_rank` with size-1 dims after the batch dim up to `rank`."""
     if logical_rank >= rank:

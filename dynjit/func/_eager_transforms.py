@@ -13,11 +13,19 @@ from .. import autograd as _autograd
 from ..autograd.grad_mode import enable_grad, state as _grad_state
 from ..ops.registry import registry as R
 from ..tensor import Tensor
+from ._batching import BatchedTensor
 from ._pytree import tree_flatten, tree_unflatten
 from ._vmap import vmap
 
 
+_INSIDE_VMAP = ("{}: differentiating batched tensors inside vmap (vmap(grad(f)), per-example "
+                "gradients) is not supported yet; apply vmap inside the transform instead "
+                "(jacrev(f) = vmap of vjp works)")
+
+
 def _alias_for_grad(p):
+    if isinstance(p, BatchedTensor):
+        raise NotImplementedError(_INSIDE_VMAP.format("vjp/grad/jacrev"))
     if not isinstance(p, Tensor):
         raise TypeError(f"expected the differentiated inputs to be Tensors, got {type(p).__name__}")
     if not p.dtype.is_floating_point:
@@ -50,6 +58,8 @@ def vjp(func, *primals, has_aux=False):
         if not isinstance(o, Tensor):
             raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, "
                                f"got unsupported type {type(o).__name__}")
+        if isinstance(o, BatchedTensor):
+            raise NotImplementedError(_INSIDE_VMAP.format("vjp/grad/jacrev"))
 
     def vjp_fn(cotangents, retain_graph=True, create_graph=None):
         """The products of `cotangents` (structured like func's output) with the Jacobian,

@@ -167,3 +167,12 @@ def test_transforms_compose_with_autograd():
     g = grad(lambda t: t.sin().sum())(x)       # cos(x), still differentiable w.r.t. x
     g.sum().backward()
     close(x.grad, -np.sin(x.detach().numpy()))
+
+
+def test_differentiating_batched_tensors_inside_vmap_is_refused_not_wrong():
+    xs = dynjit.randn(4, 3)
+    with pytest.raises(NotImplementedError, match="inside vmap"):
+        vmap(grad(lambda t: t.sin().sum()))(xs)
+    w = dynjit.randn(3)
+    with pytest.raises(NotImplementedError, match="inside vmap"):
+        vmap(lambda b: grad(lambda t: (t * b).sum())(w))(xs)
