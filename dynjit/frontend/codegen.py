@@ -56,7 +56,12 @@ class CodeGen:
         name = self.memo.get(id(var))
         if name is not None:
             return name
-        return var.reconstruct(self)
+        expr = var.reconstruct(self)
+        if var.source is not None and not expr.isidentifier() and expr == var.source.expr():
+            # Read it now, before the side effects are replayed: `r = obj.g; obj.g = None;
+            # return r` returns the old value, not what obj.g holds after the writes.
+            expr = self.memo[id(var)] = self.temp(expr)
+        return expr
 
     def graph_output(self, tvar):
         node = tvar.node
