@@ -218,8 +218,17 @@ def stack_depth_after(inst, depth, jump):
     return depth + dis.stack_effect(inst.opcode, arg, jump=jump)
 
 
+# instructions that only push: a break at one (3.13 turns LOAD_CLOSURE into LOAD_FAST of the
+# cell) leaves every slot below it, a NULL of a pending call included, where it was
+_PUSH_ONLY = frozenset(("LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "LOAD_FAST_LOAD_FAST",
+                        "LOAD_CLOSURE", "LOAD_DEREF", "LOAD_CONST", "LOAD_SMALL_INT", "LOAD_GLOBAL",
+                        "LOAD_NAME", "PUSH_NULL", "LOAD_ASSERTION_ERROR", "LOAD_BUILD_CLASS"))
+
+
 def consumed_by(inst):
     name, arg = inst.opname, inst.arg
+    if name in _PUSH_ONLY:
+        return 0
     if name == "CALL":
         return arg + 2
     if name == "CALL_KW":

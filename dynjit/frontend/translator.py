@@ -400,7 +400,8 @@ class InstructionTranslator:
     NOP = CACHE = EXTENDED_ARG = COPY_FREE_VARS = RESUME
 
     def _load_local(self, name):
-        if name in self.info.cellvars and name in self.cells and PY313:
+        # 3.13 compiles LOAD_CLOSURE (the cell itself, for a closure being built) to LOAD_FAST
+        if PY313 and name in self.cells and (name in self.info.cellvars or name in self.info.freevars):
             return self.cells[name]
         v = self.locals.get(name, UNBOUND)
         if v is UNBOUND:

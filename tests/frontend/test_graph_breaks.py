@@ -370,3 +370,39 @@ def test_explain_accepts_what_compile_returned():
     model = dynjit.compile(dynjit.nn.Linear(2, 2))
     assert dynjit.explain(f)(dynjit.ones(2)).graph_count == 2
     assert dynjit.explain(model)(dynjit.ones(2)).op_count == 1
+
+
+def _hook_over_a_free_variable(holder):
+    def hook(grads):
+        holder.seen = tuple(grads)
+        for user_hook in holder.user_hooks:
+            user_hook(holder.seen)                  # .item() inside: a graph break in the loop
+        return tuple(holder.seen[i] * 2 for i in holder.index)    # a closure over `holder`
+    return hook
+
+
+def test_generator_expression_over_a_free_variable_after_a_break(capsys):
+    """On 3.13 building the generator's closure loads the free variable's cell with
+    LOAD_FAST; it used to break there and crash the interpreter (a NULL left in a tuple)."""
+    def make_holder():
+        h = type("Holder", (), {})()
+        h.user_hooks = [lambda g: print("saw", g[0].sum().item())]
+        h.index = [1, 0]
+        return h
+
+    grads = (dynjit.ones(2), dynjit.arange(2.0))
+    expected = _hook_over_a_free_variable(make_holder())(grads)
+    eager_out = capsys.readouterr().out
+    compiled = dynjit.compile(_hook_over_a_free_variable(make_holder()), backend="eager")
+    for _ in range(2):
+        result = compiled(grads)
+        assert all(same(a, b) for a, b in zip(result, expected))
+        assert capsys.readouterr().out == eager_out
+
+
+def test_a_break_at_an_instruction_that_only_pushes_keeps_the_nulls_below_it():
+    import dis
+    from dynjit.frontend.resume import null_slots_after
+    load = next(i for i in dis.get_instructions(lambda: x) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME"))  # noqa: F821
+    # a pending call's NULL below a value, then the load pushes one more value
+    assert null_slots_after(load, [False, True], jump=False) == [False, True, False]
