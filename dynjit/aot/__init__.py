@@ -8,3 +8,6 @@ from .functional_call import functional_call
 __all__ = ["aot_function", "aot_module", "aot_module_simplified", "make_boxed_compiler",
            "make_boxed_func", "nop", "default_partition", "min_cut_rematerialization_partition",
            "functional_call"]
+from .export import aot_export_module, aot_export_joint_simple, GraphSignature, BackwardSignature
+
+__all__ += ["aot_export_module", "aot_export_joint_simple", "GraphSignature", "BackwardSignature"]
