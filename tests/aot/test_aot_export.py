@@ -470,3 +470,227 @@ def test_default_partitioner_saves_items_of_multi_output_ops():
     by_name = {n.name: n for n in fw.graphs[0].graph.nodes}
     assert any(by_name[s].target.__name__ == "getitem" for s in saved if by_name[s].op == "call_function")
     assert not any(isinstance(by_name[s].meta["val"], tuple) for s in saved)
+
+
+# -- control flow kept in the graph: dynjit.control_flow.cond / map --------------------
+
+from dynjit import control_flow                # noqa: E402
+from dynjit.control_flow import cond           # noqa: E402
+from dynjit.fx import make_fx                  # noqa: E402
+
+
+_COND_OUTER = (
+    "    true_graph_0 = self.true_graph_0\n"
+    "    false_graph_0 = self.false_graph_0\n"
+    "    cond = dynjit.control_flow.cond(False, true_graph_0, false_graph_0, [{args}]);  "
+    "true_graph_0 = false_graph_0 = {args_freed} = None\n"
+    "    getitem = cond[0];  cond = None\n"
+    "    add = dynjit.ops.add(getitem, 3)\n"
+    "    add_1 = dynjit.ops.add(getitem, 4);  getitem = None\n"
+    "    return (add, add_1)\n")
+
+
+# ports: 001_fdd911346beae147.txt TestAOTExport.test_aot_export_with_torch_cond
+def test_export_keeps_cond_with_both_branches_functionalized():
+    class M(nn.Module):
+        def forward(self, x):
+            def true_fn(x):
+                y = x + 4
+                y.add_(5)
+                return x.cos()
+
+            def false_fn(x):
+                y = x + 5
+                y.add_(6)
+                return x.sin()
+            a = cond(x.shape[0] > 4, true_fn, false_fn, [x])
+            return (a + 3, a + 4)
+    inp = dynjit.randn(3, 4)
+    gm, _ = aot_export_module(M(), (inp,), trace_joint=False)
+    assert gm.code == "def forward(self, arg0_1):\n" + _COND_OUTER.format(args="arg0_1", args_freed="arg0_1")
+    # the dead writes into a temporary are gone from each branch
+    assert gm.true_graph_0.code == (
+        "def forward(self, arg0_1):\n"
+        "    cos = dynjit.ops.cos(arg0_1);  arg0_1 = None\n"
+        "    return (cos,)\n")
+    assert gm.false_graph_0.code == (
+        "def forward(self, arg0_1):\n"
+        "    sin = dynjit.ops.sin(arg0_1);  arg0_1 = None\n"
+        "    return (sin,)\n")
+    a, b = gm(inp)
+    _close(a, inp.sin() + 3)
+    _close(b, inp.sin() + 4)
+    big = dynjit.randn(5, 4)            # the pred was a Python bool: specialized to False
+    _close(gm(big)[0], big.sin() + 3)
+
+
+# ports: 001_fdd911346beae147.txt TestAOTExport.test_aot_export_predispatch_with_cond
+def test_pre_dispatch_cond_branch_with_a_random_weight():
+    class M(nn.Module):
+        def forward(self, x):
+            def true_fn(x):
+                y = x.sin()
+                z = F.linear(y, dynjit.randn(2, 2))
+                z.add_(5)
+                return z.cos()
+
+            def false_fn(x):
+                z = x.cos()
+                z.add_(6)
+                return z.sin()
+            a = cond(x.shape[0] > 4, true_fn, false_fn, [x])
+            return (a + 3, a + 4)
+    inp = dynjit.randn(2, 2)
+    dynjit.manual_seed(0)
+    gm, _ = aot_export_module(M(), [inp], trace_joint=False, pre_dispatch=True)
+    after_export = dynjit.randn(3)
+    assert gm.code == "def forward(self, arg0_1):\n" + _COND_OUTER.format(args="arg0_1", args_freed="arg0_1")
+    assert gm.true_graph_0.code == (
+        "def forward(self, arg0_1):\n"
+        "    sin = dynjit.ops.sin(arg0_1);  arg0_1 = None\n"
+        "    randn = dynjit.ops.randn((2, 2))\n"
+        "    linear = dynjit.ops.linear(sin, randn);  sin = randn = None\n"
+        "    add = dynjit.ops.add(linear, 5);  linear = None\n"
+        "    cos = dynjit.ops.cos(add);  add = None\n"
+        "    return (cos,)\n")
+    assert gm.false_graph_0.code == (
+        "def forward(self, arg0_1):\n"
+        "    cos = dynjit.ops.cos(arg0_1);  arg0_1 = None\n"
+        "    add = dynjit.ops.add(cos, 6);  cos = None\n"
+        "    sin = dynjit.ops.sin(add);  add = None\n"
+        "    return (sin,)\n")
+    _close(gm(inp)[0], (inp.cos() + 6).sin() + 3)
+    # tracing the branch not taken drew no random numbers: eager draws the same afterwards
+    dynjit.manual_seed(0)
+    M()(inp)
+    _close(dynjit.randn(3), after_export)
+
+
+class _MapInCond(nn.Module):
+    def forward(self, x, y):
+        def true_fn(x, r):
+            y = x.sin()
+            y.add_(5)
+            return y.cos() + r.sum()
+
+        def false_fn(x, r):
+            z = x.cos()
+
+            def f(x, y):
+                a = x.cos()
+                a.add_(5)
+                return a + y
+            return z + control_flow.map(f, z, r).sum() + control_flow.map(f, z, r).sum()
+        a = cond(x.shape[0] > 4, true_fn, false_fn, [x, y])
+        return (a + 3, a + 4)
+
+
+_MAP_BODY = (
+    "def forward(self, arg0_1, arg1_1):\n"
+    "    cos = dynjit.ops.cos(arg0_1);  arg0_1 = None\n"
+    "    add = dynjit.ops.add(cos, 5);  cos = None\n"
+    "    add_1 = dynjit.ops.add(add, arg1_1);  add = arg1_1 = None\n"
+    "    return (add_1,)\n")
+
+
+# ports: 001_fdd911346beae147.txt TestAOTExport.test_aot_export_predispatch_map_1
+def test_pre_dispatch_map_inside_cond():
+    inps = [dynjit.randn(2, 2), dynjit.ones(2)]
+    gm, _ = aot_export_module(_MapInCond(), inps, trace_joint=False, pre_dispatch=True)
+    assert gm.code == "def forward(self, arg0_1, arg1_1):\n" + _COND_OUTER.format(
+        args="arg0_1, arg1_1", args_freed="arg0_1 = arg1_1")
+    assert gm.true_graph_0.code == (
+        "def forward(self, arg0_1, arg1_1):\n"
+        "    sin = dynjit.ops.sin(arg0_1);  arg0_1 = None\n"
+        "    add = dynjit.ops.add(sin, 5);  sin = None\n"
+        "    cos = dynjit.ops.cos(add);  add = None\n"
+        "    sum_1 = dynjit.ops.sum(arg1_1);  arg1_1 = None\n"
+        "    add_1 = dynjit.ops.add(cos, sum_1);  cos = sum_1 = None\n"
+        "    return (add_1,)\n")
+    assert gm.false_graph_0.code == (
+        "def forward(self, arg0_1, arg1_1):\n"
+        "    cos = dynjit.ops.cos(arg0_1);  arg0_1 = None\n"
+        "    body_graph_0 = self.body_graph_0\n"
+        "    map_impl = dynjit.control_flow.map_impl(body_graph_0, [cos], [arg1_1]);  body_graph_0 = None\n"
+        "    getitem = map_impl[0];  map_impl = None\n"
+        "    sum_1 = dynjit.ops.sum(getitem);  getitem = None\n"
+        "    add = dynjit.ops.add(cos, sum_1);  sum_1 = None\n"
+        "    body_graph_1 = self.body_graph_1\n"
+        "    map_impl_1 = dynjit.control_flow.map_impl(body_graph_1, [cos], [arg1_1]);  "
+        "cos = arg1_1 = body_graph_1 = None\n"
+        "    getitem_1 = map_impl_1[0];  map_impl_1 = None\n"
+        "    sum_2 = dynjit.ops.sum(getitem_1);  getitem_1 = None\n"
+        "    add_1 = dynjit.ops.add(add, sum_2);  add = sum_2 = None\n"
+        "    return (add_1,)\n")
+    assert gm.false_graph_0.body_graph_0.code == _MAP_BODY
+    for a, b in zip(gm(*inps), _MapInCond()(*inps)):
+        _close(a, b)
+
+
+# ports: 001_fdd911346beae147.txt TestAOTExport.test_aot_export_predispatch_map_2
+def test_pre_dispatch_map():
+    class M(nn.Module):
+        def forward(self, x, y):
+            z = x.cos()
+
+            def f(x, y):
+                a = x.cos()
+                a.add_(5)
+                return a + y
+            return (z + control_flow.map(f, z, y).sum(),)
+    inps = [dynjit.randn(2, 2), dynjit.ones(2)]
+    gm, _ = aot_export_module(M(), inps, trace_joint=False, pre_dispatch=True)
+    assert gm.code == (
+        "def forward(self, arg0_1, arg1_1):\n"
+        "    cos = dynjit.ops.cos(arg0_1);  arg0_1 = None\n"
+        "    body_graph_0 = self.body_graph_0\n"
+        "    map_impl = dynjit.control_flow.map_impl(body_graph_0, [cos], [arg1_1]);  "
+        "body_graph_0 = arg1_1 = None\n"
+        "    getitem = map_impl[0];  map_impl = None\n"
+        "    sum_1 = dynjit.ops.sum(getitem);  getitem = None\n"
+        "    add = dynjit.ops.add(cos, sum_1);  cos = sum_1 = None\n"
+        "    return (add,)\n")
+    assert gm.body_graph_0.code == _MAP_BODY
+    x = dynjit.randn(3, 2)          # the loop runs over dim 0, whatever its size
+    _close(gm(x, inps[1])[0], M()(x, inps[1])[0])
+
+
+def test_cond_and_map_eagerly():
+    x = dynjit.randn(3, requires_grad=True)
+    out = cond(dynjit.tensor(False), lambda a: a.sin(), lambda a: a.cos(), [x])
+    out.sum().backward()
+    _close(x.grad, -x.detach().sin())            # autograd saw the branch taken
+    stacked, sums = control_flow.map(lambda a, b: (a * b, a.sum()), dynjit.ones(3, 2),
+                                     dynjit.tensor([1., 2.]))
+    _close(stacked, dynjit.tensor([[1., 2.]] * 3))
+    _close(sums, dynjit.full((3,), 2.0))
+
+
+def test_make_fx_of_cond_on_a_tensor_pred_with_a_closure_tensor():
+    def f(x, y):
+        w = y * 2           # a traced value read by the branches without being an operand
+        return cond(x.sum() > 0, lambda a: a + w, lambda a: a - w, (x,))
+    x, y = dynjit.ones(3), dynjit.randn(3)
+    gm = make_fx(f)(x, y)
+    assert "dynjit.control_flow.cond(gt, true_graph_0, false_graph_0, [x_1, mul])" in gm.code
+    assert gm.false_graph_0.code == (
+        "def forward(self, arg0_1, arg1_1):\n"
+        "    sub = dynjit.ops.sub(arg0_1, arg1_1);  arg0_1 = arg1_1 = None\n"
+        "    return (sub,)\n")
+    _close(gm(x, y), x + 2 * y)
+    _close(gm(-x, y), -x - 2 * y)                 # a tensor pred is decided at run time
+    compiled = aot_function(f, lambda gm, _: gm)
+    _close(compiled(-x, y), -x - 2 * y)
+
+
+def test_cond_refusals():
+    x = dynjit.randn(3)
+    with pytest.raises(RuntimeError, match="same shapes and dtypes"):
+        make_fx(lambda x: cond(True, lambda a: a.sum(), lambda a: a + 1, [x]))(x)
+    with pytest.raises(RuntimeError, match="writes in place into one of its operands"):
+        make_fx(lambda x: cond(True, lambda a: a.add_(1), lambda a: a + 1, [x]))(x)
+    with pytest.raises(RuntimeError, match="returns one of its operands"):
+        make_fx(lambda x: cond(True, lambda a: a + 1, lambda a: a.view(-1), [x]))(x)
+    with pytest.raises(NotImplementedError, match="gradients through cond"):
+        aot_function(lambda x: cond(True, lambda a: a.sin(), lambda a: a.cos(), [x]),
+                     lambda gm, _: gm)(dynjit.randn(3, requires_grad=True))
