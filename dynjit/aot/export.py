@@ -39,9 +39,11 @@ in-place ops are functionalized, and the graph is the one `aot_function` would
 compile, before partitioning.
 """
 import contextlib
-import sys
 import os
+import sys
 import threading
+
+import numpy as np
 
 from ..autograd.grad_mode import no_grad, state as _grad_state, _GradState
 from ..fx.graph_module import GraphModule
@@ -270,7 +272,6 @@ def _trace(fn, args, kwargs, *, training, decompositions, pre_dispatch, output_l
     _, leaves, spec = call_key(tuple(args), dict(kwargs or {}))
     leaves = list(leaves)
     dupes, aliased = {}, {}
-    import numpy as np
     for i, v in enumerate(leaves):
         if not isinstance(v, Tensor):
             continue
@@ -416,7 +417,6 @@ def aot_export_module(mod, args, *, decompositions=None, trace_joint, output_los
     gm = _finish(tr, mutation_nodes + user_nodes + grad_nodes, rename=True)
     for node, meta in zip(user_nodes, tr.user_out_meta):
         node.meta.setdefault("val", meta)
-    gm.recompile()
 
     ph_names = [n.name for n in ph]
     param_names, buffer_names = names[:n_params], names[n_params:]
