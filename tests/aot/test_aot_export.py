@@ -482,7 +482,7 @@ from dynjit.fx import make_fx                  # noqa: E402
 _COND_OUTER = (
     "    true_graph_0 = self.true_graph_0\n"
     "    false_graph_0 = self.false_graph_0\n"
-    "    cond = dynjit.control_flow.cond(False, true_graph_0, false_graph_0, [{args}]);  "
+    "    cond = dynjit.cond(False, true_graph_0, false_graph_0, [{args}]);  "
     "true_graph_0 = false_graph_0 = {args_freed} = None\n"
     "    getitem = cond[0];  cond = None\n"
     "    add = dynjit.ops.add(getitem, 3)\n"
@@ -672,7 +672,7 @@ def test_make_fx_of_cond_on_a_tensor_pred_with_a_closure_tensor():
         return cond(x.sum() > 0, lambda a: a + w, lambda a: a - w, (x,))
     x, y = dynjit.ones(3), dynjit.randn(3)
     gm = make_fx(f)(x, y)
-    assert "dynjit.control_flow.cond(gt, true_graph_0, false_graph_0, [x_1, mul])" in gm.code
+    assert "dynjit.cond(gt, true_graph_0, false_graph_0, [x_1, mul])" in gm.code
     assert gm.false_graph_0.code == (
         "def forward(self, arg0_1, arg1_1):\n"
         "    sub = dynjit.ops.sub(arg0_1, arg1_1);  arg0_1 = arg1_1 = None\n"
