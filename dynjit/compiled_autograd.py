@@ -29,8 +29,8 @@ import contextlib
 import logging
 import operator
 import threading
+import types
 import warnings
-import weakref
 
 from . import config
 from .utils import counters
@@ -67,8 +67,8 @@ class _State(threading.local):
 
 _state = _State()
 log = logging.getLogger("dynjit.compiled_autograd")
-_caches = weakref.WeakKeyDictionary()   # compiler_fn -> {structure key: compiled backward}
-_warned_limit = weakref.WeakSet()
+_caches = {}          # compiler key -> {structure key: compiled backward}
+_warned_limit = set()  # compiler keys whose cache_size_limit warning was given
 
 
 @contextlib.contextmanager
@@ -125,16 +125,17 @@ def run_backward(root_edges, root_grads, keep_graph):
         plan = _Plan(root_edges, root_grads)
     except _NotCaptured as e:
         return _leave_to_engine(str(e))
-    cache = _caches.get(compiler_fn)
+    compiler_key = _compiler_key(compiler_fn)
+    cache = _caches.get(compiler_key)
     if cache is None:
-        cache = _caches[compiler_fn] = {}
+        cache = _caches[compiler_key] = {}
     compiled = cache.get(plan.key)
     if isinstance(compiled, _Eager):
         return _leave_to_engine(compiled.reason)
     if compiled is None:
         if len(cache) >= config.cache_size_limit:
-            if compiler_fn not in _warned_limit:
-                _warned_limit.add(compiler_fn)
+            if compiler_key not in _warned_limit:
+                _warned_limit.add(compiler_key)
                 warnings.warn(f"compiled autograd: {config.cache_size_limit} backward graphs "
                               f"(config.cache_size_limit) were compiled with {compiler_fn!r}; "
                               "later new ones run on the ordinary engine", stacklevel=4)
@@ -150,6 +151,43 @@ def run_backward(root_edges, root_grads, keep_graph):
         log.debug("cache hit: a backward of %d nodes", len(plan.order))
     _run(plan, compiled, keep_graph)
     return True
+
+
+def _compiler_key(compiler_fn):
+    """What identifies a compiler_fn's cache. A function is known by its code, defaults and
+    closure contents, so `enable(lambda gm: dynjit.compile(gm, backend="llvm"))` written
+    inside a training loop (a new lambda per step) reuses the backward compiled at step 1."""
+    if type(compiler_fn) is types.FunctionType:
+        try:
+            cells = [c.cell_contents for c in compiler_fn.__closure__ or ()]
+        except ValueError:                   # an empty cell
+            cells = None
+        if cells is not None:
+            return ("function", compiler_fn.__code__,
+                    tuple(_by_value_or_identity(v) for v in compiler_fn.__defaults__ or ()),
+                    tuple(_by_value_or_identity(v) for v in cells))
+    return _IdentityKeepsAlive(compiler_fn)
+
+
+def _by_value_or_identity(value):
+    """Numbers and strings by value (a backend name); anything else, a list the compiler
+    records graphs into or a tensor, by identity."""
+    return (type(value), value) if type(value) in _PLAIN else _IdentityKeepsAlive(value)
+
+
+class _IdentityKeepsAlive:
+    """Part of an identity key: compares by identity and keeps the object (so its id is not
+    reused while its cache exists)."""
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return isinstance(other, _IdentityKeepsAlive) and other.obj is self.obj
+
+    def __hash__(self):
+        return id(self.obj)
 
 
 def _leave_to_engine(reason):

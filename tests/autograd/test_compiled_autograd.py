@@ -560,3 +560,21 @@ def test_captures_and_fallbacks_are_logged(caplog):
     assert messages[0].startswith("captured a backward of 3 nodes:\nclass GraphModule")
     assert "dynjit.ops.cos" in messages[0]
     assert messages[1:] == ["cache hit: a backward of 3 nodes", "runs on the engine: anomaly mode"]
+
+
+def test_a_compiler_lambda_written_inside_the_loop_reuses_the_compiled_backward():
+    compiled = []
+    w = dynjit.randn(3, requires_grad=True)
+    for _ in range(3):
+        # a new function object every step, with the same code and closure
+        with compiled_autograd.enable(lambda gm: compiled.append(gm) or gm):
+            (w * w).sum().backward()
+    assert len(compiled) == 1
+    assert counters["compiled_autograd"]["cache_hits"] == 2
+    # compilers that differ in what they close over do not share
+    seen_a, seen_b = [], []
+    for seen in (seen_a, seen_b):
+        with compiled_autograd.enable(lambda gm, seen=seen: seen.append(gm) or gm):
+            (w * w).sum().backward()
+    assert len(seen_a) == len(seen_b) == 1
+    assert same(w.grad, 10 * w.detach())
