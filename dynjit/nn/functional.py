@@ -217,11 +217,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if not isinstance(input, Tensor) or input.dtype.is_floating_point or input.dtype.name == "bool":
         raise RuntimeError("Expected tensor for argument #1 'indices' to have an integer dtype (Long "
                            f"or Int); but got {getattr(input, 'dtype', type(input).__name__)} instead")
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
-                                  "supported by dynjit")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported by dynjit")
     if weight.ndim != 2:
         raise RuntimeError(f"'weight' must be 2-D, got a {weight.ndim}-D tensor")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
     if padding_idx is not None:
         if padding_idx < 0:
             padding_idx += weight.shape[0]
@@ -230,6 +231,20 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         weight = weight * keep + (weight * (1 - keep)).detach()
     rows = _op("index_select", weight, 0, input.reshape(-1))
     return rows.reshape(tuple(input.shape) + (weight.shape[1],))
+
+
+def _embedding_renorm_(weight, input, max_norm, norm_type):
+    """In place, without gradient: each row of `weight` that `input` refers to and whose
+    `norm_type`-norm exceeds `max_norm` is scaled to norm `max_norm` (by max_norm / (norm +
+    1e-7), as PyTorch). Written with shape-static ops (a mask of the rows used, not a
+    list of them), so a traced graph renormalizes whichever rows each call refers to."""
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        n = weight.shape[0]
+        used = _op("one_hot", input.reshape(-1), n).sum(0).unsqueeze(1) > 0
+        norms = _op("norm", weight, norm_type, 1, True)
+        scale = _fn.where(used & (norms > max_norm), max_norm / (norms + 1e-7), 1.0)
+        weight.mul_(scale.to(weight.dtype))
 
 
 def one_hot(tensor, num_classes=-1):

@@ -61,7 +61,9 @@ class _BatchNorm(Module):
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.add_(1)
             if self.momentum is None:       # cumulative moving average
-                momentum = 1.0 / float(self.num_batches_tracked)
+                # a 0-d tensor, not float(): a traced graph (AOT) computes the factor from
+                # the buffer on each call instead of keeping the first call's value
+                momentum = self.num_batches_tracked.double().reciprocal()
         use_batch_stats = self.training or self.running_mean is None
         track = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if track else None,

@@ -1,0 +1,289 @@
+"""Every module class dynjit.nn exports, through aot_module, in training and in eval
+mode, against the same module run eagerly: the same outputs, the same gradients of
+the inputs and of every parameter, the same buffer updates (BatchNorm's running
+statistics), the same writes into inputs (in-place activations) and into
+parameters (Embedding's max_norm renormalization). Each case then runs again on
+other values without recompiling, so a value baked into the graph shows.
+
+dynjit has no ModuleInfo database: MODULES below is the explicit table, one row
+per (class, constructor arguments, example inputs). Classes that take no tensor
+input are left out of it (see NO_TENSOR_INPUT); test_table_covers_every_module
+keeps the table in step with dynjit.nn's exports.
+"""
+import copy
+
+import numpy as np
+import pytest
+
+import dynjit
+import dynjit.nn as nn
+from dynjit.aot import aot_module, nop
+
+
+def _leaf(*shape, low=None):
+    t = dynjit.randn(*shape) if low is None else dynjit.rand(*shape) * (1 - 2 * low) + low
+    return t.requires_grad_()
+
+
+def _x(*shape):
+    """One differentiable input."""
+    def make():
+        x = _leaf(*shape)
+        return [x], [x]
+    return make
+
+
+def _x_nonleaf(*shape):
+    """A differentiable non-leaf input, for in-place modules (a leaf that requires grad
+    cannot be written in place)."""
+    def make():
+        x = _leaf(*shape)
+        return [x], [x * 1.0]
+    return make
+
+
+def _two(*shape):
+    def make():
+        a, b = _leaf(*shape), _leaf(*shape)
+        return [a, b], [a, b]
+    return make
+
+
+def _classes(n, c, ignore=None):
+    """(N, C) scores and int64 targets; `ignore` sets the first target to that class."""
+    def make():
+        x = _leaf(n, c)
+        t = dynjit.randint(0, c, (n,))
+        if ignore is not None:
+            t[0] = ignore
+        return [x], [x, t]
+    return make
+
+
+def _probs(*shape):
+    """BCELoss: probabilities in (0, 1) as input and as target."""
+    def make():
+        x, t = _leaf(*shape, low=0.05), _leaf(*shape, low=0.0)
+        return [x, t], [x, t]
+    return make
+
+
+def _log_probs(n, c, log_target):
+    def make():
+        x, t = _leaf(n, c), _leaf(n, c)
+        lx = x.log_softmax(1)
+        lt = t.log_softmax(1) if log_target else t.softmax(1)
+        return [x, t], [lx, lt]
+    return make
+
+
+def _ids(*shape, high=10):
+    def make():
+        return [], [dynjit.randint(0, high, shape)]
+    return make
+
+
+def _seq():
+    return nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.BatchNorm1d(6), nn.Dropout(0.5), nn.Linear(6, 2))
+
+
+# (row id, module class, constructor, make_inputs). make_inputs() -> (leaves, args):
+# gradients are taken w.r.t. the leaves (and the parameters); args go to forward.
+MODULES = [
+    ("Identity", nn.Identity, lambda: nn.Identity(3, unused=True), _x(2, 3)),
+    ("Linear", nn.Linear, lambda: nn.Linear(4, 3), _x(5, 4)),
+    ("Linear_nobias", nn.Linear, lambda: nn.Linear(4, 3, bias=False), _x(2, 5, 4)),
+    ("Linear_1d", nn.Linear, lambda: nn.Linear(4, 3), _x(4)),
+    ("Bilinear", nn.Bilinear, lambda: nn.Bilinear(3, 4, 2),
+     lambda: (lambda a, b: ([a, b], [a, b]))(_leaf(5, 3), _leaf(5, 4))),
+    ("Bilinear_nobias", nn.Bilinear, lambda: nn.Bilinear(3, 3, 2, bias=False), _two(4, 3)),
+    ("Sequential", nn.Sequential, _seq, _x(8, 4)),
+    ("ReLU", nn.ReLU, lambda: nn.ReLU(), _x(3, 4)),
+    ("ReLU_inplace", nn.ReLU, lambda: nn.ReLU(inplace=True), _x_nonleaf(3, 4)),
+    ("ReLU6", nn.ReLU6, lambda: nn.ReLU6(), lambda: (lambda x: ([x], [x * 4]))(_leaf(3, 4))),
+    ("LeakyReLU", nn.LeakyReLU, lambda: nn.LeakyReLU(0.2), _x(3, 4)),
+    ("LeakyReLU_inplace", nn.LeakyReLU, lambda: nn.LeakyReLU(0.2, inplace=True), _x_nonleaf(3, 4)),
+    ("ELU", nn.ELU, lambda: nn.ELU(alpha=0.5), _x(3, 4)),
+    ("ELU_inplace", nn.ELU, lambda: nn.ELU(inplace=True), _x_nonleaf(3, 4)),
+    ("GELU", nn.GELU, lambda: nn.GELU(), _x(3, 4)),
+    ("GELU_tanh", nn.GELU, lambda: nn.GELU(approximate="tanh"), _x(3, 4)),
+    ("SiLU", nn.SiLU, lambda: nn.SiLU(), _x(3, 4)),
+    ("SiLU_inplace", nn.SiLU, lambda: nn.SiLU(inplace=True), _x_nonleaf(3, 4)),
+    ("Mish", nn.Mish, lambda: nn.Mish(), _x(3, 4)),
+    ("Sigmoid", nn.Sigmoid, lambda: nn.Sigmoid(), _x(3, 4)),
+    ("Tanh", nn.Tanh, lambda: nn.Tanh(), _x(3, 4)),
+    ("Softplus", nn.Softplus, lambda: nn.Softplus(beta=2.0, threshold=1.0), _x(3, 4)),
+    ("Hardtanh", nn.Hardtanh, lambda: nn.Hardtanh(-0.5, 0.5), _x(3, 4)),
+    ("Hardtanh_inplace", nn.Hardtanh, lambda: nn.Hardtanh(inplace=True), _x_nonleaf(3, 4)),
+    ("Threshold", nn.Threshold, lambda: nn.Threshold(0.1, 20.0), _x(3, 4)),
+    ("Threshold_inplace", nn.Threshold, lambda: nn.Threshold(0.1, 20.0, inplace=True), _x_nonleaf(3, 4)),
+    ("LogSigmoid", nn.LogSigmoid, lambda: nn.LogSigmoid(), _x(3, 4)),
+    ("Softmax", nn.Softmax, lambda: nn.Softmax(dim=1), _x(3, 4, 2)),
+    ("Softmax_neg_dim", nn.Softmax, lambda: nn.Softmax(dim=-1), _x(3, 4)),
+    ("LogSoftmax", nn.LogSoftmax, lambda: nn.LogSoftmax(dim=1), _x(3, 4)),
+    ("Softmin", nn.Softmin, lambda: nn.Softmin(dim=0), _x(3, 4)),
+    ("Dropout", nn.Dropout, lambda: nn.Dropout(0.3), _x(6, 5)),
+    ("Dropout_inplace", nn.Dropout, lambda: nn.Dropout(0.3, inplace=True), _x_nonleaf(6, 5)),
+    ("Flatten", nn.Flatten, lambda: nn.Flatten(), _x(2, 3, 4)),
+    ("Flatten_dims", nn.Flatten, lambda: nn.Flatten(0, 1), _x(2, 3, 4)),
+    ("Unflatten", nn.Unflatten, lambda: nn.Unflatten(1, (2, 3)), _x(4, 6)),
+    ("LayerNorm", nn.LayerNorm, lambda: nn.LayerNorm(4), _x(3, 4)),
+    ("LayerNorm_2d", nn.LayerNorm, lambda: nn.LayerNorm((3, 4), eps=1e-3), _x(2, 3, 4)),
+    ("LayerNorm_no_affine", nn.LayerNorm, lambda: nn.LayerNorm(4, elementwise_affine=False), _x(3, 4)),
+    ("LayerNorm_no_bias", nn.LayerNorm, lambda: nn.LayerNorm(4, bias=False), _x(3, 4)),
+    ("BatchNorm1d", nn.BatchNorm1d, lambda: nn.BatchNorm1d(4), _x(6, 4)),
+    ("BatchNorm1d_3d", nn.BatchNorm1d, lambda: nn.BatchNorm1d(3, momentum=0.3), _x(4, 3, 5)),
+    ("BatchNorm1d_cumulative", nn.BatchNorm1d, lambda: nn.BatchNorm1d(4, momentum=None), _x(6, 4)),
+    ("BatchNorm1d_no_affine", nn.BatchNorm1d, lambda: nn.BatchNorm1d(4, affine=False), _x(6, 4)),
+    ("BatchNorm1d_no_stats", nn.BatchNorm1d, lambda: nn.BatchNorm1d(4, track_running_stats=False), _x(6, 4)),
+    ("BatchNorm2d", nn.BatchNorm2d, lambda: nn.BatchNorm2d(3), _x(2, 3, 4, 4)),
+    ("BatchNorm2d_eps", nn.BatchNorm2d, lambda: nn.BatchNorm2d(3, eps=1e-2, momentum=0.5), _x(2, 3, 2, 5)),
+    ("Embedding", nn.Embedding, lambda: nn.Embedding(10, 3), _ids(2, 4)),
+    ("Embedding_padding_idx", nn.Embedding, lambda: nn.Embedding(10, 3, padding_idx=0),
+     lambda: ([], [dynjit.tensor([[0, 2, 0], [5, 9, 2]])])),
+    ("Embedding_max_norm", nn.Embedding, lambda: nn.Embedding(10, 3, max_norm=1.0), _ids(5)),
+    ("MSELoss", nn.MSELoss, lambda: nn.MSELoss(), _two(3, 4)),
+    ("MSELoss_sum", nn.MSELoss, lambda: nn.MSELoss(reduction="sum"), _two(3, 4)),
+    ("MSELoss_none", nn.MSELoss, lambda: nn.MSELoss(reduction="none"), _two(3, 4)),
+    ("L1Loss", nn.L1Loss, lambda: nn.L1Loss(), _two(3, 4)),
+    ("SmoothL1Loss", nn.SmoothL1Loss, lambda: nn.SmoothL1Loss(beta=0.5), _two(3, 4)),
+    ("HuberLoss", nn.HuberLoss, lambda: nn.HuberLoss(delta=0.5, reduction="sum"), _two(3, 4)),
+    ("NLLLoss", nn.NLLLoss, lambda: nn.NLLLoss(), _classes(5, 4)),
+    ("NLLLoss_weight_ignore", nn.NLLLoss,
+     lambda: nn.NLLLoss(weight=dynjit.rand(4) + 0.5, ignore_index=1), _classes(5, 4, ignore=1)),
+    ("NLLLoss_none", nn.NLLLoss, lambda: nn.NLLLoss(reduction="none"), _classes(5, 4)),
+    ("CrossEntropyLoss", nn.CrossEntropyLoss, lambda: nn.CrossEntropyLoss(), _classes(5, 4)),
+    ("CrossEntropyLoss_weight_smoothing", nn.CrossEntropyLoss,
+     lambda: nn.CrossEntropyLoss(weight=dynjit.rand(4) + 0.5, label_smoothing=0.1), _classes(5, 4)),
+    ("CrossEntropyLoss_ignore_sum", nn.CrossEntropyLoss,
+     lambda: nn.CrossEntropyLoss(ignore_index=2, reduction="sum"), _classes(5, 4, ignore=2)),
+    ("BCELoss", nn.BCELoss, lambda: nn.BCELoss(), _probs(3, 4)),
+    ("BCELoss_weight", nn.BCELoss, lambda: nn.BCELoss(weight=dynjit.rand(4), reduction="sum"), _probs(3, 4)),
+    ("BCEWithLogitsLoss", nn.BCEWithLogitsLoss, lambda: nn.BCEWithLogitsLoss(),
+     lambda: (lambda x, t: ([x, t], [x, t]))(_leaf(3, 4), _leaf(3, 4, low=0.0))),
+    ("BCEWithLogitsLoss_pos_weight", nn.BCEWithLogitsLoss,
+     lambda: nn.BCEWithLogitsLoss(weight=dynjit.rand(4), pos_weight=dynjit.rand(4) + 0.5),
+     lambda: (lambda x, t: ([x, t], [x, t]))(_leaf(3, 4), _leaf(3, 4, low=0.0))),
+    ("KLDivLoss", nn.KLDivLoss, lambda: nn.KLDivLoss(reduction="batchmean"), _log_probs(3, 4, False)),
+    ("KLDivLoss_log_target", nn.KLDivLoss, lambda: nn.KLDivLoss(reduction="sum", log_target=True),
+     _log_probs(3, 4, True)),
+]
+
+# Exported classes with no forward taking a tensor: Module is the abstract base (its
+# forward raises); the containers other than Sequential hold modules or parameters and
+# have no forward at all.
+NO_TENSOR_INPUT = {"Module", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"}
+
+XFAIL = {}
+
+
+def test_table_covers_every_module():
+    exported = {name for name in nn.modules.__all__ if isinstance(getattr(nn, name), type)}
+    covered = {cls.__name__ for _, cls, _, _ in MODULES}
+    assert exported - NO_TENSOR_INPUT == covered
+    for _, cls, ctor, _ in MODULES:
+        assert type(ctor()) is cls
+
+
+def _tensors(v):
+    if isinstance(v, dynjit.Tensor):
+        return [v]
+    if isinstance(v, (list, tuple)):
+        return [t for x in v for t in _tensors(x)]
+    return []
+
+
+def _forward_backward(fn, mod, leaves, args):
+    """Run forward; the gradients of sum |out.sum()| over the tensor outputs w.r.t. the
+    parameters and the leaves (None where there is no path)."""
+    out = fn(*args)
+    diff = [p for p in mod.parameters() if p.requires_grad] + leaves
+    total = sum(o.sum().abs() for o in _tensors(out) if o.requires_grad)
+    if not diff or not isinstance(total, dynjit.Tensor):
+        return out, []
+    return out, list(dynjit.autograd.grad(total, diff, allow_unused=True))
+
+
+def _assert_close(a, b, what):
+    if a is None or b is None:
+        assert a is None and b is None, f"{what}: eager {a!r}, compiled {b!r}"
+        return
+    assert a.shape == b.shape and a.dtype is b.dtype, f"{what}: {a.dtype}{list(a.shape)} != {b.dtype}{list(b.shape)}"
+    assert a.requires_grad == b.requires_grad, f"{what}: requires_grad {a.requires_grad} != {b.requires_grad}"
+    np.testing.assert_allclose(b.numpy(force=True), a.numpy(force=True), rtol=1e-5, atol=1e-6, err_msg=what)
+
+
+def _state(mod):
+    return dict(mod.named_parameters()) | dict(mod.named_buffers())
+
+
+def _check(ref_mod, test_mod, compiled, make_inputs, seed):
+    results = []
+    for mod, fn in ((ref_mod, ref_mod), (test_mod, compiled)):
+        dynjit.manual_seed(seed)            # same inputs, same dropout masks
+        leaves, args = make_inputs()
+        out, grads = _forward_backward(fn, mod, leaves, args)
+        results.append((out, grads, args))
+    (ref_out, ref_grads, ref_args), (out, grads, args) = results
+    ref_outs, outs = _tensors(ref_out), _tensors(out)
+    assert type(out) is type(ref_out) and len(outs) == len(ref_outs)
+    for i, (a, b) in enumerate(zip(ref_outs, outs)):
+        _assert_close(a, b, f"output {i}")
+    assert len(grads) == len(ref_grads)
+    names = [n for n, p in ref_mod.named_parameters() if p.requires_grad]
+    for i, (a, b) in enumerate(zip(ref_grads, grads)):
+        _assert_close(a, b, f"gradient of {names[i] if i < len(names) else f'input {i - len(names)}'}")
+    for i, (a, b) in enumerate(zip(_tensors(ref_args), _tensors(args))):
+        _assert_close(a.detach(), b.detach(), f"input {i} after the call")
+    ref_state, state = _state(ref_mod), _state(test_mod)
+    assert ref_state.keys() == state.keys()
+    for name in ref_state:                 # buffer updates and in-place parameter writes
+        _assert_close(ref_state[name].detach(), state[name].detach(), f"{name} after the call")
+
+
+def _cases():
+    for row_id, cls, ctor, make_inputs in MODULES:
+        for training in (True, False):
+            case = f"{row_id}-{'train' if training else 'eval'}"
+            marks = [pytest.mark.xfail(strict=True, reason=XFAIL[case])] if case in XFAIL else []
+            yield pytest.param(ctor, make_inputs, training, id=case, marks=marks)
+
+
+# ports: 001_fdd911346beae147.txt TestEagerFusionModuleInfo.test_aot_autograd_module_exhaustive
+@pytest.mark.parametrize("ctor, make_inputs, training", list(_cases()))
+def test_aot_autograd_module_exhaustive(ctor, make_inputs, training):
+    dynjit.manual_seed(0)
+    ref_mod = ctor()
+    test_mod = copy.deepcopy(ref_mod)
+    ref_mod.train(training)
+    test_mod.train(training)
+    graphs = []
+
+    def fw_compiler(gm, example_inputs):
+        graphs.append(gm)
+        return nop(gm, example_inputs)
+    compiled = aot_module(test_mod, fw_compiler, nop)
+    _check(ref_mod, test_mod, compiled, make_inputs, seed=1)
+    # other values, same compiled graph: nothing of the first call is baked in
+    _check(ref_mod, test_mod, compiled, make_inputs, seed=2)
+    assert len(graphs) == 1
+
+
+def test_embedding_max_norm_renormalizes_the_rows_looked_up():
+    # the sweep's Embedding_max_norm row compares with eager; this pins eager itself
+    emb = nn.Embedding(3, 2, max_norm=1.0)
+    with dynjit.no_grad():
+        emb.weight.copy_(dynjit.tensor([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]]))
+    out = emb(dynjit.tensor([0, 1, 0]))
+    row0 = [3.0 / (5.0 + 1e-7), 4.0 / (5.0 + 1e-7)]    # norm 5 > 1: scaled by 1 / (5 + 1e-7)
+    expected = [row0, [0.3, 0.4], [6.0, 8.0]]           # row 1 is under max_norm, row 2 unused
+    np.testing.assert_allclose(emb.weight.detach().numpy(), expected, rtol=1e-6)
+    np.testing.assert_allclose(out.detach().numpy(), [row0, [0.3, 0.4], row0], rtol=1e-6)
+    emb.weight.grad = None
+    out.sum().backward()                                 # gradients as without max_norm
+    np.testing.assert_allclose(emb.weight.grad.numpy(), [[2, 2], [1, 1], [0, 0]])
+    p1 = nn.Embedding(2, 2, max_norm=2.0, norm_type=1.0)
+    with dynjit.no_grad():
+        p1.weight.copy_(dynjit.tensor([[3.0, -1.0], [1.0, 0.5]]))
+    p1(dynjit.tensor([[0, 1]]))
+    np.testing.assert_allclose(p1.weight.detach().numpy(), [[1.5, -0.5], [1.0, 0.5]], rtol=1e-6)
