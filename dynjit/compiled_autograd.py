@@ -473,7 +473,12 @@ def _traced_into(fn):
 def call_hook(hook, grad):
     """The graph's call of a tensor hook: one returning None passes the gradient on."""
     result = hook(grad)
-    return grad if result is None else result
+    if result is None:
+        return grad
+    if result.shape != grad.shape:
+        raise RuntimeError(f"hook changed the gradient's shape from {list(grad.shape)} to "
+                           f"{list(result.shape)}")
+    return result
 
 
 @_traced_into

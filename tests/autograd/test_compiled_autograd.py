@@ -578,3 +578,16 @@ def test_a_compiler_lambda_written_inside_the_loop_reuses_the_compiled_backward(
             (w * w).sum().backward()
     assert len(seen_a) == len(seen_b) == 1
     assert same(w.grad, 10 * w.detach())
+
+
+@pytest.mark.parametrize("backend", [None, "eager"])
+def test_a_hook_changing_the_gradients_shape_is_refused_as_in_eager(backend):
+    x = dynjit.randn(3, requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: g.sum())
+    with pytest.raises(RuntimeError, match=r"hook changed the gradient's shape from \[3\] to \[\]"):
+        y.sum().backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match=r"hook changed the gradient's shape from \[3\] to \[\]"):
+        with compiled_autograd.enable(Recorder(backend, fullgraph=False)):
+            y.sum().backward()
+    assert x.grad is None
