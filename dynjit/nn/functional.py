@@ -16,7 +16,8 @@ __all__ = [
     "log_softmax", "softmin", "dropout", "layer_norm", "batch_norm", "embedding", "one_hot",
     "normalize", "pad", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss",
     "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
-    "cosine_similarity", "pairwise_distance",
+    "cosine_similarity", "pairwise_distance", "interpolate", "upsample", "upsample_nearest",
+    "upsample_bilinear",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -245,6 +246,101 @@ def _embedding_renorm_(weight, input, max_norm, norm_type):
         norms = _op("norm", weight, norm_type, 1, True)
         scale = _fn.where(used & (norms > max_norm), max_norm / (norms + 1e-7), 1.0)
         weight.mul_(scale.to(weight.dtype))
+
+
+# -- upsampling --------------------------------------------------------------------
+
+_UPSAMPLE_OPS = {("nearest", 3): "upsample_nearest1d", ("nearest", 4): "upsample_nearest2d",
+                 ("nearest", 5): "upsample_nearest3d", ("linear", 3): "upsample_linear1d",
+                 ("bilinear", 4): "upsample_bilinear2d", ("trilinear", 5): "upsample_trilinear3d"}
+_LINEAR_DIMS = {"linear": 3, "bilinear": 4, "trilinear": 5}
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dims of an (N, C, d1, ..., dK) input (K = 1, 2, 3) to `size`, or
+    by `scale_factor` (output size floor(d * scale_factor)), as torch.nn.functional.interpolate.
+    Modes: "nearest" (source index floor(dst * in / out)), "linear" (3D), "bilinear" (4D),
+    "trilinear" (5D). With align_corners the corner pixels' centres of input and output
+    coincide (source coordinate dst * (in - 1) / (out - 1)); without, source coordinate
+    (dst + 0.5) * in / out - 0.5 clamped at 0. A scale_factor given (and not recomputed)
+    replaces in / out by 1 / scale_factor in those formulas, as in PyTorch."""
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    dim = input.ndim - 2
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        scale_factors = None
+        if isinstance(size, (list, tuple)):
+            if len(size) != dim:
+                raise ValueError(
+                    "Input and output must have the same number of spatial dimensions, but got input with "
+                    f"spatial dimensions of {list(input.shape[2:])} and output size of {size}. Please provide "
+                    "input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) format.")
+            output_size = [int(s) for s in size]
+        else:
+            output_size = [int(size)] * dim
+    elif scale_factor is not None:
+        if isinstance(scale_factor, (list, tuple)):
+            if len(scale_factor) != dim:
+                raise ValueError(
+                    "Input and scale_factor must have the same number of spatial dimensions, but got input "
+                    f"with spatial dimensions of {list(input.shape[2:])} and scale_factor of shape "
+                    f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                    "scale_factor in (s1, s2, ...,sK) format.")
+            scale_factors = [float(s) for s in scale_factor]
+        else:
+            scale_factors = [float(scale_factor)] * dim
+        output_size = [math.floor(float(input.shape[i + 2]) * scale_factors[i]) for i in range(dim)]
+        if recompute_scale_factor:
+            scale_factors = None
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if antialias:
+        if not (mode in ("bilinear", "bicubic") and input.ndim == 4):
+            raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires "
+                             "a 4-D tensor as input")
+        raise NotImplementedError("interpolate: antialias=True is not supported by dynjit")
+    name = _UPSAMPLE_OPS.get((mode, input.ndim))
+    if name is None:
+        if mode in _LINEAR_DIMS and input.ndim in (3, 4, 5):
+            raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {_LINEAR_DIMS[mode]}D input")
+        if mode in ("bicubic", "area", "nearest-exact") and input.ndim in (3, 4, 5):
+            raise NotImplementedError(f"interpolate: mode {mode!r} is not supported by dynjit "
+                                      "(nearest | linear | bilinear | trilinear are)")
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for the modes: "
+            f"nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact (got {mode})")
+    scales = None if scale_factors is None else tuple(scale_factors)
+    if mode == "nearest":
+        return _op(name, input, tuple(output_size), scales)
+    return _op(name, input, tuple(output_size), bool(align_corners), scales)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of interpolate (as in PyTorch)."""
+    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.",
+                  stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    warnings.warn("nn.functional.upsample_nearest is deprecated. Use nn.functional.interpolate "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    warnings.warn("nn.functional.upsample_bilinear is deprecated. Use nn.functional.interpolate "
+                  "instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 def one_hot(tensor, num_classes=-1):

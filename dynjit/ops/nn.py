@@ -152,3 +152,151 @@ def _(grads, p, train, result):
     if p == 1:
         return grads[0] * 0
     return grads[0] * result[1] * (1.0 / (1 - p))
+
+
+# -- upsampling (F.interpolate) ----------------------------------------------------
+# One op per mode and number of spatial dims, named as PyTorch's: upsample_nearest1d/2d/3d
+# and upsample_linear1d / upsample_bilinear2d / upsample_trilinear3d, each with its
+# `_backward`. They act on the trailing len(output_size) dims of an (N, C, *spatial)
+# input. `scales` is None or one entry per spatial dim: the user's scale factor (or None),
+# which, as in PyTorch, sets the source coordinate as dst / scale_factor instead of
+# dst * in / out (align_corners=True ignores it). Each op is linear in its input: the
+# backward applies the transposed interpolation matrix, and the backward's own
+# derivative is the forward op again.
+
+def _upsample_check(name, nd, shape, output_size, scales):
+    if len(shape) != nd + 2:
+        raise ValueError(f"{name} expects a {nd + 2}D input (N, C, {', '.join('d%d' % (i + 1) for i in range(nd))}), "
+                         f"got a {len(shape)}D input of shape {list(shape)}")
+    if len(output_size) != nd or (scales is not None and len(scales) != nd):
+        raise ValueError(f"{name}: output_size and scales need {nd} entries, got {list(output_size)} "
+                         f"and {scales}")
+    if any(s <= 0 for s in shape[2:]) or any(int(o) <= 0 for o in output_size):
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                           f"{list(shape[2:])} and output {list(output_size)}")
+
+
+def _nearest_index(n_in, n_out, scale):
+    """Source index of each output position (PyTorch's nearest_idx, in float32 as there)."""
+    dst = np.arange(n_out)
+    if n_out == n_in:
+        return dst
+    if n_out == 2 * n_in:
+        return dst >> 1
+    s = np.float32(1.0 / scale) if scale else np.float32(n_in) / np.float32(n_out)
+    return np.minimum(np.floor(dst.astype(np.float32) * s).astype(np.int64), n_in - 1)
+
+
+def _linear_weights(n_in, n_out, align_corners, scale):
+    """(i0, i1, w0, w1): out[d] = w0[d] * in[i0[d]] + w1[d] * in[i1[d]]."""
+    dst = np.arange(n_out, dtype=np.float64)
+    if align_corners:
+        src = dst * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+    else:
+        s = 1.0 / scale if scale else n_in / n_out
+        src = np.maximum(s * (dst + 0.5) - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    i1 = np.where(i0 < n_in - 1, i0 + 1, i0)
+    w1 = src - i0
+    return i0, i1, 1.0 - w1, w1
+
+
+def _interp_matrix(mode, n_in, n_out, align_corners, scale):
+    m = np.zeros((n_out, n_in))
+    rows = np.arange(n_out)
+    if mode == "nearest":
+        m[rows, _nearest_index(n_in, n_out, scale)] = 1.0
+    else:
+        i0, i1, w0, w1 = _linear_weights(n_in, n_out, align_corners, scale)
+        np.add.at(m, (rows, i0), w0)
+        np.add.at(m, (rows, i1), w1)
+    return m
+
+
+def _upsample_forward(mode, x, output_size, align_corners, scales):
+    x = np.asarray(x)
+    nd = len(output_size)
+    for k in range(nd):
+        axis = x.ndim - nd + k
+        n_in, n_out = x.shape[axis], int(output_size[k])
+        scale = None if scales is None else scales[k]
+        shape = [1] * x.ndim
+        shape[axis] = n_out
+        if mode == "nearest":
+            x = np.take(x, _nearest_index(n_in, n_out, scale), axis=axis)
+        else:
+            i0, i1, w0, w1 = _linear_weights(n_in, n_out, align_corners, scale)
+            x = (np.take(x, i0, axis=axis) * w0.astype(x.dtype).reshape(shape)
+                 + np.take(x, i1, axis=axis) * w1.astype(x.dtype).reshape(shape))
+    return np.ascontiguousarray(x)
+
+
+def _upsample_backward(mode, g, input_size, align_corners, scales):
+    """Gradient w.r.t. the input: the transposed interpolation matrix along each dim."""
+    g = np.asarray(g)
+    nd = len(input_size) - 2
+    for k in range(nd):
+        axis = g.ndim - nd + k
+        n_in, n_out = int(input_size[2 + k]), g.shape[axis]
+        m = _interp_matrix(mode, n_in, n_out, align_corners, None if scales is None else scales[k])
+        moved = np.moveaxis(g, axis, -1)
+        flat = np.ascontiguousarray(moved).reshape(-1, n_out) @ m.astype(g.dtype)
+        g = np.moveaxis(flat.reshape(moved.shape[:-1] + (n_in,)), -1, axis)
+    return np.ascontiguousarray(g)
+
+
+def _register_upsample(name, mode, nd):
+    linear = mode == "linear"
+
+    if linear:
+        def kernel(self, output_size, align_corners, scales=None):
+            _upsample_check(name, nd, np.shape(self), output_size, scales)
+            return _upsample_forward(mode, self, output_size, align_corners, scales)
+
+        def bw_kernel(grad_output, output_size, input_size, align_corners, scales=None):
+            return _upsample_backward(mode, grad_output, input_size, align_corners, scales)
+    else:
+        def kernel(self, output_size, scales=None):
+            _upsample_check(name, nd, np.shape(self), output_size, scales)
+            return _upsample_forward(mode, self, output_size, False, scales)
+
+        def bw_kernel(grad_output, output_size, input_size, scales=None):
+            return _upsample_backward(mode, grad_output, input_size, False, scales)
+    kernel.__name__, bw_kernel.__name__ = name, name + "_backward"
+    op = register(name, OTHER)(kernel)
+    bw = register(name + "_backward", OTHER)(bw_kernel)
+
+    def meta(self, output_size, *rest):
+        scales = rest[-1] if rest else None
+        _upsample_check(name, nd, self.shape, output_size, scales)
+        if not self.dtype.is_floating_point:
+            raise RuntimeError(f"{name} is not implemented for {self.dtype.name} input")
+        return tuple(self.shape[:2]) + tuple(int(o) for o in output_size), self.dtype
+
+    def bw_meta(grad_output, output_size, input_size, *rest):
+        expected = tuple(input_size[:2]) + tuple(int(o) for o in output_size)
+        if tuple(grad_output.shape) != expected:
+            raise RuntimeError(f"{name}_backward: expected grad_output of shape {list(expected)}, "
+                               f"got {list(grad_output.shape)}")
+        return tuple(int(s) for s in input_size), grad_output.dtype
+
+    op.meta_fn(meta)
+    bw.meta_fn(bw_meta)
+    if linear:
+        op.derivative(lambda grad, self_shape, output_size, align_corners, scales:
+                      bw(grad, output_size, tuple(self_shape), align_corners, scales))
+        bw.derivative(lambda grad, output_size, align_corners, scales:
+                      op(grad, output_size, align_corners, scales))
+    else:
+        op.derivative(lambda grad, self_shape, output_size, scales:
+                      bw(grad, output_size, tuple(self_shape), scales))
+        bw.derivative(lambda grad, output_size, scales: op(grad, output_size, scales))
+    return op
+
+
+upsample_nearest1d = _register_upsample("upsample_nearest1d", "nearest", 1)
+upsample_nearest2d = _register_upsample("upsample_nearest2d", "nearest", 2)
+upsample_nearest3d = _register_upsample("upsample_nearest3d", "nearest", 3)
+upsample_linear1d = _register_upsample("upsample_linear1d", "linear", 1)
+upsample_bilinear2d = _register_upsample("upsample_bilinear2d", "linear", 2)
+upsample_trilinear3d = _register_upsample("upsample_trilinear3d", "linear", 3)

@@ -392,6 +392,21 @@ add("nll_loss", S(r(3, 4), np.array([0, 3, 1])), S(r(3, 4), np.array([0, 3, 1]),
     S(r(3, 4), np.array([0, 3, 1]), reduction="none"), S(r(4), np.array(2)),
     S(r(3, 4), np.array([2, -100, 1]), C(pos(4))), S(r(3, 4), np.array([2, 1, 1]), C(pos(4)), "none", 1))
 add("native_dropout", S(r(4, 5), 0.3, True), S(r(3), 0.5, False), S(r(2, 2), 0.0, True), S(r(3), 1.0, True))
+for _nd, _n in ((1, "upsample_nearest1d"), (2, "upsample_nearest2d"), (3, "upsample_nearest3d")):
+    _sp = (3, 2, 2)[:_nd]
+    add(_n, S(r(2, 2, *_sp), tuple(2 * d for d in _sp)), S(r(1, 2, *_sp), (5, 3, 1)[:_nd]),
+        S(NC(r(2, 1, *_sp)), (3, 1, 4)[:_nd], (1.7, 0.6, 2.0)[:_nd]), S(r(1, 1, *_sp), (1, 1, 1)[:_nd], None))
+    add(_n + "_backward", S(r(2, 2, *(2 * d for d in _sp)), tuple(2 * d for d in _sp), (2, 2) + _sp),
+        S(r(1, 2, *(5, 3, 1)[:_nd]), (5, 3, 1)[:_nd], (1, 2) + _sp),
+        S(r(2, 1, *(3, 1, 4)[:_nd]), (3, 1, 4)[:_nd], (2, 1) + _sp, (1.7, 0.6, 2.0)[:_nd]))
+for _nd, _n in ((1, "upsample_linear1d"), (2, "upsample_bilinear2d"), (3, "upsample_trilinear3d")):
+    _sp = (3, 2, 2)[:_nd]
+    add(_n, S(r(2, 2, *_sp), tuple(2 * d for d in _sp), True), S(r(1, 2, *_sp), (5, 3, 1)[:_nd], False),
+        S(NC(r(2, 1, *_sp)), (4, 1, 3)[:_nd], False, (1.7, 0.6, 1.5)[:_nd]),
+        S(r(1, 1, *_sp), (1, 3, 1)[:_nd], True, (0.5, 1.5, 0.5)[:_nd]))
+    add(_n + "_backward", S(r(2, 2, *(2 * d for d in _sp)), tuple(2 * d for d in _sp), (2, 2) + _sp, True),
+        S(r(1, 2, *(5, 3, 1)[:_nd]), (5, 3, 1)[:_nd], (1, 2) + _sp, False),
+        S(r(2, 1, *(4, 1, 3)[:_nd]), (4, 1, 3)[:_nd], (2, 1) + _sp, False, (1.7, 0.6, 1.5)[:_nd]))
 
 # -- factories
 for _n in ("zeros", "ones", "empty"):

@@ -210,6 +210,63 @@ def _index_backward(grad, shape, index, accumulate):
     return out
 
 
+def _upsample_taps(mode, in_sizes, output_size, align_corners, scales):
+    """For each output position (row-major), its (source position, weight) pairs, from
+    PyTorch's per-point formulas (nearest: floor(dst * scale) in float32; linear:
+    multilinear mix of the two neighbours of the source coordinate in each dim)."""
+    import itertools
+    import math
+
+    def per_dim(k, dst):
+        n_in, n_out = in_sizes[k], output_size[k]
+        sc = None if scales is None else scales[k]
+        if mode == "nearest":
+            if n_out == n_in:
+                return [(dst, 1.0)]
+            if n_out == 2 * n_in:
+                return [(dst // 2, 1.0)]
+            f = np.float32(1.0 / sc) if sc else np.float32(n_in) / np.float32(n_out)
+            return [(min(int(math.floor(np.float32(dst) * f)), n_in - 1), 1.0)]
+        if align_corners:
+            src = dst * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        else:
+            src = max(((1.0 / sc) if sc else n_in / n_out) * (dst + 0.5) - 0.5, 0.0)
+        i0 = min(int(src), n_in - 1)
+        i1 = i0 + 1 if i0 < n_in - 1 else i0
+        lam = src - i0
+        return [(i0, 1.0 - lam), (i1, lam)]
+    for dst in itertools.product(*(range(o) for o in output_size)):
+        taps = [per_dim(k, d) for k, d in enumerate(dst)]
+        yield dst, [(tuple(i for i, _ in combo), math.prod(w for _, w in combo))
+                    for combo in itertools.product(*taps)]
+
+
+def _upsample(mode):
+    def forward(a, output_size, *rest):
+        align, scales = (rest + (None,))[:2] if mode == "linear" else (False, (rest + (None,))[0])
+        out = np.zeros(a.shape[:2] + tuple(output_size))
+        for dst, taps in _upsample_taps(mode, a.shape[2:], output_size, align, scales):
+            out[(Ellipsis,) + dst] = sum(w * a[(Ellipsis,) + src] for src, w in taps)
+        return out
+
+    def backward(grad, output_size, input_size, *rest):
+        align, scales = (rest + (None,))[:2] if mode == "linear" else (False, (rest + (None,))[0])
+        out = np.zeros(tuple(input_size))
+        for dst, taps in _upsample_taps(mode, tuple(input_size)[2:], output_size, align, scales):
+            for src, w in taps:
+                out[(Ellipsis,) + src] += w * grad[(Ellipsis,) + dst]
+        return out
+    return forward, backward
+
+
+_UPSAMPLE_REFERENCES = {}
+for _nd, (_near, _lin) in enumerate((("upsample_nearest1d", "upsample_linear1d"),
+                                     ("upsample_nearest2d", "upsample_bilinear2d"),
+                                     ("upsample_nearest3d", "upsample_trilinear3d"))):
+    for _name, _mode in ((_near, "nearest"), (_lin, "linear")):
+        _UPSAMPLE_REFERENCES[_name], _UPSAMPLE_REFERENCES[_name + "_backward"] = _upsample(_mode)
+
+
 def _one_hot(a, num_classes=-1):
     n = int(a.max()) + 1 if num_classes == -1 else num_classes
     out = np.zeros(a.shape + (n,), dtype=np.int64)
@@ -408,6 +465,7 @@ REFERENCE = {
     "dot": np.dot, "outer": np.outer, "einsum": _einsum,
     # neural-network ops
     "softmax": _softmax, "log_softmax": lambda a, dim: np.log(_softmax(a, dim)), "nll_loss": _nll_loss,
+    **_UPSAMPLE_REFERENCES,
     # factories
     "zeros": lambda size, dtype=None: np.zeros(size), "ones": lambda size, dtype=None: np.ones(size),
     "empty": lambda size, dtype=None: np.zeros(size),

@@ -9,12 +9,14 @@ from .flatten import Flatten, Unflatten
 from .normalization import LayerNorm
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .sparse import Embedding
+from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d
 from .loss import (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, NLLLoss, CrossEntropyLoss, BCELoss,
                    BCEWithLogitsLoss, KLDivLoss)
 __all__ = ["Module", "Identity", "Linear", "Bilinear", "Sequential", "ModuleList", "ModuleDict",
            "ParameterList", "ParameterDict", "ReLU", "ReLU6", "LeakyReLU", "ELU", "GELU", "SiLU", "Mish",
            "Sigmoid", "Tanh", "Softplus", "Hardtanh", "Threshold", "LogSigmoid", "Softmax",
            "LogSoftmax", "Softmin", "Dropout", "Flatten", "Unflatten", "LayerNorm", "BatchNorm1d",
-           "BatchNorm2d", "Embedding", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss",
+           "BatchNorm2d", "Embedding", "Upsample", "UpsamplingNearest2d",
+           "UpsamplingBilinear2d", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss",
            "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss"]
 from . import module  # noqa: F401  (nn.modules.module.register_module_forward_hook, ...)
