@@ -142,7 +142,9 @@ def cond(pred, true_fn, false_fn, operands):
     if isinstance(pred, Tensor):
         if pred.numel() != 1:
             raise RuntimeError(f"cond: pred must be a one-element tensor, got shape {list(pred.shape)}")
-        taken = bool(pred.item())
+        # the value only picks which branch gives the traced value: the graph keeps both
+        # branches and decides at run time (so not a data read that tracing freezes)
+        taken = bool(pred._data.reshape(()))
     elif isinstance(pred, (bool, int)):
         taken = bool(pred)
     else:

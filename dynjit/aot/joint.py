@@ -20,6 +20,10 @@ in the returned `TracedFunction` for the runtime to replay:
 - tensor arguments that share memory with a base that one of them writes:
   the graph takes their common base once (a "synthetic base") and makes each
   argument as a view of it, so that a write through one is seen by the others.
+
+The trace runs on real values but is replayed on others, so a Python read of a
+traced tensor's value (`if x.sum() > 0`, `float(t)`, `.item()`) is refused with
+an error rather than frozen into the graph (PyTorch's fake tensors refuse it too).
 """
 import numpy as np
 
@@ -33,7 +37,7 @@ from ..fx.interpreter import Interpreter
 from ..fx.proxy_tensor import same_layout_copy
 from ..ops import dispatch as _dispatch
 from ..ops.registry import registry
-from ..tensor import Tensor
+from ..tensor import Tensor, _data_reads
 from .flat import flatten, unflatten
 from .functionalize import FunctionalTracer
 
@@ -300,16 +304,32 @@ class _JointTrace:
         args, kwargs = unflatten(self.spec, iter(traced)) if self.spec is not None else (traced, {})
         grad_mode = _grad_state.enabled
         gm = self.fn if isinstance(self.fn, GraphModule) else getattr(self.fn, "_aot_graph_module", None)
-        with self.tracer:
-            if gm is not None and gm._in_spec is None and not kwargs and \
-                    any("stack_trace" in n.meta for n in gm.graph.nodes):
-                out = _StackTraceInterpreter(gm, self.tracer).run(*args)
-            else:
-                out = self.fn(*args, **kwargs)
+        _data_reads.append(self.refuse_data_read)
+        try:
+            with self.tracer:
+                if gm is not None and gm._in_spec is None and not kwargs and \
+                        any("stack_trace" in n.meta for n in gm.graph.nodes):
+                    out = _StackTraceInterpreter(gm, self.tracer).run(*args)
+                else:
+                    out = self.fn(*args, **kwargs)
+        finally:
+            _data_reads.pop()
         # a function may switch grad mode (the frontend's graphs do, at no_grad
         # boundaries): the compiled function leaves grad mode as the function did
         self.tr.grad_mode_after = _grad_state.enabled if _grad_state.enabled != grad_mode else None
         return out
+
+    def refuse_data_read(self, tensor, what):
+        """The graph is traced once and replayed: a Python value read from a traced tensor
+        (a branch on it, float(t)) would be frozen into it, silently wrong on other inputs."""
+        if self.tracer.is_tracked(tensor):
+            name = getattr(self.fn, "__qualname__", type(self.fn).__name__)
+            raise RuntimeError(
+                f"AOT autograd traced {name} and it reads a tensor's value in Python "
+                f"(Tensor.{what}(), or a branch on a tensor): the compiled graph would freeze the "
+                "value of this first call. Compute it with tensor ops (dynjit.where instead of "
+                "an if), or compile the function with dynjit.compile, which breaks the graph "
+                "there and runs that part as Python.")
 
     # -- forward outputs ------------------------------------------------------------
     def forward_output(self, node, tensor, differentiable):
