@@ -100,15 +100,20 @@ def _with_replaced(args, argnums, new):
     return args
 
 
+def _vjp_of_chosen(func, argnums, args, kwargs, has_aux):
+    """vjp of func with respect to args[argnums] only (the other arguments held fixed)."""
+    chosen = _select(argnums, args)
+
+    def f(*ps):
+        return func(*_with_replaced(args, argnums, ps), **kwargs)
+    return chosen, vjp(f, *chosen, has_aux=has_aux)
+
+
 def grad_and_value(func, argnums=0, has_aux=False):
     """(gradient of func's scalar output w.r.t. args[argnums], the output[, aux])."""
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        chosen = _select(argnums, args)
-
-        def f(*ps):
-            return func(*_with_replaced(args, argnums, ps), **kwargs)
-        result = vjp(f, *chosen, has_aux=has_aux)
+        chosen, result = _vjp_of_chosen(func, argnums, args, kwargs, has_aux)
         out, vjp_fn = result[0], result[1]
         if not isinstance(out, Tensor):
             raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, "
@@ -142,11 +147,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     when there are several)."""
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        chosen = _select(argnums, args)
-
-        def f(*ps):
-            return func(*_with_replaced(args, argnums, ps), **kwargs)
-        result = vjp(f, *chosen, has_aux=has_aux)
+        chosen, result = _vjp_of_chosen(func, argnums, args, kwargs, has_aux)
         out, vjp_fn = result[0], result[1]
         flat_out, out_spec = tree_flatten(out)
         per_output = []
