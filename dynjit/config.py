@@ -9,3 +9,9 @@ max_loop_unroll = 10000
 # A generator called in a compiled function is run to completion at trace time; past this many
 # items (an endless generator?) the call is a graph break instead.
 max_generator_items = 10000
+# An exception inside dynjit itself while tracing or generating code is an InternalError. By
+# default the frame then runs plain (the user's program stays correct) and the error is logged
+# (DYNJIT_LOGS=internal_errors) and counted in counters["internal_error"]; strict mode raises it
+# instead. Tests and CI run strict. Environment: DYNJIT_STRICT=1.
+import os as _os
+strict_internal_errors = _os.environ.get("DYNJIT_STRICT", "") not in ("", "0")

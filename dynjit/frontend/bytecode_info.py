@@ -1,11 +1,29 @@
-"""Per-code-object facts the translator needs, computed once and cached:
-the instruction list (read with `dis`) and offset -> index maps."""
+"""Per-code-object facts, computed once and cached: the instruction list read
+with `dis` (what the translator walks), the same instructions as the
+`bytecode` package's abstract instructions (what graph-break code is generated
+from, parsed lazily and aligned one to one), offset -> index maps, liveness.
+
+The Python versions the frontend knows are listed here explicitly; every other
+module asks this one (a version not listed fails at `dynjit.compile`)."""
 import dis
 import sys
 
-PY313 = sys.version_info >= (3, 13)
-PY312 = sys.version_info >= (3, 12)
+SUPPORTED_VERSIONS = ((3, 11), (3, 12), (3, 13))
+VERSION = sys.version_info[:2]
+PY311 = VERSION == (3, 11)
+PY312 = VERSION in ((3, 12), (3, 13))     # 3.12 instruction set or later (of the supported ones)
+PY313 = VERSION == (3, 13)
 
+
+def check_python_version():
+    if VERSION not in SUPPORTED_VERSIONS:
+        known = ", ".join(f"{a}.{b}" for a, b in SUPPORTED_VERSIONS)
+        raise RuntimeError(f"dynjit's bytecode frontend supports Python {known}; this is Python "
+                           f"{VERSION[0]}.{VERSION[1]}, whose bytecode it does not know. Run the function "
+                           "without dynjit.compile, or use a supported Python.")
+
+
+_PSEUDO_SKIP = ("EXTENDED_ARG", "CACHE")
 _cache = {}   # code objects are immortal for the functions users compile
 
 
@@ -16,6 +34,29 @@ class CodeInfo:
         self.index_of = {inst.offset: i for i, inst in enumerate(self.instructions)}
         self.cellvars = set(code.co_cellvars)
         self.freevars = code.co_freevars
+        self._abstract = None
+
+    def abstract(self):
+        """(items, positions, real): the `bytecode` package's view of this code, parsed once.
+        `items` holds instructions, labels and try markers; `real[k]` is the k-th real dis
+        instruction and `positions[k]` its abstract instruction's index in `items`."""
+        if self._abstract is None:
+            from bytecode import Bytecode, Instr
+            items = list(Bytecode.from_code(self.code))
+            positions = [k for k, item in enumerate(items) if isinstance(item, Instr)]
+            real = [i for i in self.instructions if i.opname not in _PSEUDO_SKIP]
+            if len(positions) != len(real):
+                raise NotImplementedError("cannot align this code's instructions for a graph break")
+            self._abstract = (items, positions, real)
+        return self._abstract
+
+    def real_index(self, offset):
+        """Position of the instruction at `offset` among the real (non-EXTENDED_ARG) instructions."""
+        idx = getattr(self, "_real_index", None)
+        if idx is None:
+            real = [i for i in self.instructions if i.opname not in _PSEUDO_SKIP]
+            idx = self._real_index = {inst.offset: k for k, inst in enumerate(real)}
+        return idx[offset]
 
 
 def code_info(code):

@@ -6,12 +6,13 @@ import inspect
 import math
 
 from .exc import unimplemented
-from .source import ObjectKey
+from .source import ObjectKey, local_name
+from .variables.base import ConstantVariable
 
 
 def signature_source(code):
     """The parameter list of `code` as source (defaults are attached afterwards)."""
-    names = code.co_varnames
+    names = [local_name(n) for n in code.co_varnames]
     argc, posonly, kwonly = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
     parts = list(names[:argc])
     if posonly:
@@ -57,9 +58,11 @@ class CodeGen:
         if name is not None:
             return name
         expr = var.reconstruct(self)
-        if var.source is not None and not expr.isidentifier() and expr == var.source.expr():
-            # Read it now, before the side effects are replayed: `r = obj.g; obj.g = None;
-            # return r` returns the old value, not what obj.g holds after the writes.
+        if not expr.isidentifier() and not isinstance(var, ConstantVariable):
+            # Build or read each value once, into a temporary that every reference uses: one
+            # object stays one object (a list held in a local and by a bound method on the stack),
+            # and a source is read before the side effects are replayed (`r = obj.g; obj.g = None;
+            # return r` returns the old value, not what obj.g holds after the writes).
             expr = self.memo[id(var)] = self.temp(expr)
         return expr
 
@@ -110,7 +113,8 @@ class CodeGen:
 def generate(output, return_var, signature):
     """(source of the transformed function, the graph's output nodes)."""
     cg = CodeGen(output)
-    ret = cg.value(return_var)
+    # the call of a graph break's native part runs last, after the side effects are replayed
+    ret = return_var.reconstruct(cg) if getattr(return_var, "runs_last", False) else cg.value(return_var)
     effects = output.side_effects.codegen(cg)
     body = []
     if cg.graph_outputs or output.count_ops():

@@ -20,11 +20,11 @@ from ..exc import Unsupported
 from ..fx.graph_module import GraphModule
 from ..utils import counters
 from . import resume
-from .bytecode_info import live_after
+from .bytecode_info import live_after, code_info
 from .codegen import generate, signature_source
 from .output_graph import OutputGraph
-from .source import LocalSource, ConstSource, CellContentsSource
-from .translator import InstructionTranslator, RealCellVariable, UNBOUND
+from .source import LocalSource, ConstSource, ClosureCellSource
+from .translator import InstructionTranslator, UNBOUND
 from .variables import build, NULL, FunctionVariable, BoundMethodVariable, CellVariable
 from .variables.base import VariableTracker
 
@@ -56,6 +56,10 @@ def convert(fn, args, kwargs, backend, fullgraph=False, hook=None, dynamic=False
     except TypeError as e:
         raise TypeError(f"{fn.__qualname__}() called with arguments that do not match its signature: {e}") from None
     bound.apply_defaults()
+    # inspect spells 3.11 comprehensions' `.0` parameter `implicit0`: use the code's own names
+    if any(n not in fn.__code__.co_varnames for n in bound.arguments):
+        bound.arguments = {(f".{n[8:]}" if n.startswith("implicit") and n not in fn.__code__.co_varnames
+                            else n): v for n, v in bound.arguments.items()}
     try:
         return _trace(fn, bound, backend, dynamic=dynamic)
     except Unsupported as e:
@@ -65,8 +69,9 @@ def convert(fn, args, kwargs, backend, fullgraph=False, hook=None, dynamic=False
             entry = _trace(fn, bound, backend, stop_at=e._break_step, break_exc=e, hook=hook,
                            dynamic=dynamic)
         except (Unsupported, NotImplementedError) as why:
-            e.add_note(f"(no graph break possible here: {why})")
-            raise e from None
+            plain = Unsupported(f"{e}; no graph break possible here: {why}")
+            plain._tx_location = location(e)
+            raise plain from None
         entry.break_reason = e
         return entry
 
@@ -85,7 +90,7 @@ def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=
             tx.locals[name] = build(tx, value, LocalSource(name))
         fn_src = ConstSource("__fn")
         for i, name in enumerate(code.co_freevars):
-            tx.cells[name] = RealCellVariable(fn.__closure__[i], CellContentsSource(fn_src, i))
+            tx.cells[name] = build(tx, fn.__closure__[i], ClosureCellSource(fn_src, i))
         ret = tx.run()
     finally:
         _random.set_rng_state(rng)
@@ -93,13 +98,7 @@ def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=
     signature = signature_source(code)
     break_fn = None
     if tx.stopped is not None:
-        try:
-            ret = _break_call(fn, tx, output, break_exc, hook)
-        except (Unsupported, NotImplementedError):
-            raise
-        except Exception as err:     # a bug here must not reach the user: the frame runs uncompiled
-            raise NotImplementedError(f"internal error generating the graph break "
-                                      f"({type(err).__name__}: {err})") from err
+        ret = _break_call(fn, tx, output, break_exc, hook)
         break_fn = ret.fn_obj
     output.prune_unused_inputs()
     src, outs = generate(output, ret, signature)
@@ -131,6 +130,8 @@ def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=
 
 class _BreakCall(VariableTracker):
     """The transformed function's tail: call the break function with the rebuilt stack and locals."""
+
+    runs_last = True
 
     def __init__(self, fn_obj, values, hook):
         super().__init__()
@@ -167,11 +168,18 @@ _resume_cache = {}
 
 
 def _break_call(fn, tx, output, exc, hook):
+    """The transformed function's tail at a graph break: rebuild the stack, the live locals and
+    the frame's cells, and call a break function generated from the *original* code."""
     code = fn.__code__
     ip, stack, f_locals = tx.stopped
     inst = tx.info.instructions[ip]
-    if resume.in_try_block(code, inst.offset):
+    orig, index = resume.original_index(code, inst.offset)
+    orig_info = code_info(orig)
+    orig_inst = orig_info.abstract()[2][index]
+    if resume.in_try_block(orig, orig_inst.offset):
         raise Unsupported("a graph break inside a try block")
+    if resume.in_loop(orig, orig_inst.offset):
+        raise Unsupported("a graph break inside a loop (the frame runs plain)")
     consumed = resume.consumed_by(inst)
     stack = list(stack)
     if getattr(exc, "_in_inlined_call", False) and inst.opname in ("CALL", "CALL_KW", "CALL_FUNCTION_EX"):
@@ -181,38 +189,48 @@ def _break_call(fn, tx, output, exc, hook):
                 stack[k] = _Hooked(stack[k], hook)
                 break
     live, values = [], []
-    needed = live_after(code, ip)
-    for name in code.co_varnames + tuple(n for n in code.co_cellvars if n not in code.co_varnames):
-        if needed is not None and name not in needed and name not in code.co_cellvars:
+    needed = live_after(orig, orig_info.index_of[orig_inst.offset])
+    for name in orig.co_varnames:
+        if name in orig_info.cellvars or (needed is not None and name not in needed):
             continue
-        if name in code.co_cellvars:
-            cell = tx.cells.get(name)
-            v = cell.contents if isinstance(cell, CellVariable) else None
-        else:
-            v = f_locals.get(name, UNBOUND)
-        if v is None or v is UNBOUND or v is NULL:
+        v = f_locals.get(name, UNBOUND)
+        if v is UNBOUND:
+            v = f_locals.get(resume.renamed_local(name), UNBOUND)
+        if v is UNBOUND or v is NULL:
             continue
         live.append(name)
         values.append(v)
+    cells = []
+    for name in orig.co_cellvars:
+        cell = tx.cells.get(name) if orig is code else f_locals.get(resume.cell_arg(name))
+        cells.append(cell if cell is not None else CellVariable())
+    if resume.self_first(orig):        # zero-argument super() needs `self` as the first local
+        first = orig.co_varnames[0]
+        if first in live:
+            values.pop(live.index(first))
+            live.remove(first)
+        v = f_locals.get(first, UNBOUND)
+        if v is not UNBOUND and v is not NULL:
+            live.insert(0, first)
+            values.insert(0, v)
     null_slots = [v is NULL for v in stack]
     stack_values = [v for v in stack if v is not NULL]
-    offset = inst.offset
-    index = resume.index_of_offset(code, offset)
     live_t = tuple(live)
+    lead = 1 if live and resume.self_first(orig) and live[0] == orig.co_varnames[0] else 0
 
     # resume functions live as long as the compiled function whose hook runs them
     owner = getattr(hook, "__self__", None)
     resume_cache = owner.__dict__.setdefault("_resume_cache", {}) if owner is not None else _resume_cache
 
     def make_resume(target, null_slots_after):
-        key = (code, target, tuple(null_slots_after), live_t)
+        key = (orig, target, tuple(null_slots_after), live_t)
         cached = resume_cache.get(key)
         if cached is None:
-            rcode = resume.resume_code(code, target, null_slots_after, live_t)
+            rcode = resume.resume_code(orig, target, null_slots_after, live_t)
             rfn = types.FunctionType(rcode, fn.__globals__, rcode.co_name, None, fn.__closure__)
             cached = resume_cache[key] = hook(rfn)
         return cached
 
-    bcode = resume.break_code(code, index, null_slots, live_t, make_resume)
+    bcode = resume.break_code(orig, index, null_slots, live_t, make_resume)
     break_fn = types.FunctionType(bcode, fn.__globals__, bcode.co_name, None, fn.__closure__)
-    return _BreakCall(break_fn, stack_values + values, hook)
+    return _BreakCall(break_fn, values[:lead] + stack_values + values[lead:] + cells, hook)

@@ -17,13 +17,16 @@ import warnings
 import weakref
 
 from .. import _jit_callback, config
-from ..exc import Unsupported
+from ..exc import Unsupported, InternalError, DynjitError
 from ..utils import counters
+from . import resume
 from .convert_frame import convert, location
+from .guards import module_hooks_present
 
 recompiles_log = logging.getLogger("dynjit.recompiles")
 breaks_log = logging.getLogger("dynjit.graph_breaks")
 guards_log = logging.getLogger("dynjit.guards")
+internal_log = logging.getLogger("dynjit.internal_errors")
 
 _all_compiled = weakref.WeakSet()
 _recorders = []      # explain() sessions collecting the CompiledFunctions a call creates
@@ -102,6 +105,11 @@ class CompiledFunction:
                                   "(fullgraph=True: the whole function must compile to one graph)") from None
             self.eager_reason = reason
             return _jit_callback.run_with(self._hook, fn, *args, **kwargs)
+        except DynjitError:         # dynjit's own errors for the user (a backend that failed, ...)
+            raise
+        except Exception as e:      # a bug in dynjit, not something the user wrote
+            self._internal_error(e)
+            return _jit_callback.run_with(self._hook, fn, *args, **kwargs)
         guards_log.debug("Guards for %s:\n%s", fn.__qualname__, entry.guard.source)
         if entry.break_reason is not None:
             e = entry.break_reason
@@ -111,6 +119,23 @@ class CompiledFunction:
             breaks_log.debug("Graph break in %s: %s at %s:%s", fn.__qualname__, e, filename, line)
         self.entries.append(entry)
         return entry.transformed(*args, **kwargs)
+
+    def _internal_error(self, err):
+        """Count and report an exception raised inside dynjit while compiling this function;
+        raise it in strict mode, else the function runs uncompiled from now on."""
+        fn = self._fn
+        what = f"{type(err).__name__}: {err}"
+        counters["internal_error"][what] += 1
+        internal_log.debug("Internal error compiling %s", fn.__qualname__, exc_info=err)
+        if config.strict_internal_errors:
+            raise InternalError(f"dynjit failed while compiling {fn.__qualname__} "
+                                f"({fn.__code__.co_filename}:{fn.__code__.co_firstlineno}): {what}\n"
+                                "This is a bug in dynjit, not in your program; without "
+                                "dynjit.config.strict_internal_errors (DYNJIT_STRICT) the function "
+                                "runs uncompiled.") from err
+        warnings.warn(f"dynjit: internal error while compiling {fn.__qualname__} ({what}); it runs "
+                      "uncompiled. Please report this bug.", stacklevel=4)
+        self.eager_reason = f"internal error: {what}"
 
     def _hook(self, inner_fn):
         """The compiled wrapper a nested frame runs through (same backend, no fullgraph)."""
@@ -148,13 +173,13 @@ class CompiledFunction:
                 parts.append(f"--- graph ({e.op_count} ops) ---\n{e.gm.print_readable(print_output=False)}")
             if e.break_fn is not None:
                 parts.append(f"--- graph break: {e.break_reason} ---\n"
-                             f"--- break function {e.break_fn.__name__} (bytecode) ---\n"
+                             f"--- {resume.label(e.break_fn.__code__)} (bytecode) ---\n"
                              f"{_disassemble(e.break_fn.__code__)}")
         if self.eager_reason:
             parts.append(f"runs eagerly: {self.eager_reason}")
         for resume_fn in self.__dict__.get("_resume_cache", {}).values():
             if isinstance(resume_fn, CompiledFunction):
-                parts.append(f"--- resume function {resume_fn._fn.__name__} (bytecode) ---\n"
+                parts.append(f"--- {resume.label(resume_fn._fn.__code__)} (bytecode) ---\n"
                              f"{_disassemble(resume_fn._fn.__code__)}")
                 parts.append(resume_fn.debug_view())
         return "\n".join(parts)
@@ -183,9 +208,14 @@ class OptimizedModule:
 
     def __call__(self, *args, **kwargs):
         mod = self._orig_mod
-        if getattr(mod, "_forward_hooks", None) or getattr(mod, "_forward_pre_hooks", None):
+        compiled = self._compiled_forward
+        # what mod(...) would run: hooks (its own or global), a forward set on the instance
+        if module_hooks_present(mod) or "forward" in mod.__dict__:
             return mod(*args, **kwargs)
-        return self._compiled_forward(mod, *args, **kwargs)
+        if type(mod).forward is not compiled._fn:       # forward replaced on the class
+            compiled = self.__dict__["_compiled_forward"] = CompiledFunction(
+                type(mod).forward, compiled._backend, compiled._fullgraph, compiled._dynamic)
+        return compiled(mod, *args, **kwargs)
 
     forward = __call__
 

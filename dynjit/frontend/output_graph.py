@@ -11,10 +11,11 @@ from ..fx.proxy_tensor import TensorMeta
 from ..tensor import Tensor
 from .exc import unimplemented, DataDependent
 from .guards import GuardBuilder
+from .source import local_name
 from .side_effects import SideEffects
 from .variables import (ConstantVariable, TensorVariable, TupleVariable, ListVariable, DictVariable,
                         VariableTracker)
-from .variables.tensor import wrap_result
+from .variables.tensor import wrap_result, example_like
 
 
 def set_grad_enabled_node(mode):
@@ -87,7 +88,7 @@ class OutputGraph:
         entry = self.inputs.get(id(value))
         if entry is not None and entry[0] is value:
             if entry[1] != source:
-                self.guards.add(f"{source.expr()} is {entry[1].expr()}")
+                self.guards.alias(source, entry[1])
             return entry[2]
         self.guards.tensor(source, value)
         name = _placeholder_name(source)
@@ -97,8 +98,7 @@ class OutputGraph:
         else:
             with self.graph.inserting_before(first_op):
                 node = self.graph.placeholder(name)
-        example = Tensor._make(value._data.copy())
-        example._requires_grad = value._requires_grad
+        example = example_like(value)       # same strides as the input
         node.meta["val"] = TensorMeta.of(value)
         node.meta["source"] = source
         var = TensorVariable(node, example, source=source)
@@ -109,7 +109,7 @@ class OutputGraph:
 
     def real_value(self, source):
         ns = self.guards.namespace(self.fn)
-        ns.update(self._bound_args)
+        ns.update({local_name(k): v for k, v in self._bound_args.items()})
         return eval(source.expr(), ns)
 
     # -- recording ops -------------------------------------------------------------------------

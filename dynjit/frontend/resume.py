@@ -9,29 +9,62 @@ original code with a prologue that pushes its stack arguments and jumps to
 the instruction after i; it goes through the JIT in turn, so the rest of the
 frame is traced into its own graph. A conditional jump at i gets two resume
 functions, one per target.
+
+Both are always generated from the *original* code object, parsed once
+(bytecode_info.CodeInfo.abstract): a break inside a resume function maps back
+to the original instruction (`origin`), so n breaks cost n resume functions
+of the original's size, and resume functions are shared per (code, offset,
+stack shape, live locals) whatever path reached them.
+
+The frame's own cells (co_cellvars) travel between these functions as cell
+objects, in arguments named `___cell_<name>`; the generated code reads and
+writes them through `cell_contents`, so a closure made before a break sees
+the writes made after it. Generated code keeps the user's function name and
+line numbers, so a traceback through it reads like the plain one. Every code
+object is checked by bytecode_check.verify before it is returned.
 """
 import dis
 import inspect
-import sys
 
-from bytecode import Bytecode, Instr, Label, BinaryOp, CellVar
+from bytecode import Bytecode, Instr, Label, CellVar, FreeVar, TryBegin, TryEnd
 
-from .bytecode_info import PY313
+from . import emit
+from .bytecode_info import code_info, PY313
+from .source import local_name
 
 STACK_PREFIX = "___stack"
-_CALLS = ("CALL", "CALL_KW", "CALL_FUNCTION_EX", "PRECALL")
-_PSEUDO_SKIP = ("EXTENDED_ARG", "CACHE")
+CELL_PREFIX = "___cell_"
+
+# generated code -> (original code, {generated offset: original real-instruction index})
+_origin = {}
 
 
-def _abstract(code):
-    """The code's abstract instructions, and for each dis instruction its position in that list."""
-    bc = Bytecode.from_code(code)
-    items = list(bc)
-    positions = [k for k, item in enumerate(items) if isinstance(item, Instr)]
-    dis_insts = [i for i in dis.get_instructions(code) if i.opname not in _PSEUDO_SKIP]
-    if len(positions) != len(dis_insts):
-        raise NotImplementedError("cannot align this code's instructions for a graph break")
-    return bc, items, positions, dis_insts
+_labels = {}
+
+
+def label(code):
+    """What a generated code object is, for debug views (it carries the user's own name)."""
+    return _labels.get(code, code.co_qualname)
+
+
+def origin(code):
+    """(original code, offset map) of a generated code object; (code, None) for an original."""
+    return _origin.get(code, (code, None))
+
+
+def original_index(code, offset):
+    """(original code, index among its real instructions) of the instruction at `offset`."""
+    orig, offsets = origin(code)
+    if offsets is None:
+        return code, code_info(code).real_index(offset)
+    index = offsets.get(offset)
+    if index is None:
+        raise NotImplementedError("a graph break inside generated prologue code")
+    return orig, index
+
+
+def cell_arg(name):
+    return CELL_PREFIX + name
 
 
 def _prefix_end(items):
@@ -42,50 +75,10 @@ def _prefix_end(items):
     return 0
 
 
-def _push_callable(const):
-    if PY313:
-        return [Instr("LOAD_CONST", const), Instr("PUSH_NULL")]
-    return [Instr("PUSH_NULL"), Instr("LOAD_CONST", const)]
-
-
-def _load(name, cellvars):
-    return Instr("LOAD_DEREF", CellVar(name)) if name in cellvars else Instr("LOAD_FAST", name)
-
-
-def _discard_null():
-    """Pop a NULL off the stack: POP_TOP cannot, but a call of a no-op function consumes it."""
-    if PY313:
-        return [Instr("LOAD_CONST", _nothing), Instr("SWAP", 2), Instr("CALL", 0), Instr("POP_TOP")]
-    return [Instr("LOAD_CONST", _nothing), Instr("CALL", 0), Instr("POP_TOP")] if sys.version_info >= (3, 12) \
-        else [Instr("LOAD_CONST", _nothing), Instr("PRECALL", 0), Instr("CALL", 0), Instr("POP_TOP")]
-
-
-def _nothing():
-    return None
-
-
-def _drop_nulls(null_slots):
-    """Instructions removing the NULLs at `null_slots` from the stack, other values kept in order."""
-    out = []
-    removed = 0
-    for from_top, is_null in enumerate(reversed(null_slots)):
-        if is_null:
-            out += [Instr("SWAP", j) for j in range(2, from_top + 2 - removed)]
-            out += _discard_null()
-            removed += 1
-    return out
-
-
-def _call_resume(resume, null_slots, live, cellvars=(), tmp=STACK_PREFIX):
-    """Instructions: call resume(*stack without NULLs, *live locals) and return its result."""
-    out = _drop_nulls(null_slots)
-    out += [Instr("BUILD_TUPLE", null_slots.count(False)), Instr("STORE_FAST", tmp)]
-    out += _push_callable(resume)
-    out += [Instr("LOAD_FAST", tmp)]
-    out += [_load(name, cellvars) for name in live]
-    out += [Instr("BUILD_TUPLE", len(live)), Instr("BINARY_OP", BinaryOp.ADD),
-            Instr("CALL_FUNCTION_EX", 0), Instr("RETURN_VALUE")]
-    return out
+def _var_name(arg):
+    if isinstance(arg, (CellVar, FreeVar)):
+        return arg.name
+    return arg if isinstance(arg, str) else None
 
 
 _SUPERINSTRUCTIONS = {
@@ -94,110 +87,252 @@ _SUPERINSTRUCTIONS = {
     "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST"),
 }
 
+_LOCAL_OPS = ("LOAD_FAST", "STORE_FAST", "DELETE_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR")
 
-def _split_superinstructions(items):
-    """3.13's two-local instructions, as two plain ones.
 
-    Their packed argument holds two 4-bit local indexes; a generated code
-    object has more locals than the original (the stack arguments come
-    first), and `bytecode` packs an index of 16 or more without complaint,
-    which silently reads the wrong local. Plain instructions have no limit.
-    """
+def _rewrite(instr, cellvars, renames):
+    """The generated form of one original instruction, as a list of instructions.
+
+    3.13's two-local instructions are split: their packed argument holds two 4-bit local
+    indexes, and a generated code object has more locals than the original. An access to
+    one of the frame's own cells goes through the cell object passed in `___cell_<name>`.
+    Locals whose names are not identifiers are renamed (see resume_code)."""
+    name = instr.name
+    loc = instr.location
+    parts = _SUPERINSTRUCTIONS.get(name)
+    if parts is not None:
+        out = []
+        for opname, arg in zip(parts, instr.arg):
+            out += _rewrite(Instr(opname, arg, location=loc), cellvars, renames)
+        return out
+    var = _var_name(instr.arg)
+    is_cell = var in cellvars and (isinstance(instr.arg, CellVar) or (PY313 and name == "LOAD_FAST"))
+    if is_cell:
+        load_cell = Instr("LOAD_FAST", cell_arg(var), location=loc)
+        if name == "MAKE_CELL":
+            return []
+        if name in ("LOAD_CLOSURE", "LOAD_FAST"):          # the cell itself (for a closure)
+            return [load_cell]
+        if name == "LOAD_DEREF":
+            return [load_cell, emit.load_attr("cell_contents", loc)]
+        if name == "STORE_DEREF":
+            return [load_cell, Instr("STORE_ATTR", "cell_contents", location=loc)]
+        if name == "DELETE_DEREF":
+            return [load_cell, Instr("DELETE_ATTR", "cell_contents", location=loc)]
+        raise NotImplementedError(f"{name} of the cell {var!r} in a graph break")
+    if renames and name in _LOCAL_OPS and var in renames:
+        return [Instr(name, renames[var], location=loc)]
+    return [instr.copy()]
+
+
+class _Builder:
+    """A generated code object under construction: instructions, and for each the original
+    instruction it stands for (so a later break inside it maps back to the original)."""
+
+    def __init__(self, code, argnames, label):
+        self.code = code
+        self.label = label
+        self.items = []
+        self.origin_of = {}
+        self.argnames = list(argnames)
+
+    def add(self, instrs, orig_index=None):
+        for instr in instrs:
+            if orig_index is not None and isinstance(instr, Instr):
+                self.origin_of[id(instr)] = orig_index
+            self.items.append(instr)
+
+    def finish(self):
+        try:
+            from .bytecode_check import verify
+        except ImportError:       # TODO(lead): remove once bytecode_check lands
+            def verify(code):
+                return None
+        code = self.code
+        bc = Bytecode()
+        bc.name = code.co_name
+        bc.qualname = code.co_qualname
+        bc.filename = code.co_filename
+        bc.first_lineno = code.co_firstlineno
+        bc.argnames = self.argnames
+        bc.argcount = len(self.argnames)
+        bc.posonlyargcount = 0
+        bc.kwonlyargcount = 0
+        bc.cellvars = []
+        bc.freevars = list(code.co_freevars)
+        bc.flags = code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR)
+        self.items = _drop_dead_code(self.items)
+        bc.extend(self.items)
+        new = bc.to_code()
+        verify(new)
+        instrs = [item for item in self.items if isinstance(item, Instr)]
+        real = [i for i in dis.get_instructions(new) if i.opname not in ("EXTENDED_ARG", "CACHE")]
+        if len(real) != len(instrs):
+            raise NotImplementedError("generated code does not align with its instructions")
+        _origin[new] = (code, {inst.offset: self.origin_of.get(id(instr))
+                               for inst, instr in zip(real, instrs)})
+        _labels[new] = self.label
+        return new
+
+
+def _drop_dead_code(items):
+    """`items` without the instructions no path from the entry reaches (a resume function
+    jumps over the code before its target) and without try regions left with none: the
+    `bytecode` package gives a region it cannot reach a placeholder depth."""
+    labels = {id(item): k for k, item in enumerate(items) if isinstance(item, Label)}
+    ends = {id(item.entry): k for k, item in enumerate(items) if isinstance(item, TryEnd)}
+    regions = [(k, ends.get(id(item), len(items)), labels[id(item.target)])
+               for k, item in enumerate(items) if isinstance(item, TryBegin)]
+    reachable = set()
+    work = [0]
+    while work:
+        while work:
+            k = work.pop()
+            while k < len(items) and k not in reachable:
+                reachable.add(k)
+                item = items[k]
+                if isinstance(item, Instr):
+                    if isinstance(item.arg, Label):
+                        work.append(labels[id(item.arg)])
+                    if item.name in _NO_FALLTHROUGH:
+                        break
+                k += 1
+        for begin, end, handler in regions:       # a handler is live if its region has live code
+            if handler not in reachable and any(k in reachable for k in range(begin, end)):
+                work.append(handler)
+    live_regions = {id(items[begin]) for begin, end, _ in regions
+                    if any(isinstance(items[k], Instr) and k in reachable for k in range(begin, end))}
     out = []
-    for item in items:
-        names = _SUPERINSTRUCTIONS.get(getattr(item, "name", None))
-        if names is None:
-            out.append(item)
+    for k, item in enumerate(items):
+        if isinstance(item, Instr) and k not in reachable:
             continue
-        for opname, arg in zip(names, item.arg):
-            out.append(Instr(opname, arg, location=item.location))
+        if isinstance(item, TryBegin) and id(item) not in live_regions:
+            continue
+        if isinstance(item, TryEnd) and id(item.entry) not in live_regions:
+            continue
+        out.append(item)
     return out
 
 
-def _finish(bc, items):
-    bc.extend(_split_superinstructions(items) if PY313 else items)
-    return bc.to_code()
+_NO_FALLTHROUGH = frozenset(("RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD",
+                             "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT"))
 
 
-def _new_like(code, name, argnames):
-    bc = Bytecode()
-    src = Bytecode.from_code(code)
-    bc.name = name
-    bc.qualname = name
-    bc.filename = code.co_filename
-    bc.first_lineno = code.co_firstlineno
-    bc.argnames = list(argnames)
-    bc.argcount = len(argnames)
-    bc.posonlyargcount = 0
-    bc.kwonlyargcount = 0
-    bc.cellvars = list(src.cellvars)
-    bc.freevars = list(src.freevars)
-    bc.flags = code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR)
-    return bc
+def _body(info, renames, start, end=None, label_at=None):
+    """The original instructions items[start:end], rewritten, with `label_at` = (index of a real
+    instruction, label) placed just before that instruction."""
+    items, positions, _ = info.abstract()
+    cellvars = info.cellvars
+    index_of_position = {pos: k for k, pos in enumerate(positions)}
+    out = []
+    for p in range(start, len(items) if end is None else end):
+        item = items[p]
+        k = index_of_position.get(p)
+        if label_at is not None and k == label_at[0]:
+            out.append((label_at[1], None))
+        if isinstance(item, Instr):
+            for instr in _rewrite(item, cellvars, renames):
+                out.append((instr, k))
+        else:
+            out.append((item, None))
+    return out
 
 
-def index_of_offset(code, offset):
-    """Position of the instruction at `offset` among the code's real instructions."""
-    _, _, _, dis_insts = _abstract(code)
-    for k, inst in enumerate(dis_insts):
-        if inst.offset == offset:
-            return k
-    raise ValueError(f"no instruction at offset {offset}")
+def _add_all(builder, pairs):
+    for item, k in pairs:
+        builder.add([item], k)
+
+
+def _prologue_items(info):
+    """The original's prologue up to RESUME, without MAKE_CELL (cells arrive as arguments)."""
+    items, _, _ = info.abstract()
+    return items[:_prefix_end(items)]
 
 
 def stack_prefix(code):
-    """A name prefix for stack arguments that no local of `code` uses (resume functions nest)."""
+    """A name prefix for stack arguments that no local of `code` uses."""
     n = 0
     while any(v.startswith(f"{STACK_PREFIX}{n}_") for v in code.co_varnames):
         n += 1
     return f"{STACK_PREFIX}{n}_"
 
 
+def _push_stack(prefix, null_slots):
+    return [Instr("PUSH_NULL") if is_null else Instr("LOAD_FAST", f"{prefix}{k}")
+            for k, is_null in enumerate(null_slots)]
+
+
+# a resume function's parameters must be identifiers, or its signature could not be read
+renamed_local = local_name
+
+
+def self_first(code):
+    """Zero-argument super() reads the frame's first local as `self` (3.11 at run time; the
+    translator does the same), so generated code of a method using it takes that argument
+    first, before the stack."""
+    return "__class__" in code.co_freevars and code.co_argcount > 0
+
+
+def _split_lead(code, live):
+    if self_first(code) and live and live[0] == code.co_varnames[0]:
+        return list(live[:1]), list(live[1:])
+    return [], list(live)
+
+
+def _renames(live):
+    return {n: renamed_local(n) for n in live if not n.isidentifier()}
+
+
 def resume_code(code, dis_index, null_slots, live):
-    """The original code entered at dis instruction `dis_index` with the given stack.
+    """The original `code` entered at its real instruction `dis_index` with the given stack.
 
-    Each stack slot is an argument, except NULLs of pending calls, which the
-    prologue pushes itself (a NULL cannot be passed).
-    """
-    bc, items, positions, _ = _abstract(code)
+    Arguments: each non-NULL stack slot (NULLs of pending calls are pushed by the prologue),
+    the live locals, then one cell argument per cell of the frame."""
+    info = code_info(code)
     prefix = stack_prefix(code)
+    renames = _renames(live)
+    cells = [cell_arg(n) for n in code.co_cellvars]
     stack_args = [f"{prefix}{k}" for k, is_null in enumerate(null_slots) if not is_null]
-    # locals become parameters: names that are not identifiers (pytest's rewritten asserts
-    # use `@py_assert1`) are renamed, or the function's signature could not be read
-    renames = {n: f"___local{k}_{prefix}" for k, n in enumerate(live) if not n.isidentifier()}
-    if renames:
-        items = [_renamed(item, renames) for item in items]
-    live = [renames.get(n, n) for n in live]
-    new = _new_like(code, f"__resume_at_{dis_index}_{_base_name(code)}", stack_args + list(live))
-    target = Label()
+    lead, rest = _split_lead(code, [renames.get(n, n) for n in live])
+    line = info.abstract()[2][dis_index].positions.lineno
+    builder = _Builder(code, lead + stack_args + rest + cells,
+                       f"resume function of {code.co_qualname} at instruction {dis_index} (line {line})")
+    items, positions, _ = info.abstract()
     start = _prefix_end(items)
-    body = list(items)
-    body.insert(positions[dis_index], target)
-    prologue = [Instr("PUSH_NULL") if is_null else Instr("LOAD_FAST", f"{prefix}{k}")
-                for k, is_null in enumerate(null_slots)]
-    prologue.append(Instr("JUMP_FORWARD", target))
-    return _finish(new, body[:start] + prologue + body[start:])
+    target = Label()
+    _add_all(builder, _body(info, renames, 0, start))
+    builder.add(_push_stack(prefix, null_slots))
+    builder.add([Instr("JUMP_FORWARD", target)])
+    _add_all(builder, _split_try_at(_body(info, renames, start, label_at=(dis_index, target)), target))
+    return builder.finish()
 
 
-_LOCAL_OPS = ("LOAD_FAST", "STORE_FAST", "DELETE_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR",
-              "LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST")
+def _split_try_at(pairs, label):
+    """Restart the try region open at `label` just after it.
 
-
-def _renamed(item, renames):
-    if not isinstance(item, Instr) or item.name not in _LOCAL_OPS:
-        return item
-    arg = tuple(renames.get(a, a) for a in item.arg) if isinstance(item.arg, tuple) else renames.get(item.arg, item.arg)
-    if arg == item.arg:
-        return item
-    return Instr(item.name, arg, location=item.location)
-
-
-def _base_name(code):
-    """The user's function name under any resume-function prefixes."""
-    name = code.co_name
-    while name.startswith("__resume_at_"):
-        name = name[len("__resume_at_"):].split("_", 1)[1]
-    return name
+    The prologue jumps to `label`, so the region's TryBegin before it is dead code, and the
+    exception-table depth computed for a region entered only from dead code is meaningless
+    (an exception there would unwind the stack to a wrong depth). A fresh TryBegin after the
+    label gets its depth from the prologue's flow."""
+    open_try = None
+    for k, (item, _) in enumerate(pairs):
+        if item is label:
+            break
+        if isinstance(item, TryBegin):
+            open_try = item
+        elif isinstance(item, TryEnd) and item.entry is open_try:
+            open_try = None
+    else:
+        return pairs
+    if open_try is None:
+        return pairs
+    fresh = TryBegin(open_try.target, open_try.push_lasti)
+    out = pairs[:k] + [(TryEnd(open_try), None), (label, None), (fresh, None)]
+    for item, orig in pairs[k + 1:]:
+        if isinstance(item, TryEnd) and item.entry is open_try:
+            item = TryEnd(fresh)
+        out.append((item, orig))
+    return out
 
 
 def null_slots_after(inst, null_slots, jump):
@@ -235,54 +370,78 @@ def consumed_by(inst):
         return arg + 3
     if name == "CALL_FUNCTION_EX":
         return 3 + (arg & 1)
+    if name == "LOAD_SUPER_ATTR":
+        return 3
     return max(1, -dis.stack_effect(inst.opcode, arg, jump=False))
 
 
-def break_code(code, dis_index, null_slots, live, make_resume):
-    """Code for: push the stack, run instruction `dis_index` natively, then resume.
+def _call_resume(resume, null_slots, lead, live, cells, tmp):
+    """Instructions: call resume(*lead, *stack without NULLs, *live locals, *cells) and
+    return its result."""
+    out = emit.drop_nulls(null_slots)
+    out += [Instr("BUILD_TUPLE", null_slots.count(False)), Instr("STORE_FAST", tmp)]
+    out += emit.push_callable(resume)
+    out += [Instr("LOAD_FAST", name) for name in lead]
+    out += [Instr("BUILD_TUPLE", len(lead)), Instr("LOAD_FAST", tmp), emit.binary_add()]
+    out += [Instr("LOAD_FAST", name) for name in list(live) + list(cells)]
+    out += [Instr("BUILD_TUPLE", len(live) + len(cells)), emit.binary_add(),
+            Instr("CALL_FUNCTION_EX", 0), Instr("RETURN_VALUE")]
+    return out
 
-    `null_slots[k]` says stack slot k holds the NULL of a pending call (pushed
-    with PUSH_NULL, not passed as an argument). `make_resume(target_dis_index,
-    null_slots_after)` returns the callable to resume with.
-    """
-    bc, items, positions, dis_insts = _abstract(code)
-    inst = dis_insts[dis_index]
-    depth = len(null_slots)
+
+def break_code(code, dis_index, null_slots, live, make_resume):
+    """Code for: push the stack, run real instruction `dis_index` of `code` natively, resume.
+
+    `null_slots[k]` says stack slot k holds the NULL of a pending call (pushed with
+    PUSH_NULL, not passed as an argument). `make_resume(target_index, null_slots_after)`
+    returns the callable to resume with."""
+    info = code_info(code)
+    items, positions, real = info.abstract()
+    inst = real[dis_index]
     prefix = stack_prefix(code)
-    stack_args = [f"{prefix}{k}" for k in range(depth) if not null_slots[k]]
-    new = _new_like(code, f"__break_at_{dis_index}_{code.co_name}", stack_args + list(live))
-    start = _prefix_end(items)
-    body = [item for item in items[:start]]
-    body += [Instr("PUSH_NULL") if null_slots[k] else Instr("LOAD_FAST", f"{prefix}{k}")
-             for k in range(depth)]
+    cells = [cell_arg(n) for n in code.co_cellvars]
+    stack_args = [f"{prefix}{k}" for k, is_null in enumerate(null_slots) if not is_null]
+    lead, rest = _split_lead(code, live)
+    builder = _Builder(code, lead + stack_args + rest + cells,
+                       f"break function of {code.co_qualname} at instruction {dis_index} "
+                       f"{inst.opname} (line {inst.positions.lineno})")
+    _add_all(builder, _body(info, {}, 0, _prefix_end(items)))
+    builder.add(_push_stack(prefix, null_slots))
     # instructions that must travel with the breaking one (3.11 PRECALL, KW_NAMES)
     first = dis_index
-    while first > 0 and dis_insts[first - 1].opname in ("PRECALL", "KW_NAMES"):
+    while first > 0 and real[first - 1].opname in ("PRECALL", "KW_NAMES"):
         first -= 1
     for k in range(first, dis_index):
-        body.append(items[positions[k]].copy())
+        builder.add(_rewrite(items[positions[k]], info.cellvars, {}), k)
     original = items[positions[dis_index]]
-    if inst.opname == "RETURN_VALUE" or inst.opname == "RETURN_CONST":
-        body.append(original.copy())
-    elif "JUMP" in inst.opname and isinstance(original.arg, Label):
+    tmp = prefix + "all"
+    if "JUMP" in inst.opname and isinstance(original.arg, Label):
         taken = Label()
         # the taken branch is placed after this instruction: 3.11's backward jumps become forward ones
-        jump = Instr(original.name.replace("_BACKWARD_", "_FORWARD_"), taken)
-        body.append(jump)
+        builder.add([Instr(original.name.replace("_BACKWARD_", "_FORWARD_"), taken,
+                           location=original.location)], dis_index)
         after = null_slots_after(inst, null_slots, jump=False)
-        body += _call_resume(make_resume(dis_index + 1, after), after, live, new.cellvars, prefix + "all")
-        body.append(taken)
-        target_index = _dis_index_of(items, positions, original.arg)
+        builder.add(_call_resume(make_resume(dis_index + 1, after), after, lead, rest, cells, tmp))
+        builder.add([taken])
+        target_index = _index_of_label(items, positions, original.arg)
         after_jump = null_slots_after(inst, null_slots, jump=True)
-        body += _call_resume(make_resume(target_index, after_jump), after_jump, live, new.cellvars, prefix + "all")
+        builder.add(_call_resume(make_resume(target_index, after_jump), after_jump, lead, rest, cells, tmp))
+    elif emit.plain_method_load(original) is not None:
+        native, pushed = emit.plain_method_load(original)
+        builder.add(native, dis_index)
+        after = list(null_slots[:len(null_slots) - consumed_by(inst)]) + pushed
+        builder.add(_call_resume(make_resume(dis_index + 1, after), after, lead, rest, cells, tmp))
     else:
-        body.append(original.copy())
-        after = null_slots_after(inst, null_slots, jump=False)
-        body += _call_resume(make_resume(dis_index + 1, after), after, live, new.cellvars, prefix + "all")
-    return _finish(new, body)
+        if isinstance(original.arg, Label):
+            raise NotImplementedError(f"a graph break at {inst.opname}")
+        builder.add(_rewrite(original, info.cellvars, {}), dis_index)
+        if inst.opname not in ("RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE"):
+            after = null_slots_after(inst, null_slots, jump=False)
+            builder.add(_call_resume(make_resume(dis_index + 1, after), after, lead, rest, cells, tmp))
+    return builder.finish()
 
 
-def _dis_index_of(items, positions, label):
+def _index_of_label(items, positions, label):
     k = items.index(label)
     for j, pos in enumerate(positions):
         if pos > k:
@@ -290,7 +449,22 @@ def _dis_index_of(items, positions, label):
     raise ValueError("jump target not found")
 
 
-_ = sys
+def in_loop(code, offset):
+    """True if `offset` lies inside a loop (between a backward jump's target and the jump).
+
+    A graph break there would resume the rest of the frame, loop included, from inside a
+    call: every iteration would nest a deeper call, until a RecursionError. So no break is
+    made in a loop: the frame runs plain (as Dynamo skips such frames)."""
+    info = code_info(code)
+    loops = getattr(info, "_loops", None)
+    if loops is None:
+        loops = info._loops = [(inst.argval, inst.offset) for inst in info.instructions
+                               if inst.opcode in _JUMPS and isinstance(inst.argval, int)
+                               and inst.argval <= inst.offset]
+    return any(start <= offset <= end for start, end in loops)
+
+
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs) | frozenset(getattr(dis, "hasjump", ()))
 
 
 def in_try_block(code, offset):
@@ -298,11 +472,9 @@ def in_try_block(code, offset):
 
     A native instruction run at a break would escape that handler, so no break is made there.
     """
-    parse = getattr(dis, "_parse_exception_table", None)
-    if parse is None:
-        return True
-    insts = {i.offset: i for i in dis.get_instructions(code)}
-    for entry in parse(code):
+    info = code_info(code)
+    insts = {i.offset: i for i in info.instructions}
+    for entry in dis._parse_exception_table(code):
         if entry.start <= offset < entry.end:
             handler = [insts[o].opname for o in sorted(insts) if o >= entry.target][:4]
             if "WITH_EXCEPT_START" not in handler:

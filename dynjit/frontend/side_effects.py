@@ -12,6 +12,7 @@ class SideEffects:
         self._grads = {}          # id(real tensor) -> (tensor, its tracker, new .grad tracker)
         self.count = 0            # effects recorded so far (a trace can tell whether code had any)
         self._calls = []          # trackers whose reconstruction performs a call (hook registration)
+        self._cells = {}          # id(real cell) -> its tracker, whose contents were written
 
     def track_existing(self, value, var):
         self._objects[id(value)] = (value, var)
@@ -43,12 +44,16 @@ class SideEffects:
         entry = self._grads.get(id(real))
         return entry[2] if entry is not None and entry[0] is real else None
 
+    def write_cell(self, cell_var):
+        self.count += 1
+        self._cells[id(cell_var.cell)] = cell_var
+
     def call_later(self, var):
         self.count += 1
         self._calls.append(var)
 
     def has_effects(self):
-        return bool(self._mutated or self._globals or self._grads or self._calls)
+        return bool(self._mutated or self._globals or self._grads or self._calls or self._cells)
 
     def codegen(self, cg):
         """Statements replaying the effects: first every new value, then every write."""
@@ -68,6 +73,8 @@ class SideEffects:
                     writes.append(f"setattr({target}, {name!r}, {cg.temp(cg.value(var.attrs[name]))})")
         for var in self._calls:
             cg.value(var)            # performs the call once, unless the return value already did
+        for cell_var in self._cells.values():
+            writes.append(f"{cg.value(cell_var)}.cell_contents = {cg.temp(cg.value(cell_var.contents))}")
         for _, tensor_var, value in self._grads.values():
             writes.append(f"{tensor_var.source.expr()}.grad = {cg.temp(cg.value(value))}")
         for entries in self._globals.values():

@@ -18,6 +18,14 @@ class Source:
         return hash(self.expr())
 
 
+def local_name(name):
+    """A local's name in generated Python: names that are not identifiers (3.11 comprehensions'
+    `.0`, pytest's rewritten asserts' `@py_assert1`) are spelled as identifiers."""
+    if name.isidentifier():
+        return name
+    return "___local_" + "".join(c if c.isalnum() or c == "_" else f"_{ord(c):x}_" for c in name)
+
+
 class LocalSource(Source):
     """An argument of the compiled function (the generated functions take the same arguments)."""
 
@@ -25,7 +33,7 @@ class LocalSource(Source):
         self.name = name
 
     def expr(self):
-        return self.name
+        return local_name(self.name)
 
 
 class GlobalSource(Source):
@@ -66,13 +74,15 @@ class ItemSource(Source):
         return f"{self.base.expr()}[{self.key!r}]"
 
 
-class CellContentsSource(Source):
+class ClosureCellSource(Source):
+    """The cell object `fn.__closure__[index]` (its contents: AttrSource(this, "cell_contents"))."""
+
     def __init__(self, base, index):
         self.base = base
         self.index = index
 
     def expr(self):
-        return f"{self.base.expr()}.__closure__[{self.index}].cell_contents"
+        return f"{self.base.expr()}.__closure__[{self.index}]"
 
 
 class DefaultSource(Source):
@@ -119,3 +129,4 @@ class ObjectKey:
 
     def __repr__(self):
         return f"K[{self.name!r}]"
+

@@ -14,12 +14,12 @@ import types
 from .. import config
 from .bytecode_info import code_info, PY312, PY313
 from .opcode_support import unsupported_reason
-from .exc import unimplemented, DataDependent, Unsupported
-from .source import LocalSource, GlobalSource, ConstSource, ItemSource, CellContentsSource, DefaultSource
+from .exc import unimplemented, DataDependent, Unsupported, fold
+from .source import LocalSource, GlobalSource, ConstSource, ItemSource, ClosureCellSource, DefaultSource
 from .variables import (VariableTracker, ConstantVariable, NULL, build, TensorVariable, TupleVariable,
                         ListVariable, DictVariable, IteratorVariable, FunctionVariable,
                         NestedFunctionVariable, BuiltinVariable, CellVariable, GradModeVariable,
-                        UserObjectVariable, NewObjectVariable, ClassVariable, SuperVariable)
+                        UserObjectVariable, NewObjectVariable, ClassVariable, SuperVariable, RealCellVariable)
 from .variables.objects import class_attribute
 
 CO_GENERATOR = inspect.CO_GENERATOR
@@ -59,24 +59,6 @@ class _Unbound:
 
 
 UNBOUND = _Unbound()
-
-
-class RealCellVariable(VariableTracker):
-    """A closure cell of a function that existed before the call."""
-
-    def __init__(self, cell, source):
-        super().__init__(source)
-        self.cell = cell
-        self.contents = None
-
-    def load(self, tx):
-        if self.contents is None:
-            try:
-                value = self.cell.cell_contents
-            except ValueError:
-                unimplemented("reading a free variable that is not bound yet")
-            self.contents = build(tx, value, self.source)
-        return self.contents
 
 
 class InstructionTranslator:
@@ -208,10 +190,7 @@ class InstructionTranslator:
                     _tensor_operand(a) and _tensor_operand(b):
                 return self.output.record(fn, [a, b], {})
         if a.is_python_constant() and b.is_python_constant():
-            try:
-                return self.wrap_constant_result(fn(a.as_python_constant(), b.as_python_constant()))
-            except Exception as e:
-                unimplemented(f"{type(e).__name__} raised while tracing: {e}")
+            return self.wrap_constant_result(fold(fn, a.as_python_constant(), b.as_python_constant()))
         if isinstance(a, (ListVariable, TupleVariable)) and type(a) is type(b) and fn in (operator.add, operator.iadd):
             if fn is operator.iadd and isinstance(a, ListVariable):
                 a.call_method(self, "extend", [b], {})
@@ -254,7 +233,7 @@ class InstructionTranslator:
                 raise DataDependent("`not` on a tensor (data-dependent)")
             return self.output.record(fn, [a], {})
         if a.is_python_constant():
-            return self.wrap_constant_result(fn(a.as_python_constant()))
+            return self.wrap_constant_result(fold(fn, a.as_python_constant()))
         if fn is operator.not_:
             return ConstantVariable(not self.truth(a))
         result = self._call_dunder(a, UNARY_DUNDER.get(fn, ""), [])
@@ -277,7 +256,7 @@ class InstructionTranslator:
         cell = self.cells.get("__class__")
         if cell is None:
             unimplemented("super() without a __class__ cell")
-        cls = cell.load(self) if isinstance(cell, RealCellVariable) else cell.contents
+        cls = cell.load(self, "__class__")
         first = self.locals.get(self.code.co_varnames[0]) if self.code.co_argcount else None
         if first is None:
             unimplemented("super() in a function without arguments")
@@ -308,7 +287,7 @@ class InstructionTranslator:
                           for k, v in (fn.__kwdefaults__ or {}).items()}
             cells = {}
             for i, name in enumerate(code.co_freevars):
-                cells[name] = RealCellVariable(fn.__closure__[i], CellContentsSource(fn_src, i))
+                cells[name] = build(self, fn.__closure__[i], ClosureCellSource(fn_src, i))
             f_globals = fn.__globals__
         else:
             defaults = list(fn_var.defaults.items) if fn_var.defaults is not None else []
@@ -508,24 +487,17 @@ class InstructionTranslator:
         cell = self.cells.get(inst.argval)
         if cell is None:
             unimplemented(f"free variable {inst.argval!r}")
-        if isinstance(cell, RealCellVariable):
-            self.push(cell.load(self))
-        else:
-            if cell.contents is None:
-                unimplemented(f"free variable {inst.argval!r} referenced before assignment")
-            self.push(cell.contents)
+        self.push(cell.load(self, inst.argval))
 
     def STORE_DEREF(self, inst):
         cell = self.cells.get(inst.argval)
-        if isinstance(cell, RealCellVariable):
-            unimplemented("assigning to a closure variable of a function defined outside the compiled code")
         if cell is None:
             cell = self.cells[inst.argval] = CellVariable()
-        cell.contents = self.pop()
+        cell.store(self, self.pop())
 
     def DELETE_DEREF(self, inst):
         cell = self.cells.get(inst.argval)
-        if not isinstance(cell, CellVariable):
+        if type(cell) is not CellVariable:
             unimplemented("deleting a closure variable of a function defined outside the compiled code")
         cell.contents = None
 

@@ -4,6 +4,7 @@ from .builder import build
 from .tensor import TensorVariable, TensorMethodVariable
 from .containers import TupleVariable, ListVariable, DictVariable, NamedTupleVariable, IteratorVariable
 from .functions import (FunctionVariable, NestedFunctionVariable, BoundMethodVariable, BuiltinVariable,
-                        DynjitFunctionVariable, GradModeVariable, CellVariable)
+                        DynjitFunctionVariable, GradModeVariable, CellVariable,
+                        RealCellVariable)
 from .objects import (UserObjectVariable, NewObjectVariable, ClassVariable, PythonModuleVariable,
                       ModuleVariable, SuperVariable)

@@ -50,9 +50,9 @@ def build_autograd_function(tx, value, source):
         return AutogradFunctionClassVariable(value, source=source)
     if isinstance(value, types.MethodType) and value.__func__ is Function.apply.__func__ \
             and is_function_class(value.__self__):
-        guards.add(f"type({source.expr()}) is {guards.k(types.MethodType)} and "
-                   f"{source.expr()}.__self__ is {guards.k(value.__self__)} and "
-                   f"{source.expr()}.__func__ is {guards.k(value.__func__)}")
+        guards.type(source, value)
+        guards.identity(AttrSource(source, "__self__"), value.__self__)
+        guards.identity(AttrSource(source, "__func__"), value.__func__)
         return AutogradFunctionApplyVariable(value.__self__, source=source)
     if isinstance(value, BackwardCFunction):
         guards.type(source, value)

@@ -119,7 +119,9 @@ class ConstantVariable(VariableTracker):
         return ConstantVariable(attr)
 
     def getitem(self, tx, key):
-        return ConstantVariable(self.value[key.as_python_constant()])
+        import operator
+        from ..exc import fold
+        return ConstantVariable(fold(operator.getitem, self.value, key.as_python_constant()))
 
     def reconstruct(self, cg):
         if self._guard_on_use is not None:

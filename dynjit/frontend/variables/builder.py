@@ -38,10 +38,15 @@ def build(tx, value, source):
         known = tx.output.side_effects.existing_object(value)
         if known is not None:      # the same object seen again: the same tracker (and its mutations)
             if known.source is not None and source is not None and known.source != source:
-                guards.add(f"{source.expr()} is {known.source.expr()}")
+                guards.alias(source, known.source)
             return known
     if isinstance(value, Tensor):
         return wrap_input_tensor(tx, value, source)
+    if isinstance(value, types.CellType):     # one tracker per cell: writes seen through every reference
+        from .functions import RealCellVariable
+        var = RealCellVariable(value, source)
+        tx.output.side_effects.track_existing(value, var)
+        return var
     if type(value) in (int, float) and isinstance(source, LocalSource):
         guards.type(source, value)
         return ConstantVariable(value, source, guard_on_use=lambda: guards.constant(source, value))
@@ -93,8 +98,8 @@ def build(tx, value, source):
         from ..source import CallSource, ItemSource
         remaining = iterator_items(value)
         items_src = CallSource("iter_items", iterator_items, source)
-        guards.add(f"type({source.expr()}) is {guards.k(type(value))} and "
-                   f"len({items_src.expr_with(guards)}) == {len(remaining)}")
+        guards.type(source, value)
+        guards.type_and_len(items_src, remaining)
         return IteratorVariable([build(tx, v, ItemSource(items_src, k)) for k, v in enumerate(remaining)])
     if isinstance(value, types.MethodType) and isinstance(value.__self__, GradModeRestorer):
         guards.type(source, value)
@@ -109,8 +114,8 @@ def build(tx, value, source):
         # e.g. `log.append` left on the stack at a graph break: a method of the (tracked) container
         from .functions import BuiltinMethodVariable
         from ..source import AttrSource
-        guards.add(f"type({source.expr()}) is {guards.k(type(value))} and "
-                   f"{source.expr()}.__name__ == {value.__name__!r}")
+        guards.type(source, value)
+        guards.constant(AttrSource(source, "__name__"), value.__name__)
         return BuiltinMethodVariable(build(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)) or _in(value, BuiltinVariable.SUPPORTED):
         guards.identity(source, value)

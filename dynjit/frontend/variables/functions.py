@@ -6,7 +6,7 @@ import math
 import operator
 import types
 
-from ..exc import unimplemented
+from ..exc import unimplemented, fold
 from .base import VariableTracker, ConstantVariable
 
 
@@ -51,14 +51,70 @@ class FunctionVariable(VariableTracker):
 
 
 class CellVariable(VariableTracker):
-    """A closure cell created while tracing (its contents are a tracker)."""
+    """A closure cell created while tracing (its contents are a tracker, None while unbound).
+
+    Rebuilt once as a new cell object at a graph break; every closure and the code after
+    the break share that one object."""
 
     def __init__(self, contents=None):
         super().__init__()
         self.contents = contents
 
+    def describe(self):
+        return "a closure cell"
+
+    def load(self, tx, name="a closure variable"):
+        if self.contents is None:
+            unimplemented(f"free variable {name!r} referenced before assignment")
+        return self.contents
+
+    def store(self, tx, value):
+        self.contents = value
+
+    def getattr(self, tx, name):
+        if name == "cell_contents":
+            return self.load(tx)
+        return super().getattr(tx, name)
+
+    def setattr(self, tx, name, value):
+        if name != "cell_contents":
+            super().setattr(tx, name, value)
+        self.store(tx, value)
+
     def reconstruct(self, cg):
         return cg.cell(self)
+
+
+class RealCellVariable(CellVariable):
+    """A cell object that existed before the trace (a closure cell of a function, or one
+    passed between the functions of a graph break); `source` is the cell itself.
+
+    One tracker per cell object (the builder deduplicates), so a write through one
+    reference is seen through every other; reads are guarded on the contents' source,
+    writes are replayed after the graph as `cell.cell_contents = value`."""
+
+    def __init__(self, cell, source):
+        super().__init__()
+        self.source = source
+        self.cell = cell
+
+    def load(self, tx, name="a closure variable"):
+        if self.contents is None:
+            from ..source import AttrSource
+            from .builder import build
+            try:
+                value = self.cell.cell_contents
+            except ValueError:
+                unimplemented(f"free variable {name!r} referenced before assignment")
+            self.contents = build(tx, value, AttrSource(self.source, "cell_contents"))
+        return self.contents
+
+    def store(self, tx, value):
+        self.contents = value
+        tx.output.side_effects.write_cell(self)
+
+    def reconstruct(self, cg):
+        return self.source.expr()
 
 
 class NestedFunctionVariable(VariableTracker):
@@ -190,7 +246,7 @@ class BuiltinVariable(VariableTracker):
                                              in ("math", "_operator", "operator", "builtins")):
             a = [x.as_python_constant() for x in args]
             k = {n: v.as_python_constant() for n, v in kwargs.items()}
-            return tx.wrap_constant_result(fn(*a, **k))
+            return tx.wrap_constant_result(fold(fn, *a, **k))
         unimplemented(f"builtin: {getattr(fn, '__name__', fn)} with these arguments "
                       f"({', '.join(a.describe() for a in args)})")
 

@@ -4,20 +4,24 @@ import inspect
 import types
 
 from ..exc import unimplemented
+from ..guards import module_hooks_present
 from ..source import AttrSource, ItemSource
 from .base import VariableTracker, ConstantVariable
 
 
 def class_attribute(tx, obj_var, cls, name):
-    """Look `name` up on `cls` (the MRO) as attribute access on an instance would."""
-    for klass in cls.__mro__:
-        if name in vars(klass):
-            attr = vars(klass)[name]
-            break
-    else:
-        raise AttributeError(f"'{cls.__name__}' object has no attribute '{name}'")
+    """Look `name` up on `cls` (the MRO) as attribute access on an instance would.
+
+    The entry found is guarded (identity, or value for a constant) where it was
+    found, and so is the lookup: `name` absent from the instance's own __dict__
+    and from every class before it in the MRO (`GuardBuilder.class_lookup`)."""
+    guards = tx.output.guards
+    instance = getattr(obj_var, "value", getattr(obj_var, "module", None))
+    klass, attr, attr_src = guards.class_lookup(cls, name, obj_var.source, instance)
     from .functions import FunctionVariable, BoundMethodVariable
     from .builder import build, is_constant_value
+    if isinstance(attr, (staticmethod, classmethod, types.FunctionType, property)):
+        guards.identity(attr_src, attr)     # their __func__ / fget cannot be reassigned
     if isinstance(attr, staticmethod):
         return FunctionVariable(attr.__func__)
     if isinstance(attr, classmethod):
@@ -29,10 +33,11 @@ def class_attribute(tx, obj_var, cls, name):
             unimplemented(f"reading write-only property {name}")
         return FunctionVariable(attr.fget).call(tx, [obj_var], {})
     if is_constant_value(attr):
+        guards.constant(attr_src, attr)
         return ConstantVariable(attr)
     if hasattr(attr, "__get__") and not isinstance(attr, type):
         unimplemented(f"attribute {name!r} is a descriptor of type {type(attr).__name__}")
-    return build(tx, attr, AttrSource(ClassVariable(klass).make_source(tx), name))
+    return build(tx, attr, attr_src)
 
 
 def _plain_class(cls):
@@ -165,6 +170,9 @@ class ClassVariable(VariableTracker):
         for klass in self.cls.__mro__:
             if name in vars(klass):
                 attr = vars(klass)[name]
+                if isinstance(attr, (staticmethod, classmethod)):
+                    _, attr, attr_src = tx.output.guards.class_lookup(self.cls, name)
+                    tx.output.guards.identity(attr_src, attr)
                 if isinstance(attr, staticmethod):
                     return FunctionVariable(attr.__func__)
                 if isinstance(attr, classmethod):
@@ -274,22 +282,40 @@ class ModuleVariable(VariableTracker):
         try:
             value = getattr(self.module, name)
         except AttributeError:
+            if self.source is not None:       # hasattr / getattr with a default: it must stay absent
+                guards = tx.output.guards
+                for store in ("_parameters", "_buffers", "_modules"):
+                    if isinstance(mod.__dict__.get(store), dict):
+                        guards.absent_key(AttrSource(self.source, store), name)
+                try:
+                    guards.class_lookup(type(mod), name, self.source, mod)
+                except AttributeError:
+                    pass
             raise
-        if isinstance(value, types.MethodType) and value.__self__ is self.module:
+        if isinstance(value, types.MethodType) and value.__self__ is self.module and name not in mod.__dict__:
             if name in MEMBER_ITERATORS and value.__func__ is _library_method(name):
+                _, attr, attr_src = tx.output.guards.class_lookup(type(mod), name, self.source, mod)
+                tx.output.guards.identity(attr_src, attr)
                 return ModuleMembersVariable(self, name)
-            from .functions import FunctionVariable, BoundMethodVariable
-            return BoundMethodVariable(FunctionVariable(value.__func__), self)
+            return class_attribute(tx, self, type(mod), name)
         return build(tx, value, AttrSource(self.source, name))
 
     def call(self, tx, args, kwargs):
         mod = self.module
-        for hooks in ("_forward_hooks", "_forward_pre_hooks"):
-            if getattr(mod, hooks, None):
-                unimplemented(f"calling a module with {hooks[1:]} registered inside a compiled function")
-        from .functions import FunctionVariable
-        forward = type(mod).forward
-        return FunctionVariable(forward).call(tx, [self] + list(args), kwargs)
+        guards = tx.output.guards
+        from ...nn import Module
+        _, call, call_src = guards.class_lookup(type(mod), "__call__")
+        guards.identity(call_src, call)
+        if call is not Module.__call__ or type(mod)._call_impl is not Module._call_impl:
+            unimplemented(f"calling a module whose class overrides __call__ ({type(mod).__name__})")
+        hooks = module_hooks_present(mod)
+        if hooks:
+            unimplemented(f"calling a module with {', '.join(h.lstrip('_') for h in hooks)} registered "
+                          "inside a compiled function")
+        if self.source is not None:
+            guards.no_module_hooks(self.source)     # hooks registered later: recompile
+        # what Module.__call__ runs: self.forward (an instance attribute first)
+        return self.getattr(tx, "forward").call(tx, list(args), kwargs)
 
     def setattr(self, tx, name, value):
         unimplemented(f"setting attribute {name!r} on an nn.Module inside a compiled function")
@@ -356,8 +382,7 @@ class ModuleMembersVariable(VariableTracker):
                 seen.add(id(entry[1]))
                 unique.append(entry)
         if unique:
-            exprs = ", ".join(src.expr() for _, _, src in members)
-            guards.add(f"len({{id(v) for v in ({exprs},)}}) == {len(unique)}")
+            guards.distinct([src for _, _, src in members], len(unique))
         items = [build(tx, value, src) for _, value, src in unique]
         if self.name.startswith("named_"):
             items = [TupleVariable([ConstantVariable(n), v]) for (n, _, _), v in zip(unique, items)]
@@ -389,16 +414,19 @@ class SuperVariable(VariableTracker):
     def getattr(self, tx, name):
         mro = self.obj.python_type().__mro__
         start = mro.index(self.cls) + 1
+        guards = tx.output.guards
         for klass in mro[start:]:
             if name in vars(klass):
                 attr = vars(klass)[name]
                 from .functions import FunctionVariable, BoundMethodVariable
+                guards.identity(ItemSource(guards.class_dict(klass), name), attr)
                 if isinstance(attr, types.FunctionType):
                     return BoundMethodVariable(FunctionVariable(attr), self.obj)
                 if attr is object.__init__:
                     from .base import VariableTracker as _V
                     return _NoOp()
                 unimplemented(f"super().{name} of kind {type(attr).__name__}")
+            guards.absent_key(guards.class_dict(klass), name)
         raise AttributeError(name)
 
 

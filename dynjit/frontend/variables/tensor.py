@@ -2,6 +2,8 @@
 computed while tracing), and the recording of calls into the graph."""
 import operator
 
+import numpy as np
+
 from ...tensor import Tensor
 from ..exc import unimplemented, DataDependent
 from .base import VariableTracker, ConstantVariable
@@ -105,7 +107,8 @@ class TensorMethodVariable(VariableTracker):
         if name in DATA_DEPENDENT:
             raise DataDependent(f"Tensor.{name}() reads a tensor's data (data-dependent)")
         if name in STATIC_METHODS:
-            if name in ("size", "numel", "stride", "nelement"):
+            if name in ("size", "numel", "stride", "nelement", "is_contiguous"):
+                # sizes and layout are read: guard them exactly (strides too, under dynamic shapes)
                 tx.output.shape_specialized = True
             a = [x.as_python_constant() for x in args]
             k = {n: v.as_python_constant() for n, v in kwargs.items()}
@@ -144,6 +147,27 @@ class HookHandleVariable(VariableTracker):
         name = cg.temp(f"{self.tensor_source.expr()}.{self.method}({cg.value(self.fn)})")
         cg.memo[id(self)] = name
         return name
+
+
+def example_like(value):
+    """The example a graph input is traced with: a copy of `value` with its exact strides (a
+    transposed or sliced input stays non-contiguous, as what the trace reads of it must be)."""
+    a = value._data
+    if a.flags.c_contiguous or a.size == 0:
+        arr = a.copy()
+        if a.size == 0 and arr.strides != a.strides:
+            arr = np.lib.stride_tricks.as_strided(arr, a.shape, a.strides)
+    else:
+        lo = sum(min(0, (n - 1) * s) for n, s in zip(a.shape, a.strides))
+        hi = sum(max(0, (n - 1) * s) for n, s in zip(a.shape, a.strides)) + a.itemsize
+        buf = np.empty(hi - lo, np.uint8)
+        arr = np.ndarray(a.shape, a.dtype, buffer=buf, offset=-lo, strides=a.strides)
+        np.copyto(arr, a)
+        if not a.flags.writeable:
+            arr.flags.writeable = False
+    example = Tensor._make(arr)
+    example._requires_grad = value._requires_grad
+    return example
 
 
 def wrap_input_tensor(tx, value, source):
