@@ -133,14 +133,20 @@ class OutputGraph:
         unimplemented(f"passing {v.describe()} to a tensor operation")
 
     def _run(self, fn, args, kwargs):
-        prev = _grad_state.enabled
+        prev = (_grad_state.enabled, _grad_state.inference)
         _grad_state.enabled = self.grad_enabled
         try:
-            return fn(*args, **kwargs)
+            value = fn(*args, **kwargs)
         except Exception as e:
             unimplemented(f"{type(e).__name__} raised by a tensor operation while tracing: {e}")
         finally:
-            _grad_state.enabled = prev
+            changed = (_grad_state.enabled, _grad_state.inference) != (self.grad_enabled, prev[1])
+            _grad_state.enabled, _grad_state.inference = prev
+        if changed:
+            # e.g. a real grad-mode manager's __exit__ left on the stack by a graph break: its
+            # effect is on the caller's state, so it runs natively, not folded at trace time
+            unimplemented(f"{getattr(fn, '__qualname__', fn)}() changes grad mode (runs natively)")
+        return value
 
     def record(self, fn, args, kwargs):
         """Run `fn` on the example values and record a call_function node for it."""

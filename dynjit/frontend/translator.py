@@ -21,6 +21,7 @@ from .variables import (VariableTracker, ConstantVariable, NULL, build, TensorVa
                         NestedFunctionVariable, BuiltinVariable, CellVariable, GradModeVariable,
                         UserObjectVariable, NewObjectVariable, ClassVariable, SuperVariable, RealCellVariable)
 from .variables.objects import class_attribute
+from .variables.containers import ContainerIteratorVariable, ExistingListVariable
 
 CO_GENERATOR = inspect.CO_GENERATOR
 CO_VARARGS = inspect.CO_VARARGS
@@ -191,11 +192,13 @@ class InstructionTranslator:
                 return self.output.record(fn, [a, b], {})
         if a.is_python_constant() and b.is_python_constant():
             return self.wrap_constant_result(fold(fn, a.as_python_constant(), b.as_python_constant()))
-        if isinstance(a, (ListVariable, TupleVariable)) and type(a) is type(b) and fn in (operator.add, operator.iadd):
-            if fn is operator.iadd and isinstance(a, ListVariable):
-                a.call_method(self, "extend", [b], {})
-                return a
-            return type(a)(a.items + b.items)
+        if fn is operator.iadd and isinstance(a, ListVariable) and isinstance(b, (ListVariable, TupleVariable)):
+            a.call_method(self, "extend", [b], {})     # in place: every alias of the list sees it
+            return a
+        if isinstance(a, ListVariable) and isinstance(b, ListVariable) and fn in (operator.add, operator.iadd) \
+                or isinstance(a, TupleVariable) and isinstance(b, TupleVariable) and fn is operator.add \
+                and not hasattr(a, "cls") and not hasattr(b, "cls"):
+            return (ListVariable if isinstance(a, ListVariable) else TupleVariable)(a.items + b.items)
         if isinstance(a, (ListVariable, TupleVariable)) and b.is_python_constant() and fn is operator.mul:
             return type(a)(a.items * b.as_python_constant())
         if fn in (operator.eq, operator.ne) and not _has_dunder(a, "__eq__") and not _has_dunder(b, "__eq__"):
@@ -512,11 +515,17 @@ class InstructionTranslator:
             self.cells[name] = CellVariable()
         self.push(self.cells[name])
 
+    def _load_attr(self, obj, name):
+        try:
+            return self.getattr(obj, name)
+        except AttributeError as e:     # the user's program raises it: natively, at a break
+            raise Unsupported(f"reading attribute {name!r} raises AttributeError (raises natively)") from e
+
     def LOAD_ATTR(self, inst):
         obj = self.pop()
         name = inst.argval
         method_form = PY312 and inst.arg & 1
-        value = self.getattr(obj, name)
+        value = self._load_attr(obj, name)
         if method_form:
             self._push_callable(value)
         else:
@@ -524,7 +533,7 @@ class InstructionTranslator:
 
     def LOAD_METHOD(self, inst):
         obj = self.pop()
-        self._push_callable(self.getattr(obj, inst.argval))
+        self._push_callable(self._load_attr(obj, inst.argval))
 
     def LOAD_SUPER_ATTR(self, inst):
         self_var = self.pop()
@@ -840,6 +849,9 @@ class InstructionTranslator:
         v = self.pop()
         if isinstance(v, IteratorVariable):
             self.push(v)
+        elif type(v) in (ListVariable, ExistingListVariable) or type(v) is DictVariable:
+            v.iterate(self)                  # what iterating it requires (guards, checks)
+            self.push(ContainerIteratorVariable(v))
         else:
             self.push(IteratorVariable(v.iterate(self)))
 

@@ -314,6 +314,32 @@ class IteratorVariable(VariableTracker):
         return "iter([" + ", ".join(cg.value(v) for v in self.items[self.index:]) + "])"
 
 
+class ContainerIteratorVariable(IteratorVariable):
+    """`iter(list)` / `iter(dict)` while tracing: live over the container, as Python's are.
+    Items appended to a list during the loop are visited; a dict whose keys change during
+    the loop stops the trace there, and the native loop raises Python's RuntimeError."""
+
+    def __init__(self, container):
+        super().__init__([])
+        self.container = container
+        self.keys = list(container.items) if isinstance(container, DictVariable) else None
+
+    def _current(self):
+        if self.keys is None:
+            return self.container.items
+        if list(self.container.items) != self.keys:
+            unimplemented("a dict changed size during iteration (raises natively)")
+        return self.container.iterate(None)
+
+    @property
+    def items(self):
+        return self._current() if hasattr(self, "container") else []
+
+    @items.setter
+    def items(self, value):
+        pass
+
+
 class ExistingListVariable(ListVariable):
     """A list that existed before the call. Its items are read, and guarded,
     only when the trace reads them: a list the function only appends to (a

@@ -343,7 +343,12 @@ class BuiltinVariable(VariableTracker):
 
     def _call_zip(self, tx, args, kwargs):
         from .containers import ListVariable, TupleVariable
+        strict = kwargs.pop("strict", ConstantVariable(False)).as_python_constant()
+        if kwargs:
+            unimplemented(f"zip() with keyword arguments {sorted(kwargs)}")
         seqs = [a.iterate(tx) for a in args]
+        if strict and len({len(s) for s in seqs}) > 1:
+            unimplemented("zip(strict=True) over sequences of different lengths (raises natively)")
         return ListVariable([TupleVariable(list(t)) for t in zip(*seqs)])
 
     def _call_range(self, tx, args, kwargs):
