@@ -47,6 +47,7 @@ class CodeInfo:
             real = [i for i in self.instructions if i.opname not in _PSEUDO_SKIP]
             if len(positions) != len(real):
                 raise NotImplementedError("cannot align this code's instructions for a graph break")
+            _set_try_depths(self.code, items, real)
             self._abstract = (items, positions, real)
         return self._abstract
 
@@ -57,6 +58,26 @@ class CodeInfo:
             real = [i for i in self.instructions if i.opname not in _PSEUDO_SKIP]
             idx = self._real_index = {inst.offset: k for k, inst in enumerate(real)}
         return idx[offset]
+
+
+def _set_try_depths(code, items, real):
+    """Give each parsed TryBegin the stack depth of its exception-table entry (the `bytecode`
+    package leaves 0): generated code keeps these depths rather than recomputing them from its
+    own, partial, control flow."""
+    from bytecode import Instr, TryBegin
+    entries = dis._parse_exception_table(code)
+    k = 0
+    for n, item in enumerate(items):
+        if isinstance(item, Instr):
+            k += 1
+        elif isinstance(item, TryBegin):
+            if k >= len(real):
+                continue
+            offset = real[k].offset
+            entry = next((e for e in entries if e.start <= offset < e.end), None)
+            if entry is None:
+                raise NotImplementedError("a try region with no exception-table entry")
+            item.stack_depth = entry.depth
 
 
 def code_info(code):

@@ -124,6 +124,17 @@ def generate(output, return_var, signature):
     body.extend(cg.lines)
     body.extend(effects)
     body.append(f"return {ret}")
+    changes_mode = any(n.op == "call_function" and getattr(n.target, "__name__", "") == "_set_grad_enabled"
+                       for n in output.graph.nodes)
+    if changes_mode or getattr(return_var, "runs_last", False):
+        # An exception leaving the frame unwinds its `with` blocks in plain Python: the grad
+        # mode the frame was entered with comes back (the graph and the native code run at a
+        # graph break are outside the frame's exception handlers).
+        body = (["___mode = ___grad_state.enabled, ___grad_state.inference", "try:"]
+                + ["    " + line for line in body]
+                + ["except BaseException:",
+                   "    ___grad_state.enabled, ___grad_state.inference = ___mode",
+                   "    raise"])
     src = f"def ___transformed({signature}):\n" + "".join(f"    {line}\n" for line in body)
     return src, cg.graph_outputs
 

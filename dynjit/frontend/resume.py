@@ -163,7 +163,8 @@ class _Builder:
         bc.flags = code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR)
         self.items = _drop_dead_code(self.items)
         bc.extend(self.items)
-        new = bc.to_code()
+        # exception-table depths are the original's (every region comes from it), never recomputed
+        new = bc.to_code(compute_exception_stack_depths=False)
         verify(new)
         instrs = [item for item in self.items if isinstance(item, Instr)]
         real = [i for i in dis.get_instructions(new) if i.opname not in ("EXTENDED_ARG", "CACHE")]
@@ -308,12 +309,10 @@ def resume_code(code, dis_index, null_slots, live):
 
 
 def _split_try_at(pairs, label):
-    """Restart the try region open at `label` just after it.
+    """Restart the try region open at `label` just after it, with the region's own depth.
 
-    The prologue jumps to `label`, so the region's TryBegin before it is dead code, and the
-    exception-table depth computed for a region entered only from dead code is meaningless
-    (an exception there would unwind the stack to a wrong depth). A fresh TryBegin after the
-    label gets its depth from the prologue's flow."""
+    The prologue jumps to `label`, so the region's TryBegin before it is dead code (and is
+    dropped); without a TryBegin after the label the code there would be unprotected."""
     open_try = None
     for k, (item, _) in enumerate(pairs):
         if item is label:
@@ -326,7 +325,9 @@ def _split_try_at(pairs, label):
         return pairs
     if open_try is None:
         return pairs
-    fresh = TryBegin(open_try.target, open_try.push_lasti)
+    # the depth CPython unwinds to is the original's (the prologue rebuilt the same stack),
+    # not the depth at the label
+    fresh = TryBegin(open_try.target, open_try.push_lasti, stack_depth=open_try.stack_depth)
     out = pairs[:k] + [(TryEnd(open_try), None), (label, None), (fresh, None)]
     for item, orig in pairs[k + 1:]:
         if isinstance(item, TryEnd) and item.entry is open_try:

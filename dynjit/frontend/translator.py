@@ -190,11 +190,13 @@ class InstructionTranslator:
             if isinstance(a, TensorVariable) and isinstance(b, TensorVariable) or \
                     _tensor_operand(a) and _tensor_operand(b):
                 return self.output.record(fn, [a, b], {})
+        if fn in (operator.iadd, operator.imul) and isinstance(a, ListVariable):
+            if fn is operator.iadd:
+                a.call_method(self, "extend", [b], {})     # in place: every alias of the list sees it
+                return a
+            unimplemented("list *= n (in place)")
         if a.is_python_constant() and b.is_python_constant():
             return self.wrap_constant_result(fold(fn, a.as_python_constant(), b.as_python_constant()))
-        if fn is operator.iadd and isinstance(a, ListVariable) and isinstance(b, (ListVariable, TupleVariable)):
-            a.call_method(self, "extend", [b], {})     # in place: every alias of the list sees it
-            return a
         if isinstance(a, ListVariable) and isinstance(b, ListVariable) and fn in (operator.add, operator.iadd) \
                 or isinstance(a, TupleVariable) and isinstance(b, TupleVariable) and fn is operator.add \
                 and not hasattr(a, "cls") and not hasattr(b, "cls"):
