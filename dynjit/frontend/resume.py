@@ -29,6 +29,7 @@ import inspect
 from bytecode import Bytecode, Instr, Label, CellVar, FreeVar, TryBegin, TryEnd
 
 from . import emit
+from .bytecode_check import verify
 from .bytecode_info import code_info, PY313
 from .source import local_name
 
@@ -143,11 +144,6 @@ class _Builder:
             self.items.append(instr)
 
     def finish(self):
-        try:
-            from .bytecode_check import verify
-        except ImportError:       # TODO(lead): remove once bytecode_check lands
-            def verify(code):
-                return None
         code = self.code
         bc = Bytecode()
         bc.name = code.co_name
