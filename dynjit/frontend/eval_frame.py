@@ -20,6 +20,7 @@ from .. import _jit_callback, config
 from ..exc import Unsupported, InternalError, DynjitError
 from ..utils import counters
 from . import resume
+from .bytecode_info import check_python_version
 from .convert_frame import convert, location
 from .guards import module_hooks_present
 
@@ -237,6 +238,7 @@ def compile(fn=None, *, backend="eager", fullgraph=False, dynamic=None, mode=Non
                                  options=options, disable=disable)
     if disable:
         return fn
+    check_python_version()      # a Python whose bytecode the frontend does not know fails here
     from ..backends.registry import lookup_backend
     lookup_backend(backend)   # fail early on an unknown name
     if is_nn_module(fn):

@@ -251,3 +251,10 @@ def test_generated_code_carries_the_user_function_name():
 
 
 _ = (types, time)
+
+
+def test_an_unknown_python_version_fails_at_compile_with_a_clear_message(monkeypatch):
+    from dynjit.frontend import bytecode_info
+    monkeypatch.setattr(bytecode_info, "VERSION", (3, 14))
+    with pytest.raises(RuntimeError, match=r"supports Python 3\.11, 3\.12, 3\.13; this is Python 3\.14"):
+        dynjit.compile(lambda x: x + 1)
