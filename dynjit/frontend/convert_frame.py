@@ -23,7 +23,7 @@ from . import resume
 from .bytecode_info import live_after, code_info
 from .codegen import generate, signature_source
 from .output_graph import OutputGraph
-from .source import LocalSource, ConstSource, ClosureCellSource
+from .source import LocalSource, ConstSource, ClosureCellSource, local_name
 from .translator import InstructionTranslator, UNBOUND
 from .variables import build, NULL, FunctionVariable, BoundMethodVariable, CellVariable
 from .variables.base import VariableTracker
@@ -195,7 +195,7 @@ def _break_call(fn, tx, output, exc, hook):
             continue
         v = f_locals.get(name, UNBOUND)
         if v is UNBOUND:
-            v = f_locals.get(resume.renamed_local(name), UNBOUND)
+            v = f_locals.get(local_name(name), UNBOUND)
         if v is UNBOUND or v is NULL:
             continue
         live.append(name)

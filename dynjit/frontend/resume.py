@@ -30,7 +30,7 @@ from bytecode import Bytecode, Instr, Label, CellVar, FreeVar, TryBegin, TryEnd
 
 from . import emit
 from .bytecode_check import verify
-from .bytecode_info import code_info, PY313
+from .bytecode_info import code_info, PY313, _JUMPS, _NO_FALLTHROUGH
 from .source import local_name
 
 STACK_PREFIX = "___stack"
@@ -211,10 +211,6 @@ def _drop_dead_code(items):
     return out
 
 
-_NO_FALLTHROUGH = frozenset(("RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD",
-                             "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP", "JUMP_NO_INTERRUPT"))
-
-
 def _body(info, renames, start, end=None, label_at=None):
     """The original instructions items[start:end], rewritten, with `label_at` = (index of a real
     instruction, label) placed just before that instruction."""
@@ -259,10 +255,6 @@ def _push_stack(prefix, null_slots):
             for k, is_null in enumerate(null_slots)]
 
 
-# a resume function's parameters must be identifiers, or its signature could not be read
-renamed_local = local_name
-
-
 def self_first(code):
     """Zero-argument super() reads the frame's first local as `self` (3.11 at run time; the
     translator does the same), so generated code of a method using it takes that argument
@@ -277,7 +269,8 @@ def _split_lead(code, live):
 
 
 def _renames(live):
-    return {n: renamed_local(n) for n in live if not n.isidentifier()}
+    # a resume function's parameters must be identifiers, or its signature could not be read
+    return {n: local_name(n) for n in live if not n.isidentifier()}
 
 
 def resume_code(code, dis_index, null_slots, live):
@@ -460,8 +453,6 @@ def in_loop(code, offset):
                                and inst.argval <= inst.offset]
     return any(start <= offset <= end for start, end in loops)
 
-
-_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs) | frozenset(getattr(dis, "hasjump", ()))
 
 
 def in_try_block(code, offset):
