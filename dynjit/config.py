@@ -15,3 +15,7 @@ max_generator_items = 10000
 # instead. Tests and CI run strict. Environment: DYNJIT_STRICT=1.
 import os as _os
 strict_internal_errors = _os.environ.get("DYNJIT_STRICT", "") not in ("", "0")
+# Tracebacks of exceptions leaving a compiled function omit the frontend's own frames (the
+# compiled wrapper, transformed function, graph-break glue) so they read as if the code ran
+# plain. True keeps every frame (for debugging dynjit). Environment: DYNJIT_VERBOSE_TRACEBACKS=1.
+verbose_tracebacks = _os.environ.get("DYNJIT_VERBOSE_TRACEBACKS", "") not in ("", "0")

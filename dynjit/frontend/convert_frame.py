@@ -50,11 +50,9 @@ def location(exc):
 
 def convert(fn, args, kwargs, backend, fullgraph=False, hook=None, dynamic=False):
     """Trace fn(*args, **kwargs) into a CompiledEntry; raises Unsupported if it cannot."""
-    try:
-        # the code that runs is fn's own, not that of a function it wraps (functools.wraps)
-        bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
-    except TypeError as e:
-        raise TypeError(f"{fn.__qualname__}() called with arguments that do not match its signature: {e}") from None
+    # the code that runs is fn's own, not that of a function it wraps (functools.wraps); the
+    # caller has checked that the arguments bind
+    bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
     bound.apply_defaults()
     # inspect spells 3.11 comprehensions' `.0` parameter `implicit0`: use the code's own names
     if any(n not in fn.__code__.co_varnames for n in bound.arguments):

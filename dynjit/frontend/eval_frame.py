@@ -19,7 +19,7 @@ import weakref
 from .. import _jit_callback, config
 from ..exc import Unsupported, InternalError, DynjitError
 from ..utils import counters
-from . import resume
+from . import resume, tracebacks
 from .bytecode_info import check_python_version
 from .convert_frame import convert, location
 from .guards import module_hooks_present
@@ -66,10 +66,28 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if self._bound_self is not None:
             args = (self._bound_self,) + args
-        for entry in self.entries:
-            if entry.guard(*args, **kwargs):
-                return entry.transformed(*args, **kwargs)
-        return self._miss(args, kwargs)
+        try:
+            for entry in self.entries:
+                try:
+                    hit = entry.guard(*args, **kwargs)
+                except Exception as e:
+                    guard_error = e
+                    break
+                if hit:
+                    return entry.transformed(*args, **kwargs)
+            else:
+                return self._miss(args, kwargs)
+            return self._guard_raised(guard_error, args, kwargs)
+        except BaseException as e:
+            raise tracebacks.strip(e)
+
+    def _guard_raised(self, err, args, kwargs):
+        """A guard that raises: arguments the function does not accept (then the plain call
+        raises Python's own TypeError) or a bug in dynjit's guard (an internal error)."""
+        if not _accepts(self._fn, args, kwargs):
+            return self._fn(*args, **kwargs)
+        self._internal_error(err)
+        return _jit_callback.run_with(self._hook, self._fn, *args, **kwargs)
 
     def _miss(self, args, kwargs):
         fn = self._fn
@@ -91,6 +109,8 @@ class CompiledFunction:
                     self._warned_limit = True
                 self.eager_reason = "cache_size_limit reached"
                 return _jit_callback.run_with(self._hook, fn, *args, **kwargs)
+        if not _accepts(fn, args, kwargs):
+            return fn(*args, **kwargs)      # raises Python's own TypeError
         try:
             dynamic = self._dynamic is True or (self._dynamic is None and self._auto_dynamic)
             entry = convert(fn, args, kwargs, self._backend, self._fullgraph, self._hook, dynamic)
@@ -184,6 +204,14 @@ class CompiledFunction:
                              f"{_disassemble(resume_fn._fn.__code__)}")
                 parts.append(resume_fn.debug_view())
         return "\n".join(parts)
+
+
+def _accepts(fn, args, kwargs):
+    try:
+        inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
+    except TypeError:
+        return False
+    return True
 
 
 def _disassemble(code):
