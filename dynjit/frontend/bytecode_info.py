@@ -109,7 +109,9 @@ def _reads_and_writes(inst):
     return (), ()
 
 
-def _successors(info):
+def _successors(info, exceptions=True):
+    """Per instruction index, the indices control may go to next (through exception handlers
+    too unless `exceptions` is False); None if this Python's exception table cannot be read."""
     insts = info.instructions
     succ = [[] for _ in insts]
     for i, inst in enumerate(insts):
@@ -117,6 +119,8 @@ def _successors(info):
             succ[i].append(i + 1)
         if inst.opcode in _JUMPS and inst.argval in info.index_of:
             succ[i].append(info.index_of[inst.argval])
+    if not exceptions:
+        return succ
     parse = getattr(dis, "_parse_exception_table", None)
     if parse is None:
         return None
@@ -153,3 +157,33 @@ def live_after(code, index):
         info._live_in = live_in
         info._succ = succ
     return frozenset().union(*(live_in[s] for s in info._succ[index]))
+
+
+def loop_ranges(code):
+    """(first offset, last offset) of each loop: a backward jump that normal control flow
+    from its target reaches again. The backward jump 3.12+ put at the end of a `with`
+    block's exception path returns to code after the block, it closes no loop."""
+    info = code_info(code)
+    loops = getattr(info, "_loops", None)
+    if loops is None:
+        succ = _successors(info, exceptions=False)
+        loops = []
+        for i, inst in enumerate(info.instructions):
+            if inst.opcode in _JUMPS and isinstance(inst.argval, int) and inst.argval <= inst.offset \
+                    and inst.argval in info.index_of and _reaches(succ, info.index_of[inst.argval], i):
+                loops.append((inst.argval, inst.offset))
+        info._loops = loops
+    return loops
+
+
+def _reaches(succ, start, goal):
+    seen, todo = {start}, [start]
+    while todo:
+        i = todo.pop()
+        if i == goal:
+            return True
+        for j in succ[i]:
+            if j not in seen:
+                seen.add(j)
+                todo.append(j)
+    return False

@@ -30,7 +30,7 @@ from bytecode import Bytecode, Instr, Label, CellVar, FreeVar, TryBegin, TryEnd
 
 from . import emit
 from .bytecode_check import verify
-from .bytecode_info import code_info, PY313, _JUMPS, _NO_FALLTHROUGH
+from .bytecode_info import code_info, loop_ranges, PY313, _NO_FALLTHROUGH
 from .source import local_name
 
 STACK_PREFIX = "___stack"
@@ -445,14 +445,7 @@ def in_loop(code, offset):
     A graph break there would resume the rest of the frame, loop included, from inside a
     call: every iteration would nest a deeper call, until a RecursionError. So no break is
     made in a loop: the frame runs plain (as Dynamo skips such frames)."""
-    info = code_info(code)
-    loops = getattr(info, "_loops", None)
-    if loops is None:
-        loops = info._loops = [(inst.argval, inst.offset) for inst in info.instructions
-                               if inst.opcode in _JUMPS and isinstance(inst.argval, int)
-                               and inst.argval <= inst.offset]
-    return any(start <= offset <= end for start, end in loops)
-
+    return any(start <= offset <= end for start, end in loop_ranges(code))
 
 
 def in_try_block(code, offset):

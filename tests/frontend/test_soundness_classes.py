@@ -237,6 +237,22 @@ def test_a_long_loop_with_a_break_runs_without_recursion():
     check(fn, lambda: (dynjit.ones(2), 3000))
 
 
+def test_a_break_after_a_with_block_resumes_compiled():
+    # 3.12+ end a `with` block's exception path with a backward jump: it closes no loop, so a
+    # break after the block still compiles the rest instead of running the frame plain
+    def fn(x):
+        with dynjit.no_grad():
+            y = x * 2
+        z = y + 1
+        dynjit.graph_break()
+        return z * 3
+    counter = dynjit.testing.CompileCounter()
+    x = dynjit.tensor([1.0, 2.0])
+    assert same(dynjit.compile(fn, backend=counter)(x), fn(x))
+    assert counter.frame_count == 2
+    check(fn)
+
+
 def test_generated_code_carries_the_user_function_name():
     def user_function(x):
         y = x * 2
