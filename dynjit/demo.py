@@ -82,8 +82,8 @@ def run(backend="llvm", steps=300, out=None, timing_steps=50):
     explanation = dynjit.explain(train_step)(fresh, dynjit.optim.Adam(fresh.parameters(), lr=0.01), x, y, [])
     out.write(f"\nWhat dynjit made of train_step: {explanation.graph_count} graph(s), "
               f"ops per graph {explanation.ops_per_graph}, {explanation.graph_break_count} graph break(s)\n")
-    for reason, where in explanation.break_reasons:
-        out.write(f"  graph break: {reason}\n    at {where}\n")
+    for brk in explanation.break_reasons:
+        out.write(f"  graph break: {brk.reason}\n    at {brk.where}\n    hint: {brk.hint}\n")
     for i, gm in enumerate(explanation.graphs):
         lines = gm.print_readable(print_output=False).rstrip().splitlines()
         if len(lines) > 16:

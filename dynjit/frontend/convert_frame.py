@@ -16,7 +16,7 @@ from .. import _jit_callback
 from .. import random as _random
 from ..autograd.grad_mode import state as _grad_state
 from ..backends.registry import call_backend
-from ..exc import Unsupported
+from ..exc import Unsupported, BreakKind
 from ..fx.graph_module import GraphModule
 from ..utils import counters
 from . import resume
@@ -67,7 +67,8 @@ def convert(fn, args, kwargs, backend, fullgraph=False, hook=None, dynamic=False
             entry = _trace(fn, bound, backend, stop_at=e._break_step, break_exc=e, hook=hook,
                            dynamic=dynamic)
         except (Unsupported, NotImplementedError) as why:
-            plain = Unsupported(f"{e}; no graph break possible here: {why}")
+            hint = f"{e.hint}; {why.hint}" if isinstance(why, Unsupported) else e.hint
+            plain = Unsupported(e.kind, f"{e}; no graph break possible here: {why}", hint)
             plain._tx_location = location(e)
             raise plain from None
         entry.break_reason = e
@@ -175,9 +176,9 @@ def _break_call(fn, tx, output, exc, hook):
     orig_info = code_info(orig)
     orig_inst = orig_info.abstract()[2][index]
     if resume.in_try_block(orig, orig_inst.offset):
-        raise Unsupported("a graph break inside a try block")
+        raise Unsupported(BreakKind.FRAME_STRUCTURE, "a graph break inside a try block")
     if resume.in_loop(orig, orig_inst.offset):
-        raise Unsupported("a graph break inside a loop (the frame runs plain)")
+        raise Unsupported(BreakKind.FRAME_STRUCTURE, "a graph break inside a loop (the frame runs plain)")
     consumed = resume.consumed_by(inst)
     stack = list(stack)
     if getattr(exc, "_in_inlined_call", False) and inst.opname in ("CALL", "CALL_KW", "CALL_FUNCTION_EX"):

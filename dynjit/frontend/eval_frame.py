@@ -22,6 +22,7 @@ from ..utils import counters
 from . import resume, tracebacks
 from .bytecode_info import check_python_version
 from .convert_frame import convert, location
+from .exc import GraphBreak
 from .guards import module_hooks_present
 
 recompiles_log = logging.getLogger("dynjit.recompiles")
@@ -115,16 +116,13 @@ class CompiledFunction:
             dynamic = self._dynamic is True or (self._dynamic is None and self._auto_dynamic)
             entry = convert(fn, args, kwargs, self._backend, self._fullgraph, self._hook, dynamic)
         except Unsupported as e:
-            filename, line = location(e)
-            where = f"{filename}:{line}"
-            reason = str(e)
-            counters["graph_break"][reason] += 1
-            self.break_reasons.append((reason, where))
-            breaks_log.debug("Graph break in %s: %s at %s", fn.__qualname__, reason, where)
+            brk = self._record_break(e)
             if self._fullgraph:
-                raise Unsupported(f"{reason}\n  in {fn.__qualname__} at {where}\n"
-                                  "(fullgraph=True: the whole function must compile to one graph)") from None
-            self.eager_reason = reason
+                raise Unsupported(e.kind, f"{brk.reason}\n  in {fn.__qualname__} at {brk.where}\n"
+                                  f"  hint: {brk.hint}\n"
+                                  "(fullgraph=True: the whole function must compile to one graph)",
+                                  e.hint) from None
+            self.eager_reason = brk.reason
             return _jit_callback.run_with(self._hook, fn, *args, **kwargs)
         except DynjitError:         # dynjit's own errors for the user (a backend that failed, ...)
             raise
@@ -133,13 +131,20 @@ class CompiledFunction:
             return _jit_callback.run_with(self._hook, fn, *args, **kwargs)
         guards_log.debug("Guards for %s:\n%s", fn.__qualname__, entry.guard.source)
         if entry.break_reason is not None:
-            e = entry.break_reason
-            filename, line = location(e)
-            counters["graph_break"][str(e)] += 1
-            self.break_reasons.append((str(e), f"{filename}:{line}"))
-            breaks_log.debug("Graph break in %s: %s at %s:%s", fn.__qualname__, e, filename, line)
+            self._record_break(entry.break_reason)
         self.entries.append(entry)
         return entry.transformed(*args, **kwargs)
+
+    def _record_break(self, exc):
+        """Count, log and keep (for explain) the graph break `exc` (an Unsupported)."""
+        filename, line = location(exc)
+        brk = GraphBreak.of(exc, f"{filename}:{line}")
+        counters["graph_break"][brk.reason] += 1
+        counters["graph_break_kind"][brk.kind.name] += 1
+        self.break_reasons.append(brk)
+        breaks_log.debug("Graph break in %s: %s at %s (%s)\n  hint: %s", self._fn.__qualname__,
+                         brk.reason, brk.where, brk.kind.title, brk.hint)
+        return brk
 
     def _internal_error(self, err):
         """Count and report an exception raised inside dynjit while compiling this function;

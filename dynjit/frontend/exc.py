@@ -1,13 +1,16 @@
 """Why tracing stopped: the reasons a construct cannot be traced."""
-from ..exc import Unsupported
+from typing import NamedTuple
+
+from ..exc import Unsupported, BreakKind
 
 
-def unimplemented(msg):
-    raise Unsupported(msg)
+def unimplemented(kind, detail, hint=None):
+    """Stop tracing here: a graph break of `kind` (a BreakKind), `detail` saying what was met."""
+    raise Unsupported(kind, detail, hint)
 
 
 class DataDependent(Unsupported):
-    """A Python decision depends on a tensor's values (a graph break point)."""
+    """A Python decision or value depends on a tensor's values (a graph break point)."""
 
 
 def fold(fn, *args, **kwargs):
@@ -20,4 +23,16 @@ def fold(fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except Exception as e:
         name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
-        raise Unsupported(f"{name}() raises {type(e).__name__} at trace time (it raises natively)") from e
+        raise Unsupported(BreakKind.USER_EXCEPTION, f"{name}() raises {type(e).__name__} at trace time (it raises natively)") from e
+
+
+class GraphBreak(NamedTuple):
+    """One graph break as the user sees it (CompiledFunction.break_reasons, dynjit.explain)."""
+    reason: str             # what was met, in the user's terms
+    where: str              # file:line in the user's code
+    kind: BreakKind
+    hint: str               # what to do instead
+
+    @classmethod
+    def of(cls, exc, where):
+        return cls(str(exc), where, exc.kind, exc.hint)

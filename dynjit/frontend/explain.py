@@ -1,6 +1,7 @@
 """dynjit.explain(fn)(*args): what the JIT did with one call — graphs, ops
-per graph, graph breaks with their reasons and the user's file:line, and
+per graph, graph breaks with their reasons, kinds, hints and the user's file:line, and
 recompiles with the guard that failed."""
+import collections
 import contextlib
 
 from .eval_frame import CompiledFunction, _recorders
@@ -14,6 +15,7 @@ class ExplainOutput:
         self.op_count = sum(self.ops_per_graph)
         self.break_reasons = breaks
         self.graph_break_count = len(breaks)
+        self.breaks_by_kind = collections.Counter(b.kind for b in breaks)
         self.recompile_reasons = recompiles
         self.result = result
 
@@ -24,8 +26,11 @@ class ExplainOutput:
                  "Ops per graph: " + ", ".join(map(str, self.ops_per_graph))]
         if self.break_reasons:
             lines.append("Break reasons:")
-            for i, (reason, where) in enumerate(self.break_reasons, 1):
-                lines.append(f"  {i}. {reason}\n     at {where}")
+            for i, brk in enumerate(self.break_reasons, 1):
+                lines.append(f"  {i}. [{brk.kind.title}] {brk.reason}\n     at {brk.where}\n"
+                             f"     hint: {brk.hint}")
+            lines.append("Breaks by kind: " + ", ".join(f"{kind.title}: {n}"
+                                                        for kind, n in self.breaks_by_kind.items()))
         if self.recompile_reasons:
             lines.append("Recompiles:")
             for reason in self.recompile_reasons:

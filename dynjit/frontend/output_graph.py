@@ -9,7 +9,7 @@ from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
 from ..fx.proxy_tensor import TensorMeta
 from ..tensor import Tensor
-from .exc import unimplemented, DataDependent
+from .exc import unimplemented, DataDependent, BreakKind
 from .guards import GuardBuilder
 from .source import local_name
 from .side_effects import SideEffects
@@ -77,7 +77,7 @@ class OutputGraph:
             return ClassVariable(value)
         if callable(value):
             return BuiltinVariable(value)
-        unimplemented(f"a constant of type {type(value).__name__}")
+        unimplemented(BreakKind.UNSUPPORTED_VALUE, f"a constant of type {type(value).__name__}")
 
     def trusted_or_build(self, tx, value, source):
         from .variables import build
@@ -130,7 +130,7 @@ class OutputGraph:
             return {k: self._unwrap(i, want) for k, i in v.items.items()}
         if v.is_python_constant():
             return v.as_python_constant()
-        unimplemented(f"passing {v.describe()} to a tensor operation")
+        unimplemented(BreakKind.UNSUPPORTED_VALUE, f"passing {v.describe()} to a tensor operation")
 
     def _run(self, fn, args, kwargs):
         prev = (_grad_state.enabled, _grad_state.inference)
@@ -138,14 +138,14 @@ class OutputGraph:
         try:
             value = fn(*args, **kwargs)
         except Exception as e:
-            unimplemented(f"{type(e).__name__} raised by a tensor operation while tracing: {e}")
+            unimplemented(BreakKind.USER_EXCEPTION, f"{type(e).__name__} raised by a tensor operation while tracing: {e}")
         finally:
             changed = (_grad_state.enabled, _grad_state.inference) != (self.grad_enabled, prev[1])
             _grad_state.enabled, _grad_state.inference = prev
         if changed:
             # e.g. a real grad-mode manager's __exit__ left on the stack by a graph break: its
             # effect is on the caller's state, so it runs natively, not folded at trace time
-            unimplemented(f"{getattr(fn, '__qualname__', fn)}() changes grad mode (runs natively)")
+            unimplemented(BreakKind.GRAD_MODE, f"{getattr(fn, '__qualname__', fn)}() changes grad mode (runs natively)")
         return value
 
     def record(self, fn, args, kwargs):
@@ -159,11 +159,11 @@ class OutputGraph:
             return ConstantVariable(None)
         if not _produces_tensors(value):
             if has_tensor:
-                raise DataDependent(f"{getattr(fn, '__name__', fn)}() returned a Python value computed "
+                raise DataDependent(BreakKind.TENSOR_DATA_READ, f"{getattr(fn, '__name__', fn)}() returned a Python value computed "
                                     "from tensor data (data-dependent)")
             if value is None:
                 # called for its effects, which ran on example values only: run it for real
-                unimplemented(f"{getattr(fn, '__qualname__', fn)}() returns None (called for its side "
+                unimplemented(BreakKind.SIDE_EFFECT_CALL, f"{getattr(fn, '__qualname__', fn)}() returns None (called for its side "
                               "effects)")
             return wrap_result(None, None, value)
         node = self.graph.call_function(fn, tuple(self._unwrap(a, "node") for a in args),
@@ -178,7 +178,7 @@ class OutputGraph:
         method = getattr(ex_self, name)
         value = self._run(method, ex_args, ex_kwargs)
         if not _produces_tensors(value):
-            raise DataDependent(f"Tensor.{name}() returned a Python value computed from tensor data")
+            raise DataDependent(BreakKind.TENSOR_DATA_READ, f"Tensor.{name}() returned a Python value computed from tensor data")
         node = self.graph.call_method(name, (self_var.node,) + tuple(self._unwrap(a, "node") for a in args),
                                       {k: self._unwrap(v, "node") for k, v in kwargs.items()})
         node.meta["val"] = _meta(value)

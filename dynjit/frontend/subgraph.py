@@ -13,7 +13,6 @@ are lifted where an op, or the body's result, uses them.
 """
 from ..fx.graph import Graph
 from ..fx.proxy_tensor import TensorMeta
-from .exc import unimplemented
 from .output_graph import OutputGraph
 from .variables import TensorVariable, TupleVariable, ListVariable, DictVariable
 
@@ -71,7 +70,7 @@ class SubgraphOutput(OutputGraph):
         outer = var
         if node.graph is not self.parent.graph:
             if not isinstance(self.parent, SubgraphOutput):
-                unimplemented("a tensor from another traced body (escaped through a side effect?)")
+                raise AssertionError("a tensor from another traced body (escaped through a side effect?)")
             outer = self.parent.lift(var)
             hit = self._lift_map.get(outer.node)
             if hit is not None:

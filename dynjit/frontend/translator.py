@@ -14,7 +14,7 @@ import types
 from .. import config
 from .bytecode_info import code_info, PY312, PY313
 from .opcode_support import unsupported_reason
-from .exc import unimplemented, DataDependent, Unsupported, fold
+from .exc import unimplemented, DataDependent, Unsupported, fold, BreakKind
 from .source import LocalSource, GlobalSource, ConstSource, ItemSource, ClosureCellSource, DefaultSource
 from .variables import (VariableTracker, ConstantVariable, NULL, build, TensorVariable, TupleVariable,
                         ListVariable, DictVariable, IteratorVariable, FunctionVariable,
@@ -102,7 +102,7 @@ class InstructionTranslator:
             self.ip += 1
             handler = getattr(self, inst.opname, None)
             if handler is None:
-                unimplemented(unsupported_reason(inst.opname) or f"the bytecode instruction {inst.opname}")
+                unimplemented(BreakKind.UNSUPPORTED_BYTECODE, unsupported_reason(inst.opname) or f"the bytecode instruction {inst.opname}")
             try:
                 if handler(inst) is _RETURN:
                     return self.returned
@@ -117,7 +117,7 @@ class InstructionTranslator:
                 raise
             steps += 1
             if steps > config.max_loop_unroll * 20:
-                unimplemented("tracing took too many steps (a very long or unbounded loop)")
+                unimplemented(BreakKind.TOO_DEEP_OR_LONG, "tracing took too many steps (a very long or unbounded loop)")
 
     def push(self, v):
         self.stack.append(v)
@@ -150,7 +150,7 @@ class InstructionTranslator:
 
     def getitem(self, obj, key):
         if isinstance(key, TensorVariable) and not isinstance(obj, (TensorVariable, DictVariable)):
-            unimplemented("indexing a Python container with a tensor")
+            unimplemented(BreakKind.DATA_DEPENDENT_BRANCH, "indexing a Python container with a tensor")
         return obj.getitem(self, key)
 
     def contains(self, container, item):
@@ -158,11 +158,11 @@ class InstructionTranslator:
             return ConstantVariable(container.contains(self, item))
         if isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
             if isinstance(container, TensorVariable):
-                raise DataDependent("`in` on a tensor (data-dependent)")
+                raise DataDependent(BreakKind.DATA_DEPENDENT_BRANCH, "`in` on a tensor (data-dependent)")
             for other in container.iterate(self):
                 if other is item:
                     return ConstantVariable(True)
-            unimplemented("`in` comparing a tensor with a list's items")
+            unimplemented(BreakKind.DATA_DEPENDENT_BRANCH, "`in` comparing a tensor with a list's items")
         if container.is_python_constant() and item.is_python_constant():
             return ConstantVariable(item.as_python_constant() in container.as_python_constant())
         for other in container.iterate(self):
@@ -194,7 +194,7 @@ class InstructionTranslator:
             if fn is operator.iadd:
                 a.call_method(self, "extend", [b], {})     # in place: every alias of the list sees it
                 return a
-            unimplemented("list *= n (in place)")
+            unimplemented(BreakKind.UNSUPPORTED_BUILTIN, "list *= n (in place)")
         if a.is_python_constant() and b.is_python_constant():
             return self.wrap_constant_result(fold(fn, a.as_python_constant(), b.as_python_constant()))
         if isinstance(a, ListVariable) and isinstance(b, ListVariable) and fn in (operator.add, operator.iadd) \
@@ -218,7 +218,7 @@ class InstructionTranslator:
                 result = self._call_dunder(b, rdunder, [a])
             if result is not None:
                 return result
-        unimplemented(f"operator {getattr(fn, '__name__', fn)} on {a.describe()} and {b.describe()}")
+        unimplemented(BreakKind.UNSUPPORTED_BUILTIN, f"operator {getattr(fn, '__name__', fn)} on {a.describe()} and {b.describe()}")
 
     def _call_dunder(self, obj, name, args):
         if not isinstance(obj, (UserObjectVariable, NewObjectVariable)):
@@ -235,7 +235,7 @@ class InstructionTranslator:
     def unary_op(self, fn, a):
         if isinstance(a, TensorVariable):
             if fn is operator.not_:
-                raise DataDependent("`not` on a tensor (data-dependent)")
+                raise DataDependent(BreakKind.DATA_DEPENDENT_BRANCH, "`not` on a tensor (data-dependent)")
             return self.output.record(fn, [a], {})
         if a.is_python_constant():
             return self.wrap_constant_result(fold(fn, a.as_python_constant()))
@@ -244,7 +244,7 @@ class InstructionTranslator:
         result = self._call_dunder(a, UNARY_DUNDER.get(fn, ""), [])
         if result is not None:
             return result
-        unimplemented(f"unary {fn.__name__} on {a.describe()}")
+        unimplemented(BreakKind.UNSUPPORTED_BUILTIN, f"unary {fn.__name__} on {a.describe()}")
 
     def is_same(self, a, b):
         if a is b:
@@ -260,11 +260,11 @@ class InstructionTranslator:
     def implicit_super(self):
         cell = self.cells.get("__class__")
         if cell is None:
-            unimplemented("super() without a __class__ cell")
+            unimplemented(BreakKind.UNSUPPORTED_BYTECODE, "super() without a __class__ cell")
         cls = cell.load(self, "__class__")
         first = self.locals.get(self.code.co_varnames[0]) if self.code.co_argcount else None
         if first is None:
-            unimplemented("super() in a function without arguments")
+            unimplemented(BreakKind.UNSUPPORTED_BYTECODE, "super() in a function without arguments")
         return SuperVariable(cls.as_python_constant(), first)
 
     def global_source(self, name):
@@ -275,12 +275,12 @@ class InstructionTranslator:
     # -- calls ----------------------------------------------------------------------------------
     def call_function(self, fn, args, kwargs):
         if isinstance(fn, _NullType):
-            unimplemented("calling NULL (internal error)")
+            raise AssertionError("calling NULL (internal error)")
         return fn.call(self, list(args), dict(kwargs))
 
     def inline_call(self, fn_var, args, kwargs):
         if self.depth + 1 > config.max_inline_depth:
-            unimplemented("call depth limit reached while inlining (recursion?)")
+            unimplemented(BreakKind.TOO_DEEP_OR_LONG, "call depth limit reached while inlining (recursion?)")
         code = fn_var.get_code()
         if isinstance(fn_var, FunctionVariable):
             fn = fn_var.fn
@@ -310,10 +310,10 @@ class InstructionTranslator:
             child.yields = []
             child.run()
             if self.output.side_effects.count != effects or _mutates_tensors(self.output.graph, nodes):
-                unimplemented("a generator with side effects (it runs lazily in eager)")
+                unimplemented(BreakKind.UNSUPPORTED_BYTECODE, "a generator with side effects (it runs lazily in eager)")
             return IteratorVariable(child.yields)
         if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
-            unimplemented("async functions")
+            unimplemented(BreakKind.UNSUPPORTED_BYTECODE, "async functions")
         return child.run()
 
     def _call(self, argc, kwnames):
@@ -352,12 +352,12 @@ class InstructionTranslator:
         a, b = self.popn(2)
         fn = b if a is NULL else a
         if a is not NULL and b is not NULL:
-            unimplemented("CALL_FUNCTION_EX with a bound self (internal)")
+            raise AssertionError("CALL_FUNCTION_EX with a bound self (internal)")
         args = args_var.iterate(self)
         kwargs = {}
         if kwargs_var is not None:
             if not isinstance(kwargs_var, DictVariable):
-                unimplemented("**kwargs that is not a dict")
+                unimplemented(BreakKind.USER_EXCEPTION, "**kwargs that is not a dict")
             kwargs = dict(kwargs_var.items)
         self.push(self.call_function(fn, args, kwargs))
 
@@ -389,7 +389,7 @@ class InstructionTranslator:
             return self.cells[name]
         v = self.locals.get(name, UNBOUND)
         if v is UNBOUND:
-            unimplemented(f"local variable {name!r} referenced before assignment")
+            unimplemented(BreakKind.USER_EXCEPTION, f"local variable {name!r} referenced before assignment")
         return v
 
     def LOAD_FAST(self, inst):
@@ -448,14 +448,14 @@ class InstructionTranslator:
 
     def RETURN_GENERATOR(self, inst):
         if self.yields is None:
-            unimplemented("calling a generator function")
+            unimplemented(BreakKind.UNSUPPORTED_BYTECODE, "calling a generator function")
         self.push(ConstantVariable(None))
 
     def YIELD_VALUE(self, inst):
         if self.yields is None:
-            unimplemented("yield inside a compiled function")
+            unimplemented(BreakKind.UNSUPPORTED_BYTECODE, "yield inside a compiled function")
         if len(self.yields) >= config.max_generator_items:
-            unimplemented(f"a generator yielding more than {config.max_generator_items} items "
+            unimplemented(BreakKind.TOO_DEEP_OR_LONG, f"a generator yielding more than {config.max_generator_items} items "
                           "(endless?) at trace time")
         self.yields.append(self.pop())
         self.push(ConstantVariable(None))
@@ -479,7 +479,7 @@ class InstructionTranslator:
             return build(self, self.f_globals[name], self.global_source(name))
         if name in self.f_builtins:
             return self.output.trusted(self.f_builtins[name])
-        unimplemented(f"name {name!r} is not defined (NameError at trace time)")
+        unimplemented(BreakKind.USER_EXCEPTION, f"name {name!r} is not defined (NameError at trace time)")
 
     def STORE_GLOBAL(self, inst):
         self.output.side_effects.store_global(self.f_globals, inst.argval, self.pop(),
@@ -491,7 +491,7 @@ class InstructionTranslator:
     def LOAD_DEREF(self, inst):
         cell = self.cells.get(inst.argval)
         if cell is None:
-            unimplemented(f"free variable {inst.argval!r}")
+            unimplemented(BreakKind.UNSUPPORTED_VALUE, f"free variable {inst.argval!r}")
         self.push(cell.load(self, inst.argval))
 
     def STORE_DEREF(self, inst):
@@ -503,7 +503,7 @@ class InstructionTranslator:
     def DELETE_DEREF(self, inst):
         cell = self.cells.get(inst.argval)
         if type(cell) is not CellVariable:
-            unimplemented("deleting a closure variable of a function defined outside the compiled code")
+            unimplemented(BreakKind.MUTATION, "deleting a closure variable of a function defined outside the compiled code")
         cell.contents = None
 
     def MAKE_CELL(self, inst):
@@ -521,7 +521,7 @@ class InstructionTranslator:
         try:
             return self.getattr(obj, name)
         except AttributeError as e:     # the user's program raises it: natively, at a break
-            raise Unsupported(f"reading attribute {name!r} raises AttributeError (raises natively)") from e
+            raise Unsupported(BreakKind.USER_EXCEPTION, f"reading attribute {name!r} raises AttributeError (raises natively)") from e
 
     def LOAD_ATTR(self, inst):
         obj = self.pop()
@@ -553,7 +553,7 @@ class InstructionTranslator:
         obj.setattr(self, inst.argval, value)
 
     def DELETE_ATTR(self, inst):
-        unimplemented("del obj.attr inside a compiled function")
+        unimplemented(BreakKind.MUTATION, "del obj.attr inside a compiled function")
 
     def IMPORT_NAME(self, inst):
         fromlist = self.pop().as_python_constant()
@@ -661,7 +661,7 @@ class InstructionTranslator:
     def _slice(self, parts):
         if all(p.is_python_constant() for p in parts):
             return ConstantVariable(slice(*[p.as_python_constant() for p in parts]))
-        unimplemented("a slice bound that is not a constant (a tensor?)")
+        unimplemented(BreakKind.DATA_DEPENDENT_BRANCH, "a slice bound that is not a constant (a tensor?)")
 
     def BUILD_SLICE(self, inst):
         self.push(self._slice(self.popn(inst.arg)))
@@ -680,7 +680,7 @@ class InstructionTranslator:
     def _set_of(self, items):
         if all(i.is_python_constant() for i in items):
             return ConstantVariable(frozenset(i.as_python_constant() for i in items))
-        unimplemented("a set of non-constant values")
+        unimplemented(BreakKind.UNSUPPORTED_VALUE, "a set of non-constant values")
 
     def BUILD_MAP(self, inst):
         flat = self.popn(2 * inst.arg)
@@ -727,7 +727,7 @@ class InstructionTranslator:
         if isinstance(v, DictVariable):
             d.items.update(v.items)
         else:
-            unimplemented("dict update from a non-dict")
+            unimplemented(BreakKind.UNSUPPORTED_BUILTIN, "dict update from a non-dict")
 
     DICT_MERGE = DICT_UPDATE
 
@@ -741,13 +741,13 @@ class InstructionTranslator:
         elif name == "INTRINSIC_UNARY_POSITIVE":
             self.push(self.unary_op(operator.pos, self.pop()))
         else:
-            unimplemented(f"intrinsic {name}")
+            unimplemented(BreakKind.UNSUPPORTED_BYTECODE, f"intrinsic {name}")
 
     def UNPACK_SEQUENCE(self, inst):
         seq = self.pop()
         items = self._unpackable(seq)
         if len(items) != inst.arg:
-            unimplemented(f"unpacking {len(items)} values into {inst.arg} names (ValueError at trace time)")
+            unimplemented(BreakKind.USER_EXCEPTION, f"unpacking {len(items)} values into {inst.arg} names (ValueError at trace time)")
         for item in reversed(items):
             self.push(item)
 
@@ -761,7 +761,7 @@ class InstructionTranslator:
         after = inst.arg >> 8
         items = self._unpackable(self.pop())
         if len(items) < before + after:
-            unimplemented("not enough values to unpack (ValueError at trace time)")
+            unimplemented(BreakKind.USER_EXCEPTION, "not enough values to unpack (ValueError at trace time)")
         star = ListVariable(items[before:len(items) - after])
         out = items[:before] + [star] + items[len(items) - after:]
         for item in reversed(out):
@@ -777,7 +777,7 @@ class InstructionTranslator:
 
     def _format(self, value, conv, spec):
         if isinstance(value, TensorVariable):
-            raise DataDependent("formatting a tensor into a string (data-dependent)")
+            raise DataDependent(BreakKind.TENSOR_DATA_READ, "formatting a tensor into a string (data-dependent)")
         v = value.as_python_constant()
         if conv == 1:
             v = str(v)
@@ -790,7 +790,7 @@ class InstructionTranslator:
     def CONVERT_VALUE(self, inst):
         value = self.pop()
         if isinstance(value, TensorVariable):
-            raise DataDependent("formatting a tensor into a string (data-dependent)")
+            raise DataDependent(BreakKind.TENSOR_DATA_READ, "formatting a tensor into a string (data-dependent)")
         fn = {1: str, 2: repr, 3: ascii}[inst.arg]
         self.push(ConstantVariable(fn(value.as_python_constant())))
 
@@ -860,7 +860,8 @@ class InstructionTranslator:
     def FOR_ITER(self, inst):
         it = self.stack[-1]
         if not isinstance(it, IteratorVariable):
-            unimplemented("iterating over a non-iterator (internal)")
+            unimplemented(BreakKind.UNSUPPORTED_VALUE, f"iterating over {it.describe()} (an iterator dynjit "
+                          "does not model, e.g. a generator that runs lazily)")
         item = it.next()
         if item is not None:
             self.push(item)
@@ -877,7 +878,7 @@ class InstructionTranslator:
     def BEFORE_WITH(self, inst):
         ctx = self.pop()
         if not isinstance(ctx, GradModeVariable):
-            unimplemented(f"a `with` block over {ctx.describe()} (only grad-mode context managers "
+            unimplemented(BreakKind.GRAD_MODE, f"a `with` block over {ctx.describe()} (only grad-mode context managers "
                           "are traced)")
         exit_fn = ctx.getattr(self, "__exit__")
         self.push(exit_fn)
@@ -908,10 +909,10 @@ class InstructionTranslator:
         self.push(fn)
 
     def RAISE_VARARGS(self, inst):
-        unimplemented("raising an exception inside a compiled function")
+        unimplemented(BreakKind.USER_EXCEPTION, "raising an exception inside a compiled function")
 
     def LOAD_ASSERTION_ERROR(self, inst):
-        unimplemented("an assert that fails while tracing")
+        unimplemented(BreakKind.USER_EXCEPTION, "an assert that fails while tracing")
 
 
 class _NullType:
@@ -969,7 +970,7 @@ def bind_arguments(code, defaults, kwdefaults, args, kwargs, what):
     extra = args[argcount:]
     if extra:
         if varargs is None:
-            unimplemented(f"{what} takes {argcount} positional arguments but {len(args)} were given")
+            unimplemented(BreakKind.USER_EXCEPTION, f"{what} takes {argcount} positional arguments but {len(args)} were given")
         f_locals[varargs] = TupleVariable(extra)
     elif varargs:
         f_locals[varargs] = TupleVariable([])
@@ -977,12 +978,12 @@ def bind_arguments(code, defaults, kwdefaults, args, kwargs, what):
     for k, v in kwargs.items():
         if k in pos_names[posonly:] or k in kw_names:
             if k in f_locals:
-                unimplemented(f"{what} got multiple values for argument {k!r}")
+                unimplemented(BreakKind.USER_EXCEPTION, f"{what} got multiple values for argument {k!r}")
             f_locals[k] = v
         elif varkw is not None:
             rest[k] = v
         else:
-            unimplemented(f"{what} got an unexpected keyword argument {k!r}")
+            unimplemented(BreakKind.USER_EXCEPTION, f"{what} got an unexpected keyword argument {k!r}")
     if varkw is not None:
         f_locals[varkw] = DictVariable(rest)
     n_def = len(defaults)
@@ -990,11 +991,11 @@ def bind_arguments(code, defaults, kwdefaults, args, kwargs, what):
         if name not in f_locals:
             j = i - (argcount - n_def)
             if j < 0:
-                unimplemented(f"{what} missing required argument {name!r}")
+                unimplemented(BreakKind.USER_EXCEPTION, f"{what} missing required argument {name!r}")
             f_locals[name] = defaults[j]
     for name in kw_names:
         if name not in f_locals:
             if name not in kwdefaults:
-                unimplemented(f"{what} missing keyword-only argument {name!r}")
+                unimplemented(BreakKind.USER_EXCEPTION, f"{what} missing keyword-only argument {name!r}")
             f_locals[name] = kwdefaults[name]
     return f_locals

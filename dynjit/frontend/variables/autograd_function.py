@@ -28,7 +28,7 @@ from ...autograd.function import Function, BackwardCFunction, FunctionCtx, uses_
 from ...autograd.function_apply import autograd_function_apply
 from ...fx.graph_module import GraphModule
 from ...tensor import Tensor
-from ..exc import unimplemented, Unsupported
+from ..exc import unimplemented, Unsupported, BreakKind
 from ..side_effects import SideEffects
 from ..source import AttrSource
 from .base import VariableTracker, ConstantVariable
@@ -180,7 +180,7 @@ CTX_METHODS = ("save_for_backward", "save_for_forward", "mark_dirty", "mark_non_
 def _tensors_only(what, args):
     for a in args:
         if not isinstance(a, TensorVariable) and not (a.is_python_constant() and a.as_python_constant() is None):
-            unimplemented(f"{what} of {a.describe()} (only tensors or None)")
+            unimplemented(BreakKind.AUTOGRAD_FUNCTION, f"{what} of {a.describe()} (only tensors or None)")
     return list(args)
 
 
@@ -218,7 +218,7 @@ class FunctionCtxVariable(VariableTracker):
 
     def setattr(self, tx, name, value):
         if name in ("saved_tensors", "needs_input_grad"):
-            unimplemented(f"assigning ctx.{name}")
+            unimplemented(BreakKind.AUTOGRAD_FUNCTION, f"assigning ctx.{name}")
         self.attrs[name] = value
 
     def truth(self, tx):
@@ -226,7 +226,7 @@ class FunctionCtxVariable(VariableTracker):
 
     def call_ctx_method(self, tx, name, args, kwargs):
         if kwargs:
-            unimplemented(f"ctx.{name}() with keyword arguments")
+            unimplemented(BreakKind.AUTOGRAD_FUNCTION, f"ctx.{name}() with keyword arguments")
         if name == "save_for_backward":
             self.saved = _tensors_only("save_for_backward", args)
         elif name == "save_for_forward":
@@ -240,7 +240,7 @@ class FunctionCtxVariable(VariableTracker):
         return ConstantVariable(None)
 
     def reconstruct(self, cg):
-        unimplemented(f"{self.describe()} escaping its traced forward")
+        unimplemented(BreakKind.AUTOGRAD_FUNCTION, f"{self.describe()} escaping its traced forward")
 
 
 class ExistingCtxVariable(UserObjectVariable):
@@ -257,7 +257,7 @@ class ExistingCtxVariable(UserObjectVariable):
     def call_ctx_method(self, tx, name, args, kwargs):
         # the bodies of FunctionCtx's methods, replayed on the real ctx after the graph
         if kwargs:
-            unimplemented(f"ctx.{name}() with keyword arguments")
+            unimplemented(BreakKind.AUTOGRAD_FUNCTION, f"ctx.{name}() with keyword arguments")
         if name == "save_for_backward":
             self.setattr(tx, "to_save", TupleVariable(_tensors_only("save_for_backward", args)))
         elif name == "save_for_forward":
@@ -281,12 +281,12 @@ def _method(cls, name):
     elif isinstance(attr, classmethod):
         fn, bound = attr.__func__, True
     else:
-        unimplemented(f"{cls.__name__}.{name} is not a staticmethod or classmethod")
+        unimplemented(BreakKind.AUTOGRAD_FUNCTION, f"{cls.__name__}.{name} is not a staticmethod or classmethod")
     fn = getattr(fn, "_dynjit_once_differentiable", fn)   # traced with grad mode off anyway
     if isinstance(fn, CompiledFunction):
         fn = fn._fn
     if not isinstance(fn, types.FunctionType):
-        unimplemented(f"{cls.__name__}.{name} is a {type(fn).__name__}, not a Python function")
+        unimplemented(BreakKind.AUTOGRAD_FUNCTION, f"{cls.__name__}.{name} is a {type(fn).__name__}, not a Python function")
     var = FunctionVariable(fn)
     return BoundMethodVariable(var, ClassVariable(cls)) if bound else var
 
@@ -304,7 +304,7 @@ def _bind(tx, cls, args, kwargs):
     try:
         bound = sig.bind(*args, **kwargs)
     except TypeError as e:
-        unimplemented(f"{cls.__name__}.apply() arguments do not match forward: {e}")
+        unimplemented(BreakKind.USER_EXCEPTION, f"{cls.__name__}.apply() arguments do not match forward: {e}")
     out = []
     for p in params:
         if p.name in bound.arguments:
@@ -340,7 +340,7 @@ def _check_no_escape(output, bodies):
     values = list(effects._mutated) + [v for d in effects._globals.values() for v, _ in d.values()]
     seen = set()
     if any(_escaped_tensor(v, graphs, seen) for v in values):
-        unimplemented("a side effect inside an autograd.Function's forward or backward that stores a "
+        unimplemented(BreakKind.AUTOGRAD_FUNCTION, "a side effect inside an autograd.Function's forward or backward that stores a "
                       "tensor outside it")
 
 
@@ -401,14 +401,14 @@ def trace_apply(tx, cls, args, kwargs):
     outs = [out] if single else list(out.items)
     for o in outs:
         if not isinstance(o, TensorVariable):
-            unimplemented(f"{cls.__name__}.forward returned {o.describe()} (only tensors are traced)")
+            unimplemented(BreakKind.AUTOGRAD_FUNCTION, f"{cls.__name__}.forward returned {o.describe()} (only tensors are traced)")
     nondiff_idx = [i for i, o in enumerate(outs) if _index_of(o, ctx.non_differentiable) is not None]
     dirty_idx = [i for i, o in enumerate(outs) if _index_of(o, ctx.dirty) is not None]
     dirty_args = {}
     for i in dirty_idx:
         k = _index_of(outs[i], fwd_args)
         if k is None:
-            unimplemented("mark_dirty on a tensor that is not an input of forward")
+            unimplemented(BreakKind.AUTOGRAD_FUNCTION, "mark_dirty on a tensor that is not an input of forward")
         dirty_args[i] = args[k]
     outs = [fwd.lift(o) for o in outs]
 
@@ -429,7 +429,7 @@ def trace_apply(tx, cls, args, kwargs):
     if len(res) < len(args) and not any(mask[len(res):]):
         res = res + [ConstantVariable(None)] * (len(args) - len(res))   # only non-tensor inputs left out
     if len(res) != len(args):
-        unimplemented(f"{cls.__name__}.backward returned {len(res)} gradients for {len(args)} inputs")
+        unimplemented(BreakKind.AUTOGRAD_FUNCTION, f"{cls.__name__}.backward returned {len(res)} gradients for {len(args)} inputs")
     grad_nodes = []
     for i, (g, m) in enumerate(zip(res, mask)):
         if _is_none(g):
@@ -437,13 +437,13 @@ def trace_apply(tx, cls, args, kwargs):
                 grad_nodes.append(None)
             continue
         if not m:
-            unimplemented(f"{cls.__name__}.backward returned a gradient for input {i}, which is not a tensor")
+            unimplemented(BreakKind.AUTOGRAD_FUNCTION, f"{cls.__name__}.backward returned a gradient for input {i}, which is not a tensor")
         if not isinstance(g, TensorVariable):
-            unimplemented(f"{cls.__name__}.backward returned {g.describe()} as the gradient of input {i} "
+            unimplemented(BreakKind.AUTOGRAD_FUNCTION, f"{cls.__name__}.backward returned {g.describe()} as the gradient of input {i} "
                           "(gradients must be tensors or None)")
         grad_nodes.append(bwd.lift(g).node)
     if bwd.side_effects.has_effects():
-        unimplemented(f"{cls.__name__}.backward has side effects (mutates a list, an object or a global)")
+        unimplemented(BreakKind.AUTOGRAD_FUNCTION, f"{cls.__name__}.backward has side effects (mutates a list, an object or a global)")
     bwd.graph.output(tuple(grad_nodes))
     _check_no_escape(parent, (fwd, bwd))
     saved = [v.node for v in bwd.lifted]

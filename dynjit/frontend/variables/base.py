@@ -6,7 +6,7 @@ truth at trace time, and how to be rebuilt as a Python expression in the
 transformed function (`reconstruct`). Anything a tracker cannot do raises
 Unsupported with a reason in the user's terms.
 """
-from ..exc import unimplemented
+from ..exc import unimplemented, BreakKind
 
 
 class VariableTracker:
@@ -20,38 +20,38 @@ class VariableTracker:
         return False
 
     def as_python_constant(self):
-        unimplemented(f"{self.describe()} is not a constant known at trace time")
+        unimplemented(BreakKind.UNSUPPORTED_VALUE, f"{self.describe()} is not a constant known at trace time")
 
     def python_type(self):
-        unimplemented(f"the type of {self.describe()} is not known at trace time")
+        unimplemented(BreakKind.UNSUPPORTED_VALUE, f"the type of {self.describe()} is not known at trace time")
 
     def describe(self):
         return type(self).__name__.replace("Variable", "").lower() or "value"
 
     # protocol -------------------------------------------------------------------------
     def call(self, tx, args, kwargs):
-        unimplemented(f"calling {self.describe()}")
+        unimplemented(BreakKind.UNKNOWN_CALLABLE, f"calling {self.describe()}")
 
     def getattr(self, tx, name):
-        unimplemented(f"reading attribute {name!r} of {self.describe()}")
+        unimplemented(BreakKind.ATTRIBUTE, f"reading attribute {name!r} of {self.describe()}")
 
     def setattr(self, tx, name, value):
-        unimplemented(f"setting attribute {name!r} of {self.describe()}")
+        unimplemented(BreakKind.MUTATION, f"setting attribute {name!r} of {self.describe()}")
 
     def getitem(self, tx, key):
-        unimplemented(f"indexing {self.describe()}")
+        unimplemented(BreakKind.UNSUPPORTED_VALUE, f"indexing {self.describe()}")
 
     def setitem(self, tx, key, value):
-        unimplemented(f"item assignment on {self.describe()}")
+        unimplemented(BreakKind.MUTATION, f"item assignment on {self.describe()}")
 
     def delitem(self, tx, key):
-        unimplemented(f"deleting an item of {self.describe()}")
+        unimplemented(BreakKind.MUTATION, f"deleting an item of {self.describe()}")
 
     def iterate(self, tx):
-        unimplemented(f"iterating over {self.describe()}")
+        unimplemented(BreakKind.UNSUPPORTED_VALUE, f"iterating over {self.describe()}")
 
     def truth(self, tx):
-        unimplemented(f"the truth value of {self.describe()}")
+        unimplemented(BreakKind.UNSUPPORTED_VALUE, f"the truth value of {self.describe()}")
 
     def length(self, tx):
         return len(self.iterate(tx))
@@ -63,7 +63,7 @@ class VariableTracker:
         """A Python expression (string) that rebuilds this value in the transformed function."""
         if self.source is not None:
             return self.source.expr()
-        unimplemented(f"returning or storing {self.describe()} out of compiled code")
+        unimplemented(BreakKind.UNSUPPORTED_VALUE, f"returning or storing {self.describe()} out of compiled code")
 
     def __repr__(self):
         return f"{type(self).__name__}({self.source!r})"
@@ -106,7 +106,7 @@ class ConstantVariable(VariableTracker):
         try:
             return [ConstantVariable(v) for v in self.value]
         except TypeError:
-            unimplemented(f"iterating over {self.describe()}")
+            unimplemented(BreakKind.UNSUPPORTED_VALUE, f"iterating over {self.describe()}")
 
     def length(self, tx):
         return len(self.value)

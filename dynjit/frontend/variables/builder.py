@@ -6,7 +6,7 @@ from collections import OrderedDict, defaultdict
 
 from ... import _dtype
 from ...tensor import Tensor
-from ..exc import unimplemented
+from ..exc import unimplemented, BreakKind
 from ..source import LocalSource
 from .base import ConstantVariable
 
@@ -74,7 +74,7 @@ def build(tx, value, source):
         for k, v in value.items():
             if not is_constant_value(k):
                 if not _keyed_by_identity(type(k)):
-                    unimplemented(f"a dict with key {type(k).__name__} (compared by value)")
+                    unimplemented(BreakKind.UNSUPPORTED_VALUE, f"a dict with key {type(k).__name__} (compared by value)")
                 k = ObjectKey(k, tx.output.stash(k))
                 object_keys = True
             items[k] = build(tx, v, _item(source, k))

@@ -1,5 +1,5 @@
 """Trackers for tuples, lists, dicts, named tuples and iterators."""
-from ..exc import unimplemented
+from ..exc import unimplemented, BreakKind
 from ..source import ObjectKey
 from .base import VariableTracker, ConstantVariable
 
@@ -12,7 +12,7 @@ def _const_key(tx, key):
     if key.source is not None and key.python_type() is not None and _keyed_by_identity(key.python_type()):
         obj = tx.output.real_value(key.source)
         return ObjectKey(obj, tx.output.stash(obj))
-    unimplemented(f"a dict key that is {key.describe()} (only constants and objects from the "
+    unimplemented(BreakKind.UNSUPPORTED_VALUE, f"a dict key that is {key.describe()} (only constants and objects from the "
                   "function's arguments can be keys)")
 
 
@@ -50,14 +50,14 @@ class BaseListVariable(VariableTracker):
         return bool(self.items)
 
     def getitem(self, tx, key):
-        k = key.as_python_constant() if key.is_python_constant() else unimplemented(
+        k = key.as_python_constant() if key.is_python_constant() else unimplemented(BreakKind.UNSUPPORTED_VALUE, 
             f"indexing a {self.python_cls.__name__} with {key.describe()}")
         if isinstance(k, slice):
             return TupleVariable(self.items[k]) if self.python_cls is tuple else ListVariable(self.items[k])
         try:
             return self.items[k]
         except IndexError:
-            unimplemented(f"{self.python_cls.__name__} index {k} out of range (IndexError at trace time)")
+            unimplemented(BreakKind.USER_EXCEPTION, f"{self.python_cls.__name__} index {k} out of range (IndexError at trace time)")
 
     def reconstruct(self, cg):
         if self.source is not None and self.python_cls is list:
@@ -154,11 +154,11 @@ class ListVariable(BaseListVariable):
             self._mutate(tx)
             key = kwargs.get("key")
             if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
-                unimplemented("list.sort(key=...) inside a compiled function")
+                unimplemented(BreakKind.UNSUPPORTED_BUILTIN, "list.sort(key=...) inside a compiled function")
             rev = kwargs.get("reverse", ConstantVariable(False)).as_python_constant()
             self.items = [ConstantVariable(v) for v in sorted(self.as_python_constant(), reverse=rev)]
             return ConstantVariable(None)
-        unimplemented(f"list.{name}() inside a compiled function")
+        unimplemented(BreakKind.UNSUPPORTED_BUILTIN, f"list.{name}() inside a compiled function")
 
     def setitem(self, tx, key, value):
         self._mutate(tx)
@@ -202,7 +202,7 @@ class DictVariable(VariableTracker):
         k = _const_key(tx, key)
         if k not in self.items:
             if self.default_factory is None:
-                unimplemented(f"dict key {k!r} not present (KeyError at trace time)")
+                unimplemented(BreakKind.USER_EXCEPTION, f"dict key {k!r} not present (KeyError at trace time)")
             tx.output.side_effects.mutated(self)     # a defaultdict inserts the default
             self.items[k] = _new_default(self.default_factory)
         return self.items[k]
@@ -219,7 +219,7 @@ class DictVariable(VariableTracker):
         from .functions import BuiltinMethodVariable
         if hasattr(self.cls, name):
             return BuiltinMethodVariable(self, name)
-        unimplemented(f"dict attribute {name!r}")
+        unimplemented(BreakKind.ATTRIBUTE, f"dict attribute {name!r}")
 
     def call_method(self, tx, name, args, kwargs):
         if name == "keys":
@@ -240,7 +240,7 @@ class DictVariable(VariableTracker):
                 return self.items.pop(k)
             if len(args) > 1:
                 return args[1]
-            unimplemented(f"dict.pop of missing key {k!r}")
+            unimplemented(BreakKind.USER_EXCEPTION, f"dict.pop of missing key {k!r}")
         if name == "setdefault":
             k = _const_key(tx, args[0])
             if k not in self.items:
@@ -265,7 +265,7 @@ class DictVariable(VariableTracker):
             tx.output.side_effects.mutated(self)
             self.items.clear()
             return ConstantVariable(None)
-        unimplemented(f"dict.{name}() inside a compiled function")
+        unimplemented(BreakKind.UNSUPPORTED_BUILTIN, f"dict.{name}() inside a compiled function")
 
     def reconstruct(self, cg):
         if self.source is not None:
@@ -328,7 +328,7 @@ class ContainerIteratorVariable(IteratorVariable):
         if self.keys is None:
             return self.container.items
         if list(self.container.items) != self.keys:
-            unimplemented("a dict changed size during iteration (raises natively)")
+            unimplemented(BreakKind.USER_EXCEPTION, "a dict changed size during iteration (raises natively)")
         return self.container.iterate(None)
 
     @property

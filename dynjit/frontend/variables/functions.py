@@ -6,7 +6,7 @@ import math
 import operator
 import types
 
-from ..exc import unimplemented, fold
+from ..exc import unimplemented, fold, BreakKind
 from .base import VariableTracker, ConstantVariable
 
 
@@ -28,9 +28,9 @@ class FunctionVariable(VariableTracker):
 
     def call(self, tx, args, kwargs):
         if getattr(self.fn, "_dynjit_graph_break", False):
-            unimplemented("dynjit.graph_break() called")
+            unimplemented(BreakKind.EXPLICIT, "dynjit.graph_break() called")
         if getattr(self.fn, "_dynjit_disable", False):
-            unimplemented(f"call to {self.fn.__qualname__}, which is marked with dynjit.disable")
+            unimplemented(BreakKind.DISABLED, f"call to {self.fn.__qualname__}, which is marked with dynjit.disable")
         traced_as = getattr(self.fn, "_dynjit_traced_as", None)
         if traced_as is not None:       # library code that names what to trace instead of it
             return FunctionVariable(traced_as).call(tx, args, kwargs)
@@ -42,7 +42,7 @@ class FunctionVariable(VariableTracker):
     def getattr(self, tx, name):
         if name in ("__name__", "__qualname__", "__module__", "__doc__"):
             return ConstantVariable(getattr(self.fn, name))
-        unimplemented(f"reading attribute {name!r} of a function")
+        unimplemented(BreakKind.ATTRIBUTE, f"reading attribute {name!r} of a function")
 
     def reconstruct(self, cg):
         if self.source is not None:
@@ -65,7 +65,7 @@ class CellVariable(VariableTracker):
 
     def load(self, tx, name="a closure variable"):
         if self.contents is None:
-            unimplemented(f"free variable {name!r} referenced before assignment")
+            unimplemented(BreakKind.USER_EXCEPTION, f"free variable {name!r} referenced before assignment")
         return self.contents
 
     def store(self, tx, value):
@@ -105,7 +105,7 @@ class RealCellVariable(CellVariable):
             try:
                 value = self.cell.cell_contents
             except ValueError:
-                unimplemented(f"free variable {name!r} referenced before assignment")
+                unimplemented(BreakKind.USER_EXCEPTION, f"free variable {name!r} referenced before assignment")
             self.contents = build(tx, value, AttrSource(self.source, "cell_contents"))
         return self.contents
 
@@ -230,7 +230,7 @@ class BuiltinVariable(VariableTracker):
     def call(self, tx, args, kwargs):
         fn = self.fn
         if fn in SIDE_EFFECT_BUILTINS:
-            unimplemented(SIDE_EFFECT_BUILTINS[fn])
+            unimplemented(BreakKind.SIDE_EFFECT_CALL, SIDE_EFFECT_BUILTINS[fn])
         handler = getattr(self, f"_call_{getattr(fn, '__name__', '')}", None)
         if handler is not None and getattr(builtins, fn.__name__, None) is fn:
             return handler(tx, args, kwargs)
@@ -247,7 +247,7 @@ class BuiltinVariable(VariableTracker):
             a = [x.as_python_constant() for x in args]
             k = {n: v.as_python_constant() for n, v in kwargs.items()}
             return tx.wrap_constant_result(fold(fn, *a, **k))
-        unimplemented(f"builtin: {getattr(fn, '__name__', fn)} with these arguments "
+        unimplemented(BreakKind.UNSUPPORTED_BUILTIN, f"builtin: {getattr(fn, '__name__', fn)} with these arguments "
                       f"({', '.join(a.describe() for a in args)})")
 
     # -- builtins that see trackers ---------------------------------------------------
@@ -261,7 +261,7 @@ class BuiltinVariable(VariableTracker):
     def _call_type(self, tx, args, kwargs):
         from .objects import ClassVariable
         if len(args) != 1:
-            unimplemented("type() with 3 arguments")
+            unimplemented(BreakKind.UNSUPPORTED_BUILTIN, "type() with 3 arguments")
         return ClassVariable(args[0].python_type())
 
     def _call_getattr(self, tx, args, kwargs):
@@ -322,12 +322,12 @@ class BuiltinVariable(VariableTracker):
         from .containers import IteratorVariable
         it = args[0]
         if not isinstance(it, IteratorVariable):
-            unimplemented("next() on a non-iterator")
+            unimplemented(BreakKind.UNSUPPORTED_BUILTIN, "next() on a non-iterator")
         item = it.next()
         if item is None:
             if len(args) > 1:
                 return args[1]
-            unimplemented("StopIteration raised while tracing")
+            unimplemented(BreakKind.USER_EXCEPTION, "StopIteration raised while tracing")
         return item
 
     def _call_reversed(self, tx, args, kwargs):
@@ -345,10 +345,10 @@ class BuiltinVariable(VariableTracker):
         from .containers import ListVariable, TupleVariable
         strict = kwargs.pop("strict", ConstantVariable(False)).as_python_constant()
         if kwargs:
-            unimplemented(f"zip() with keyword arguments {sorted(kwargs)}")
+            unimplemented(BreakKind.UNSUPPORTED_BUILTIN, f"zip() with keyword arguments {sorted(kwargs)}")
         seqs = [a.iterate(tx) for a in args]
         if strict and len({len(s) for s in seqs}) > 1:
-            unimplemented("zip(strict=True) over sequences of different lengths (raises natively)")
+            unimplemented(BreakKind.USER_EXCEPTION, "zip(strict=True) over sequences of different lengths (raises natively)")
         return ListVariable([TupleVariable(list(t)) for t in zip(*seqs)])
 
     def _call_range(self, tx, args, kwargs):
@@ -391,11 +391,11 @@ class BuiltinVariable(VariableTracker):
 
     def _minmax(self, tx, args, kwargs, pick):
         if kwargs:
-            unimplemented("min()/max() with keyword arguments")
+            unimplemented(BreakKind.UNSUPPORTED_BUILTIN, "min()/max() with keyword arguments")
         items = args[0].iterate(tx) if len(args) == 1 else list(args)
         if all(i.is_python_constant() for i in items):
             return ConstantVariable(pick(i.as_python_constant() for i in items))
-        unimplemented("min()/max() over tensors (compare values at run time instead: use dynjit.maximum)")
+        unimplemented(BreakKind.DATA_DEPENDENT_BRANCH, "min()/max() over tensors (compare values at run time instead: use dynjit.maximum)")
 
     def _call_max(self, tx, args, kwargs):
         return self._minmax(tx, args, kwargs, max)
@@ -430,7 +430,7 @@ def _issubclass(t, cls):
     try:
         return issubclass(t, cls)
     except TypeError:
-        unimplemented("isinstance() with an unsupported class argument")
+        unimplemented(BreakKind.UNSUPPORTED_BUILTIN, "isinstance() with an unsupported class argument")
 
 
 # library code that is Python over tensors, traced into like user code
@@ -488,7 +488,7 @@ class DynjitFunctionVariable(VariableTracker):
         if fn is grad_mode.is_grad_enabled:
             return ConstantVariable(tx.output.grad_enabled)
         if getattr(fn, "__name__", "") in ("manual_seed", "seed", "set_rng_state", "backward"):
-            unimplemented(f"dynjit.{fn.__name__}() inside a compiled function")
+            unimplemented(BreakKind.MUTATION, f"dynjit.{fn.__name__}() inside a compiled function")
         return tx.output.record(fn, args, kwargs)
 
 
@@ -527,7 +527,7 @@ class GradModeVariable(VariableTracker):
             return _Bound(lambda tx, args, kwargs: self.enter(tx))
         if name == "__exit__":
             return GradModeExitVariable(self.prev)
-        unimplemented(f"grad mode attribute {name}")
+        unimplemented(BreakKind.GRAD_MODE, f"grad mode attribute {name}")
 
 
 class GradModeRestorer:

@@ -3,7 +3,7 @@ tracing), classes, Python modules, nn.Modules and super()."""
 import inspect
 import types
 
-from ..exc import unimplemented
+from ..exc import unimplemented, BreakKind
 from ..guards import module_hooks_present
 from ..source import AttrSource, ItemSource
 from .base import VariableTracker, ConstantVariable
@@ -30,13 +30,13 @@ def class_attribute(tx, obj_var, cls, name):
         return BoundMethodVariable(FunctionVariable(attr), obj_var)
     if isinstance(attr, property):
         if attr.fget is None:
-            unimplemented(f"reading write-only property {name}")
+            unimplemented(BreakKind.ATTRIBUTE, f"reading write-only property {name}")
         return FunctionVariable(attr.fget).call(tx, [obj_var], {})
     if is_constant_value(attr):
         guards.constant(attr_src, attr)
         return ConstantVariable(attr)
     if hasattr(attr, "__get__") and not isinstance(attr, type):
-        unimplemented(f"attribute {name!r} is a descriptor of type {type(attr).__name__}")
+        unimplemented(BreakKind.ATTRIBUTE, f"attribute {name!r} is a descriptor of type {type(attr).__name__}")
     return build(tx, attr, attr_src)
 
 
@@ -67,7 +67,7 @@ class UserObjectVariable(VariableTracker):
             return self.attrs[name]
         cls = type(self.value)
         if cls.__getattribute__ is not object.__getattribute__:
-            unimplemented(f"{cls.__name__} defines __getattribute__")
+            unimplemented(BreakKind.ATTRIBUTE, f"{cls.__name__} defines __getattribute__")
         d = getattr(self.value, "__dict__", None)
         if d is not None and name in d and not _is_data_descriptor(cls, name):
             from .builder import build
@@ -78,12 +78,12 @@ class UserObjectVariable(VariableTracker):
             return class_attribute(tx, self, cls, name)
         except AttributeError:
             if getattr(cls, "__getattr__", None) is not None:
-                unimplemented(f"{cls.__name__} defines __getattr__")
+                unimplemented(BreakKind.ATTRIBUTE, f"{cls.__name__} defines __getattr__")
             raise
 
     def setattr(self, tx, name, value):
         if type(self.value).__setattr__ is not object.__setattr__:
-            unimplemented(f"{type(self.value).__name__} defines __setattr__")
+            unimplemented(BreakKind.MUTATION, f"{type(self.value).__name__} defines __setattr__")
         tx.output.side_effects.mutated(self)
         if name not in self.written:
             self.written.append(name)
@@ -92,7 +92,7 @@ class UserObjectVariable(VariableTracker):
     def truth(self, tx):
         cls = type(self.value)
         if hasattr(cls, "__bool__") or hasattr(cls, "__len__"):
-            unimplemented(f"truth value of a {cls.__name__} (it defines __bool__/__len__)")
+            unimplemented(BreakKind.UNSUPPORTED_VALUE, f"truth value of a {cls.__name__} (it defines __bool__/__len__)")
         return True
 
     def reconstruct(self, cg):
@@ -133,7 +133,7 @@ class NewObjectVariable(VariableTracker):
 
     def truth(self, tx):
         if hasattr(self.cls, "__bool__") or hasattr(self.cls, "__len__"):
-            unimplemented(f"truth value of a {self.cls.__name__} (it defines __bool__/__len__)")
+            unimplemented(BreakKind.UNSUPPORTED_VALUE, f"truth value of a {self.cls.__name__} (it defines __bool__/__len__)")
         return True
 
     def reconstruct(self, cg):
@@ -189,7 +189,7 @@ class ClassVariable(VariableTracker):
         if issubclass(cls, tuple) and hasattr(cls, "_fields"):
             return _make_namedtuple(tx, cls, args, kwargs)
         if issubclass(cls, BaseException):
-            unimplemented(f"creating or raising an exception ({cls.__name__}) inside a compiled function")
+            unimplemented(BreakKind.UNSUPPORTED_VALUE, f"creating or raising an exception ({cls.__name__}) inside a compiled function")
         if cls in BuiltinVariable.SUPPORTED or cls.__module__ == "builtins":
             return BuiltinVariable(cls).call(tx, args, kwargs)
         from ...tensor import Tensor
@@ -198,20 +198,20 @@ class ClassVariable(VariableTracker):
             from .functions import GradModeVariable
             return GradModeVariable.create(tx, cls, args)
         if issubclass(cls, Tensor):
-            unimplemented("constructing a Tensor subclass inside a compiled function")
+            unimplemented(BreakKind.UNSUPPORTED_VALUE, "constructing a Tensor subclass inside a compiled function")
         if not _plain_class(cls):
-            unimplemented(f"creating an instance of {cls.__name__} (custom __new__/__setattr__/__slots__ "
+            unimplemented(BreakKind.UNSUPPORTED_VALUE, f"creating an instance of {cls.__name__} (custom __new__/__setattr__/__slots__ "
                           "or metaclass)")
         obj = NewObjectVariable(cls)
         init = getattr(cls, "__init__")
         if init is not object.__init__:
             if not isinstance(init, types.FunctionType):
-                unimplemented(f"{cls.__name__}.__init__ is not a Python function")
+                unimplemented(BreakKind.UNKNOWN_CALLABLE, f"{cls.__name__}.__init__ is not a Python function")
             result = FunctionVariable(init).call(tx, [obj] + list(args), kwargs)
             if not (result.is_python_constant() and result.as_python_constant() is None):
-                unimplemented("__init__ returned a value")
+                unimplemented(BreakKind.USER_EXCEPTION, "__init__ returned a value")
         elif args or kwargs:
-            unimplemented(f"{cls.__name__}() takes no arguments")
+            unimplemented(BreakKind.USER_EXCEPTION, f"{cls.__name__}() takes no arguments")
         return obj
 
 
@@ -226,7 +226,7 @@ def _make_namedtuple(tx, cls, args, kwargs):
         elif f in defaults:
             values.append(ConstantVariable(defaults[f]))
         else:
-            unimplemented(f"{cls.__name__}() missing field {f!r}")
+            unimplemented(BreakKind.USER_EXCEPTION, f"{cls.__name__}() missing field {f!r}")
     return NamedTupleVariable(cls, values)
 
 
@@ -307,10 +307,10 @@ class ModuleVariable(VariableTracker):
         _, call, call_src = guards.class_lookup(type(mod), "__call__")
         guards.identity(call_src, call)
         if call is not Module.__call__ or type(mod)._call_impl is not Module._call_impl:
-            unimplemented(f"calling a module whose class overrides __call__ ({type(mod).__name__})")
+            unimplemented(BreakKind.UNKNOWN_CALLABLE, f"calling a module whose class overrides __call__ ({type(mod).__name__})")
         hooks = module_hooks_present(mod)
         if hooks:
-            unimplemented(f"calling a module with {', '.join(h.lstrip('_') for h in hooks)} registered "
+            unimplemented(BreakKind.UNKNOWN_CALLABLE, f"calling a module with {', '.join(h.lstrip('_') for h in hooks)} registered "
                           "inside a compiled function")
         if self.source is not None:
             guards.no_module_hooks(self.source)     # hooks registered later: recompile
@@ -318,7 +318,7 @@ class ModuleVariable(VariableTracker):
         return self.getattr(tx, "forward").call(tx, list(args), kwargs)
 
     def setattr(self, tx, name, value):
-        unimplemented(f"setting attribute {name!r} on an nn.Module inside a compiled function")
+        unimplemented(BreakKind.MUTATION, f"setting attribute {name!r} on an nn.Module inside a compiled function")
 
     def reconstruct(self, cg):
         return self.source.expr()
@@ -355,7 +355,7 @@ class ModuleMembersVariable(VariableTracker):
             bound = inspect.signature(getattr(self.module_var.module, self.name)).bind(
                 *[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
         except TypeError as e:
-            unimplemented(f"{self.name}() called with {e}")
+            unimplemented(BreakKind.USER_EXCEPTION, f"{self.name}() called with {e}")
         options = bound.arguments
         recurse = options.get("recurse", True)
         prefix = options.get("prefix", "")
@@ -425,7 +425,7 @@ class SuperVariable(VariableTracker):
                 if attr is object.__init__:
                     from .base import VariableTracker as _V
                     return _NoOp()
-                unimplemented(f"super().{name} of kind {type(attr).__name__}")
+                unimplemented(BreakKind.ATTRIBUTE, f"super().{name} of kind {type(attr).__name__}")
             guards.absent_key(guards.class_dict(klass), name)
         raise AttributeError(name)
 

@@ -5,7 +5,7 @@ import operator
 import numpy as np
 
 from ...tensor import Tensor
-from ..exc import unimplemented, DataDependent
+from ..exc import unimplemented, DataDependent, BreakKind
 from .base import VariableTracker, ConstantVariable
 
 STATIC_METHODS = {"size", "dim", "numel", "stride", "is_contiguous", "is_floating_point",
@@ -28,12 +28,12 @@ class TensorVariable(VariableTracker):
         return type(self.example)
 
     def truth(self, tx):
-        raise DataDependent("data-dependent branching on a tensor's value (the truth value of a tensor)")
+        raise DataDependent(BreakKind.DATA_DEPENDENT_BRANCH, "data-dependent branching on a tensor's value (the truth value of a tensor)")
 
     def length(self, tx):
         tx.output.shape_specialized = True
         if self.example.ndim == 0:
-            unimplemented("len() of a 0-d tensor")
+            unimplemented(BreakKind.USER_EXCEPTION, "len() of a 0-d tensor")
         return self.example.shape[0]
 
     def iterate(self, tx):
@@ -54,18 +54,18 @@ class TensorVariable(VariableTracker):
                 from ..source import AttrSource
                 from .builder import build
                 return build(tx, self.example_source_value(tx, "grad"), AttrSource(self.source, "grad"))
-            unimplemented("reading .grad of a tensor computed inside the compiled function")
+            unimplemented(BreakKind.ATTRIBUTE, "reading .grad of a tensor computed inside the compiled function")
         if name in ("grad_fn", "_version", "_base"):
-            unimplemented(f"reading tensor.{name} inside a compiled function")
+            unimplemented(BreakKind.ATTRIBUTE, f"reading tensor.{name} inside a compiled function")
         if hasattr(Tensor, name) and callable(getattr(Tensor, name)):
             return TensorMethodVariable(self, name)
-        unimplemented(f"tensor attribute {name!r}")
+        unimplemented(BreakKind.ATTRIBUTE, f"tensor attribute {name!r}")
 
     def setattr(self, tx, name, value):
         if name != "grad" or self.source is None:
-            unimplemented(f"setting attribute {name!r} of a tensor")
+            unimplemented(BreakKind.MUTATION, f"setting attribute {name!r} of a tensor")
         if not (isinstance(value, TensorVariable) or (value.is_python_constant() and value.as_python_constant() is None)):
-            unimplemented(f"setting .grad to {value.describe()}")
+            unimplemented(BreakKind.MUTATION, f"setting .grad to {value.describe()}")
         # replayed after the graph, like eager's write; later reads in the trace see it
         tx.output.side_effects.write_grad(tx.output.real_value(self.source), self, value)
 
@@ -105,7 +105,7 @@ class TensorMethodVariable(VariableTracker):
     def call(self, tx, args, kwargs):
         name = self.name
         if name in DATA_DEPENDENT:
-            raise DataDependent(f"Tensor.{name}() reads a tensor's data (data-dependent)")
+            raise DataDependent(BreakKind.TENSOR_DATA_READ, f"Tensor.{name}() reads a tensor's data (data-dependent)")
         if name in STATIC_METHODS:
             if name in ("size", "numel", "stride", "nelement", "is_contiguous"):
                 # sizes and layout are read: guard them exactly (strides too, under dynamic shapes)
@@ -123,10 +123,10 @@ class TensorMethodVariable(VariableTracker):
             tx.output.side_effects.call_later(handle)
             return handle
         if name in ("backward", "register_hook", "retain_grad", "register_post_accumulate_grad_hook"):
-            unimplemented(f"Tensor.{name}() inside a compiled function"
+            unimplemented(BreakKind.MUTATION, f"Tensor.{name}() inside a compiled function"
                           + (" (on a tensor computed inside it)" if "hook" in name else ""))
         if name == "requires_grad_":
-            unimplemented("Tensor.requires_grad_() inside a compiled function")
+            unimplemented(BreakKind.MUTATION, "Tensor.requires_grad_() inside a compiled function")
         return tx.output.record_method(name, self.tensor, args, kwargs)
 
 
@@ -188,7 +188,7 @@ def wrap_result(tx, node, value):
             elif isinstance(v, (int, float, bool, type(None))):
                 items.append(ConstantVariable(v))
             else:
-                unimplemented(f"an op returning {type(v).__name__} inside a sequence")
+                unimplemented(BreakKind.UNSUPPORTED_VALUE, f"an op returning {type(v).__name__} inside a sequence")
         cls = type(value)
         if hasattr(value, "_fields"):
             from .containers import NamedTupleVariable
@@ -199,4 +199,4 @@ def wrap_result(tx, node, value):
     from ...tensor import Size
     if isinstance(value, Size):
         return ConstantVariable(value)
-    unimplemented(f"an op returning {type(value).__name__}")
+    unimplemented(BreakKind.UNSUPPORTED_VALUE, f"an op returning {type(value).__name__}")
