@@ -23,6 +23,7 @@ operand costs one load per row, not one per element.
 import contextlib
 import ctypes
 import math
+import platform
 import sys
 
 import llvmlite.ir as ir
@@ -31,7 +32,8 @@ import numpy as np
 from dynjit import _dtype as D
 
 from . import mathlib
-from .irutil import F32, F64, I1, I8, I8P, I16, I32, I64, VOID, Ops, const, element_of, like, vector_of
+from .irutil import (F32, F64, I1, I8, I8P, I16, I32, I64, VOID, Ops, const, element_of, like, type_suffix,
+                     vector_of)
 
 VECTOR_BYTES = 64      # elements per vector step: two AVX2 registers' worth of the widest type
 
@@ -108,13 +110,37 @@ def cast(ops, x, src, dst):
             return b.fpext(x, to) if dst.itemsize > src.itemsize else b.fptrunc(x, to)
         return b.uitofp(x, to) if is_unsigned(src) else b.sitofp(x, to)
     if is_float(src):
-        return b.fptoui(x, to) if dst is D.uint8 else b.fptosi(x, to)
+        return float_to_int(ops, x, to)
     sw, dw = element_of(x.type).width, element_of(to).width
     if sw == dw:
         return x
     if dw < sw:
         return b.trunc(x, to)
     return b.zext(x, to) if is_unsigned(src) else b.sext(x, to)
+
+
+# numpy's float -> integer casts are C casts, so NaN and out-of-range values give what the
+# hardware's conversion instruction gives. LLVM's fptosi makes those poison (the vectorizer
+# then picks saturating packs in some lanes and wrapping in others), so the conversion is
+# spelled out: to a 32-bit integer (64-bit for int64) with the hardware's result for values
+# it cannot hold, then truncated to 8 or 16 bits (what C compilers emit, and numpy gives).
+_X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
+
+
+def float_to_int(ops, x, to):
+    b = ops.b
+    el = element_of(to)
+    wide_el = I64 if el.width == 64 else I32
+    wide = like(x.type, wide_el)
+    lim = float(2 ** (wide_el.width - 1))
+    if _X86:
+        # cvttss2si / cvttsd2si: the "integer indefinite" INT_MIN for NaN and out of range
+        ok = b.and_(b.fcmp_ordered(">=", x, ops.c(x, -lim)), b.fcmp_ordered("<", x, ops.c(x, lim)))
+        v = b.select(ok, b.fptosi(x, wide), const(wide, -int(lim)))
+    else:
+        # aarch64 (fcvtzs) and the rest: saturating, NaN -> 0
+        v = ops.intrinsic(f"fptosi.sat.{type_suffix(wide)}", x, ret=wide, suffix_of=x)
+    return b.trunc(v, to) if el.width < wide_el.width else v
 
 
 def _cmp(ops, pred, a, b, dtype):
@@ -160,11 +186,12 @@ def _prim_abs(ops, n, a):
 
 
 def _prim_max(ops, n, a, b):
-    # numpy: (a >= b || isnan(a)) ? a : b  (NaN propagates from either side)
+    # numpy's SIMD loops (what it runs on x86-64 for every layout): (a > b || isnan(a)) ? a : b,
+    # so NaN propagates from either side and a tie (+0.0 vs -0.0) gives b
     t = n.dtype
     if t is D.bool_:
         return ops.b.or_(a, b)
-    take_a = _cmp(ops, ">=", a, b, t)
+    take_a = _cmp(ops, ">", a, b, t)
     if is_float(t):
         take_a = ops.b.or_(take_a, ops.isnan(a))
     return ops.b.select(take_a, a, b)
@@ -174,7 +201,7 @@ def _prim_min(ops, n, a, b):
     t = n.dtype
     if t is D.bool_:
         return ops.b.and_(a, b)
-    take_a = _cmp(ops, "<=", a, b, t)
+    take_a = _cmp(ops, "<", a, b, t)
     if is_float(t):
         take_a = ops.b.or_(take_a, ops.isnan(a))
     return ops.b.select(take_a, a, b)

@@ -41,6 +41,7 @@ from .threads import split_ranges
 REDUCTIONS = {"sum": "sum", "mean": "sum", "prod": "prod", "amax": "max", "amin": "min",
               "max": "max", "min": "min", "sum_to_size": "sum"}
 COPY_OPS = ("to_dtype", "clone", "contiguous_copy")
+DECOMPOSED = ("softmax", "log_softmax")        # spelled as reductions + pointwise ops (see decompose)
 ALIAS_OPS = ("detach",)
 
 # a kernel runs on several threads when (elements x cost per element) is at least this
@@ -688,7 +689,7 @@ def _math_count(kernel):
 def decompose(graph):
     """A copy of the graph with softmax / log_softmax spelled as the reductions and
     pointwise ops they are made of (so they fuse), or the graph itself if it has none."""
-    if not any(n.op == "call_function" and getattr(n.target, "name", None) in ("softmax", "log_softmax")
+    if not any(n.op == "call_function" and getattr(n.target, "name", None) in DECOMPOSED
                for n in graph.nodes):
         return graph
     from dynjit.fx import Graph
@@ -698,7 +699,7 @@ def decompose(graph):
         name = getattr(n.target, "name", None)
         if n.op == "output":
             new.output(_map(n.args[0], env))
-        elif name in ("softmax", "log_softmax") and _softmax_decomposable(n):
+        elif name in DECOMPOSED and _softmax_decomposable(n):
             env[n] = _decompose_softmax(new, n, env, log=name == "log_softmax")
         else:
             env[n] = new.node_copy(n, lambda x: env[x])

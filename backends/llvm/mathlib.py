@@ -238,6 +238,8 @@ def _sincos(ops, fn, x, want_cos):
     neg = b.icmp_unsigned("!=", b.and_(q, ops.c(q, 2)), ops.c(q, 0))
     y = ops.select(odd, c, s)
     y = ops.select(neg, b.fneg(y), y)
+    if not want_cos:        # sin(-0.0) is -0.0 (the reduction gives +0.0)
+        y = ops.select(ops.eq(x, ops.c(x, 0.0)), x, y)
     b.ret(y)
 
 
@@ -253,6 +255,8 @@ def _tanh(ops, x):
     one = ops.c(x, 1.0)
     large = ops.sub(one, ops.div(ops.c(x, 2.0), ops.add(e, one)))
     large = ops.copysign(large, x)
+    # the polynomial gives +0.0 for -0.0: tanh keeps the sign of zero
+    small = ops.copysign(small, x)
     return ops.select(ops.lt(ax, ops.c(x, 0.625)), small, large)
 
 

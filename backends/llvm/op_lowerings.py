@@ -13,6 +13,7 @@ eager kernels do). Where numpy's formula differs from the obvious one
 primitive or the composition here follows numpy.
 """
 import math
+import struct
 
 import numpy as np
 
@@ -50,7 +51,9 @@ class KernelBuilder:
         return node
 
     def const(self, value, dtype):
-        return self._shared(("const", type(value), value, dtype), lambda: KNode("const", dtype, value=value))
+        # keyed by the bits: -0.0 == 0.0 (and NaN != NaN) must not share or split nodes
+        key = struct.pack("<d", value) if isinstance(value, float) else value
+        return self._shared(("const", type(value), key, dtype), lambda: KNode("const", dtype, value=value))
 
     def cast(self, x, dtype):
         if isinstance(x, KNode):
@@ -110,10 +113,21 @@ def _all(kb, dtype, *args):
 
 # -- arithmetic -------------------------------------------------------------------
 
+def _check_factor(out, factor, name):
+    """numpy computes `x * factor` in its own dtype (float64 for a float factor of an
+    integer tensor, int64 for any factor of a bool one) before eager casts the result
+    to `out`: only factors that keep the computation in `out` lower."""
+    if out.is_floating_point or isinstance(factor, bool):
+        return
+    if out is D.bool_ or not isinstance(factor, int):
+        raise Unsupported(f"{name}={factor!r} with a {out.name} result")
+
+
 @lowering("add")
 def _add(kb, out, self, other, alpha=1):
     a, b = _all(kb, out, self, other)
     if alpha != 1:
+        _check_factor(out, alpha, "alpha")
         b = kb.prim("mul", b, kb.cast(alpha, out))
     return kb.prim("add", a, b)
 
@@ -122,6 +136,7 @@ def _add(kb, out, self, other, alpha=1):
 def _sub(kb, out, self, other, alpha=1):
     a, b = _all(kb, out, self, other)
     if alpha != 1:
+        _check_factor(out, alpha, "alpha")
         b = kb.prim("mul", b, kb.cast(alpha, out))
     return kb.prim("sub", a, b)
 
@@ -203,8 +218,14 @@ def _math(name):
 
 
 for _name in ("exp", "exp2", "log", "log2", "log10", "sin", "cos", "tanh", "sigmoid", "expm1", "log1p",
-              "tan", "asin", "acos", "atan", "sinh", "cosh", "erf"):
+              "tan", "asin", "acos", "atan", "sinh", "cosh"):
     LOWERINGS[_name] = _math(_name)
+
+
+@lowering("erf")
+def _erf(kb, out, self):
+    # eager computes erf in float64 (the C library's erf) and rounds: so does the kernel
+    return kb.cast(kb.math("erf", kb.cast(self, D.float64)), out)
 
 
 @lowering("atan2")
@@ -257,6 +278,7 @@ def _silu(kb, out, self):
 
 @lowering("leaky_relu")
 def _leaky_relu(kb, out, self, negative_slope=0.01):
+    _check_factor(out, negative_slope, "negative_slope")
     x = kb.cast(self, out)
     pos = kb.prim("gt", x, kb.const(0, out), dtype=D.bool_)
     return kb.prim("where", pos, x, kb.prim("mul", x, kb.cast(negative_slope, out)), dtype=out)
@@ -311,8 +333,10 @@ def _gelu(kb, out, self, approximate="none"):
         return kb.prim("mul", half_x, kb.prim("add", one, kb.math("tanh", inner)))
     if approximate != "none":
         raise Unsupported(f"gelu approximate={approximate!r}")
-    e = kb.math("erf", kb.prim("div", x, kb.const(math.sqrt(2), out)))
-    return kb.prim("mul", half_x, kb.prim("add", one, e))
+    # eager: 0.5 * x * (1 + erf(x / sqrt(2))) with erf and what follows it in float64
+    f64 = D.float64
+    e = kb.math("erf", kb.cast(kb.prim("div", x, kb.const(math.sqrt(2), out)), f64))
+    return kb.prim("mul", kb.cast(half_x, f64), kb.prim("add", kb.const(1.0, f64), e))
 
 
 @lowering("sign")
@@ -357,6 +381,7 @@ def _lerp(kb, out, self, end, weight):
 
 @lowering("addcmul")
 def _addcmul(kb, out, self, tensor1, tensor2, value=1):
+    _check_factor(out, value, "value")
     s, a, b = _all(kb, out, self, tensor1, tensor2)
     return kb.prim("add", s, kb.prim("mul", kb.prim("mul", a, b), kb.cast(value, out)))
 
@@ -378,12 +403,25 @@ def _where(kb, out, condition, self, other):
 
 @lowering("masked_fill")
 def _masked_fill(kb, out, self, mask, value):
+    if isinstance(value, float) and not out.is_floating_point:
+        # eager's np.where computes in float64 and casts back (int64 values lose bits)
+        raise Unsupported("float fill value of an integer tensor")
     return kb.prim("where", kb.cast(mask, D.bool_), kb.cast(value, out), kb.cast(self, out), dtype=out)
 
 
 def _comparison(prim):
     def lower(kb, out, self, other):
         common = compare_dtype(self, other)
+        if not common.is_floating_point and common is not D.bool_:
+            # numpy compares an integer tensor with a Python int its dtype cannot hold
+            # (uint8 < -1) by value: do it in int64
+            for s in (self, other):
+                if _is_scalar(s) and not isinstance(s, bool):
+                    info = np.iinfo(common.np)
+                    if not info.min <= s <= info.max:
+                        if not -2 ** 63 <= s < 2 ** 63 or common is D.int64:
+                            raise Unsupported(f"comparison with {s}")
+                        common = D.int64
         a, b = _all(kb, common, self, other)
         return kb.prim(prim, a, b, dtype=D.bool_)
     return lower
