@@ -56,33 +56,6 @@ class OutputGraph:
         self._const_ids[id(value)] = key
         return key
 
-    def trusted(self, value):
-        """A tracker for a value that needs no guard (code constants, library objects)."""
-        from .variables import (FunctionVariable, DynjitFunctionVariable, BuiltinVariable,
-                                ClassVariable, PythonModuleVariable, TupleVariable)
-        from .variables.builder import is_constant_value
-        from .variables.functions import is_dynjit_callable
-        if isinstance(value, tuple) and not hasattr(value, "_fields"):
-            return TupleVariable([self.trusted(v) for v in value])
-        if is_constant_value(value) or isinstance(value, types.CodeType):
-            return ConstantVariable(value)
-        if is_dynjit_callable(value):
-            return DynjitFunctionVariable(value)
-        if isinstance(value, types.FunctionType):
-            return FunctionVariable(value)
-        if isinstance(value, types.ModuleType):
-            from .source import ConstSource
-            return PythonModuleVariable(value, source=ConstSource(self.stash(value)))
-        if isinstance(value, type):
-            return ClassVariable(value)
-        if callable(value):
-            return BuiltinVariable(value)
-        unimplemented(BreakKind.UNSUPPORTED_VALUE, f"a constant of type {type(value).__name__}")
-
-    def trusted_or_build(self, tx, value, source):
-        from .variables import build
-        return build(tx, value, source)
-
     # -- inputs ----------------------------------------------------------------------------
     def input_tensor(self, value, source):
         entry = self.inputs.get(id(value))

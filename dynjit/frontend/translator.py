@@ -16,7 +16,7 @@ from .bytecode_info import code_info, PY312, PY313
 from .opcode_support import unsupported_reason
 from .exc import unimplemented, DataDependent, Unsupported, fold, BreakKind
 from .source import LocalSource, GlobalSource, ConstSource, ItemSource, ClosureCellSource, DefaultSource
-from .variables import (VariableTracker, ConstantVariable, NULL, build, TensorVariable, TupleVariable,
+from .variables import (VariableTracker, ConstantVariable, NULL, wrap, TensorVariable, TupleVariable,
                         ListVariable, DictVariable, IteratorVariable, FunctionVariable,
                         NestedFunctionVariable, BuiltinVariable, CellVariable, GradModeVariable,
                         UserObjectVariable, NewObjectVariable, ClassVariable, SuperVariable, RealCellVariable)
@@ -171,20 +171,6 @@ class InstructionTranslator:
                 return ConstantVariable(True)
         return ConstantVariable(False)
 
-    def wrap_constant_result(self, value):
-        from .variables.builder import is_constant_value
-        if is_constant_value(value):
-            return ConstantVariable(value)
-        if isinstance(value, (list, tuple)):
-            items = [self.wrap_constant_result(v) for v in value]
-            return ListVariable(items) if isinstance(value, list) else TupleVariable(items)
-        if isinstance(value, dict):
-            return DictVariable({k: self.wrap_constant_result(v) for k, v in value.items()})
-        if isinstance(value, (types.GeneratorType, type(iter([])), type(iter(())), type(iter(range(0))),
-                              zip, map, enumerate, reversed)):
-            return IteratorVariable([self.wrap_constant_result(v) for v in value])
-        return self.output.trusted(value)
-
     def binary_op(self, fn, a, b):
         if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
             if isinstance(a, TensorVariable) and isinstance(b, TensorVariable) or \
@@ -196,7 +182,7 @@ class InstructionTranslator:
                 return a
             unimplemented(BreakKind.UNSUPPORTED_BUILTIN, "list *= n (in place)")
         if a.is_python_constant() and b.is_python_constant():
-            return self.wrap_constant_result(fold(fn, a.as_python_constant(), b.as_python_constant()))
+            return wrap(self, fold(fn, a.as_python_constant(), b.as_python_constant()))
         if isinstance(a, ListVariable) and isinstance(b, ListVariable) and fn in (operator.add, operator.iadd) \
                 or isinstance(a, TupleVariable) and isinstance(b, TupleVariable) and fn is operator.add \
                 and not hasattr(a, "cls") and not hasattr(b, "cls"):
@@ -238,7 +224,7 @@ class InstructionTranslator:
                 raise DataDependent(BreakKind.DATA_DEPENDENT_BRANCH, "`not` on a tensor (data-dependent)")
             return self.output.record(fn, [a], {})
         if a.is_python_constant():
-            return self.wrap_constant_result(fold(fn, a.as_python_constant()))
+            return wrap(self, fold(fn, a.as_python_constant()))
         if fn is operator.not_:
             return ConstantVariable(not self.truth(a))
         result = self._call_dunder(a, UNARY_DUNDER.get(fn, ""), [])
@@ -286,13 +272,13 @@ class InstructionTranslator:
             fn = fn_var.fn
             src = fn_var.source
             fn_src = src if src is not None else ConstSource(self.output.stash(fn))
-            defaults = [self.output.trusted_or_build(self, v, DefaultSource(fn_src, i))
+            defaults = [wrap(self, v, DefaultSource(fn_src, i))
                         for i, v in enumerate(fn.__defaults__ or ())]
-            kwdefaults = {k: self.output.trusted_or_build(self, v, DefaultSource(fn_src, k, kw=True))
+            kwdefaults = {k: wrap(self, v, DefaultSource(fn_src, k, kw=True))
                           for k, v in (fn.__kwdefaults__ or {}).items()}
             cells = {}
             for i, name in enumerate(code.co_freevars):
-                cells[name] = build(self, fn.__closure__[i], ClosureCellSource(fn_src, i))
+                cells[name] = wrap(self, fn.__closure__[i], ClosureCellSource(fn_src, i))
             f_globals = fn.__globals__
         else:
             defaults = list(fn_var.defaults.items) if fn_var.defaults is not None else []
@@ -436,14 +422,14 @@ class InstructionTranslator:
         self.locals.pop(inst.argval, None)
 
     def LOAD_CONST(self, inst):
-        self.push(self.output.trusted(inst.argval))
+        self.push(wrap(self, inst.argval))
 
     def RETURN_VALUE(self, inst):
         self.returned = self.pop()
         return _RETURN
 
     def RETURN_CONST(self, inst):
-        self.returned = self.output.trusted(inst.argval)
+        self.returned = wrap(self, inst.argval)
         return _RETURN
 
     def RETURN_GENERATOR(self, inst):
@@ -476,9 +462,9 @@ class InstructionTranslator:
         if name in overrides:
             return overrides[name]
         if name in self.f_globals:
-            return build(self, self.f_globals[name], self.global_source(name))
+            return wrap(self, self.f_globals[name], self.global_source(name))
         if name in self.f_builtins:
-            return self.output.trusted(self.f_builtins[name])
+            return wrap(self, self.f_builtins[name])
         unimplemented(BreakKind.USER_EXCEPTION, f"name {name!r} is not defined (NameError at trace time)")
 
     def STORE_GLOBAL(self, inst):
@@ -559,7 +545,7 @@ class InstructionTranslator:
         fromlist = self.pop().as_python_constant()
         level = self.pop().as_python_constant()
         module = __import__(inst.argval, self.f_globals, None, fromlist, level)
-        self.push(self.output.trusted(module))
+        self.push(wrap(self, module))
 
     def IMPORT_FROM(self, inst):
         module = self.stack[-1]

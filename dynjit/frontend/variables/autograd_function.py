@@ -32,6 +32,7 @@ from ..exc import unimplemented, Unsupported, BreakKind
 from ..side_effects import SideEffects
 from ..source import AttrSource
 from .base import VariableTracker, ConstantVariable
+from .builder import wraps, wrap
 from .containers import TupleVariable, DictVariable, ExistingListVariable
 from .functions import FunctionVariable, BoundMethodVariable
 from .objects import ClassVariable, UserObjectVariable
@@ -42,9 +43,11 @@ def is_function_class(value):
     return isinstance(value, type) and issubclass(value, Function) and value is not Function
 
 
-def build_autograd_function(tx, value, source):
-    """The tracker for a Function class, a bound `F.apply` or an eager ctx; None for anything else."""
-    guards = tx.output.guards
+@wraps("autograd_function", object)
+def _wrap_autograd_function(tx, value, source, guards):
+    """The tracker for a Function class, a bound `F.apply` or an eager ctx."""
+    if source is None:
+        return NotImplemented
     if is_function_class(value):
         guards.identity(source, value)
         return AutogradFunctionClassVariable(value, source=source)
@@ -59,7 +62,7 @@ def build_autograd_function(tx, value, source):
         var = ExistingCtxVariable(value, source=source)
         tx.output.side_effects.track_existing(value, var)
         return var
-    return None
+    return NotImplemented
 
 
 class AutogradFunctionClassVariable(ClassVariable):
@@ -248,8 +251,7 @@ class ExistingCtxVariable(UserObjectVariable):
 
     def getattr(self, tx, name):
         if name in ("saved_tensors", "saved_variables"):
-            from .builder import build
-            return build(tx, self.value.saved_tensors, AttrSource(self.source, "saved_tensors"))
+            return wrap(tx, self.value.saved_tensors, AttrSource(self.source, "saved_tensors"))
         if name in CTX_METHODS:
             return _CtxMethod(self, name)
         return super().getattr(tx, name)
@@ -310,7 +312,7 @@ def _bind(tx, cls, args, kwargs):
         if p.name in bound.arguments:
             out.append(bound.arguments[p.name])
         elif p.default is not inspect.Parameter.empty:
-            out.append(tx.output.trusted(p.default))
+            out.append(wrap(tx, p.default))
     return out
 
 

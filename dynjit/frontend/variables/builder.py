@@ -1,5 +1,15 @@
-"""Wrap a real Python value read from a source into a tracker, adding the
-guards that make the trace valid only while the value stays as it was seen."""
+"""wrap(tx, value, source=None): the one way a Python value becomes a tracker.
+
+With a `source` (where the traced program read the value: a local, a global, an
+attribute, an item) the trace adds guards that keep it valid only while the value
+stays as it was seen, and an object seen twice is one tracker. Without a source (a
+constant in the code, a value computed at trace time, a library object dynjit
+itself reached) nothing is guarded.
+
+The tracker modules fill the type-dispatch table with `@wraps("rule", types)`;
+`RULES` fixes the order in which rules matching one type are tried. A rule's
+handler returns NotImplemented to leave the value to the next rule.
+"""
 import enum
 import types
 from collections import OrderedDict, defaultdict
@@ -7,11 +17,86 @@ from collections import OrderedDict, defaultdict
 from ... import _dtype
 from ...tensor import Tensor
 from ..exc import unimplemented, BreakKind
-from ..source import LocalSource
+from ..source import LocalSource, ItemSource
 from .base import ConstantVariable
 
 CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
                   _dtype.dtype, range, slice)
+
+# the rules, most specific first; each names the tracker module that registers it
+RULES = (
+    "tensor",               # tensor.py: graph inputs
+    "cell",                 # functions.py: closure cells
+    "constant",             # base.py (below): numbers, strings, dtypes, enums, constant tuples
+    "tuple",                # containers.py: tuples and namedtuples
+    "list",                 # containers.py
+    "dict",                 # containers.py: dict, OrderedDict, plain subclasses, defaultdict
+    "autograd_function",    # autograd_function.py: Function classes, F.apply, ctx
+    "function",             # functions.py: dynjit functions and Python functions
+    "iterator",             # containers.py: list/tuple/range iterators, generators (sourceless)
+    "method",               # functions.py: bound methods
+    "builtin",              # functions.py: builtins and C functions dynjit models
+    "python_module",        # objects.py
+    "class",                # objects.py
+    "nn_module",            # objects.py
+    "object",               # objects.py: every other object
+)
+_handlers = {}              # rule -> (types, handler)
+_dispatch = {}              # type -> the handlers whose types it matches, in RULES order
+
+
+def wraps(rule, *types_):
+    """Register the handler `fn(tx, value, source, guards)` of `rule` for values of `types_`."""
+    if rule not in RULES:
+        raise ValueError(f"unknown wrap rule {rule!r}: add it to builder.RULES")
+
+    def register(fn):
+        _handlers[rule] = (types_, fn)
+        _dispatch.clear()
+        return fn
+    return register
+
+
+class _NoGuards:
+    """What a sourceless value is guarded with: nothing."""
+
+    def __getattr__(self, name):
+        return _no_guard
+
+
+def _no_guard(*args, **kwargs):
+    return None
+
+
+NO_GUARDS = _NoGuards()
+
+
+def wrap(tx, value, source=None):
+    """The tracker for `value`, read by the traced program from `source` (guarded), or, without
+    a source, a value that needs no guard."""
+    if source is not None and _may_be_tracked(value):
+        known = tx.output.side_effects.existing_object(value)
+        if known is not None:      # the same object seen again: the same tracker (and its mutations)
+            if known.source is not None and known.source != source:
+                tx.output.guards.alias(source, known.source)
+            return known
+    guards = tx.output.guards if source is not None else NO_GUARDS
+    handlers = _dispatch.get(type(value))
+    if handlers is None:
+        handlers = _dispatch[type(value)] = [
+            _handlers[r][1] for r in RULES if r in _handlers and issubclass(type(value), _handlers[r][0])]
+    for handler in handlers:
+        var = handler(tx, value, source, guards)
+        if var is not NotImplemented:
+            return var
+    unimplemented(BreakKind.UNSUPPORTED_VALUE, f"a value of type {type(value).__name__} that dynjit "
+                  "cannot name (no source to guard it by)")
+
+
+def _may_be_tracked(value):
+    cls = type(value)
+    return cls in (list, dict, OrderedDict, defaultdict) or plain_dict_subclass(cls) or not (
+        isinstance(value, (Tensor, tuple, type, types.FunctionType)) or is_constant_value(value))
 
 
 def is_constant_value(value):
@@ -24,121 +109,18 @@ def is_constant_value(value):
     return False
 
 
-def build(tx, value, source):
-    """Tracker for `value`, which the traced program read from `source`."""
-    from .containers import ListVariable, TupleVariable, DictVariable, NamedTupleVariable
-    from .functions import (FunctionVariable, BuiltinVariable, DynjitFunctionVariable,
-                            is_dynjit_callable, BoundMethodVariable)
-    from .objects import (UserObjectVariable, ClassVariable, PythonModuleVariable, ModuleVariable)
-    from .tensor import wrap_input_tensor
-    from .functions import GradModeRestorer
-    guards = tx.output.guards
-    if type(value) in (list, dict, OrderedDict, defaultdict) or _plain_dict_subclass(type(value)) or not (isinstance(value, (Tensor, tuple, type, types.FunctionType))
-                                            or is_constant_value(value)):
-        known = tx.output.side_effects.existing_object(value)
-        if known is not None:      # the same object seen again: the same tracker (and its mutations)
-            if known.source is not None and source is not None and known.source != source:
-                guards.alias(source, known.source)
-            return known
-    if isinstance(value, Tensor):
-        return wrap_input_tensor(tx, value, source)
-    if isinstance(value, types.CellType):     # one tracker per cell: writes seen through every reference
-        from .functions import RealCellVariable
-        var = RealCellVariable(value, source)
-        tx.output.side_effects.track_existing(value, var)
-        return var
+@wraps("constant", object)
+def _wrap_constant(tx, value, source, guards):
     if type(value) in (int, float) and isinstance(source, LocalSource):
         guards.type(source, value)
         return ConstantVariable(value, source, guard_on_use=lambda: guards.constant(source, value))
-    if is_constant_value(value) and not isinstance(value, (tuple, frozenset)):
+    if isinstance(value, tuple):
+        return NotImplemented
+    if is_constant_value(value) and not isinstance(value, frozenset) \
+            or source is None and (isinstance(value, types.CodeType) or is_constant_value(value)):
         guards.constant(source, value)
         return ConstantVariable(value, source)
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        guards.type_and_len(source, value)
-        return TupleVariable([build(tx, v, _item(source, i)) for i, v in enumerate(value)], source=source)
-    if isinstance(value, tuple):
-        guards.type_and_len(source, value)
-        return NamedTupleVariable(type(value), [build(tx, v, _item(source, i)) for i, v in enumerate(value)],
-                                  source=source)
-    if type(value) is list:
-        from .containers import ExistingListVariable
-        guards.type(source, value)
-        var = ExistingListVariable(tx, value, source)
-        tx.output.side_effects.track_existing(value, var)
-        return var
-    if type(value) in (dict, OrderedDict) or _plain_dict_subclass(type(value)) or _traceable_defaultdict(value):
-        from .containers import _keyed_by_identity
-        from ..source import ObjectKey
-        items = {}
-        object_keys = False
-        for k, v in value.items():
-            if not is_constant_value(k):
-                if not _keyed_by_identity(type(k)):
-                    unimplemented(BreakKind.UNSUPPORTED_VALUE, f"a dict with key {type(k).__name__} (compared by value)")
-                k = ObjectKey(k, tx.output.stash(k))
-                object_keys = True
-            items[k] = build(tx, v, _item(source, k))
-        guards.dict_keys(source, value, object_keys)
-        var = DictVariable(items, source=source, cls=type(value),
-                           default_factory=getattr(value, "default_factory", None))
-        tx.output.side_effects.track_existing(value, var)
-        return var
-    from .autograd_function import build_autograd_function
-    special = build_autograd_function(tx, value, source)
-    if special is not None:
-        return special
-    if is_dynjit_callable(value):
-        guards.identity(source, value)
-        return DynjitFunctionVariable(value, source=source)
-    if isinstance(value, types.FunctionType):
-        guards.identity(source, value)
-        return FunctionVariable(value, source=source)
-    if type(value) in ITERATOR_TYPES:
-        from .containers import IteratorVariable
-        from ..source import CallSource, ItemSource
-        remaining = iterator_items(value)
-        items_src = CallSource("iter_items", iterator_items, source)
-        guards.type(source, value)
-        guards.type_and_len(items_src, remaining)
-        return IteratorVariable([build(tx, v, ItemSource(items_src, k)) for k, v in enumerate(remaining)])
-    if isinstance(value, types.MethodType) and isinstance(value.__self__, GradModeRestorer):
-        guards.type(source, value)
-        from .functions import GradModeExitVariable
-        return GradModeExitVariable(value.__self__.prev)
-    if isinstance(value, types.MethodType):
-        guards.type(source, value)
-        from ..source import AttrSource
-        self_var = build(tx, value.__self__, AttrSource(source, "__self__"))
-        return BoundMethodVariable(build(tx, value.__func__, AttrSource(source, "__func__")), self_var)
-    if isinstance(value, types.BuiltinMethodType) and type(value.__self__) in (list, dict, OrderedDict):
-        # e.g. `log.append` left on the stack at a graph break: a method of the (tracked) container
-        from .functions import BuiltinMethodVariable
-        from ..source import AttrSource
-        guards.type(source, value)
-        guards.constant(AttrSource(source, "__name__"), value.__name__)
-        return BuiltinMethodVariable(build(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
-    if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)) or _in(value, BuiltinVariable.SUPPORTED):
-        guards.identity(source, value)
-        return BuiltinVariable(value, source=source)
-    if isinstance(value, types.ModuleType):
-        guards.identity(source, value)
-        return PythonModuleVariable(value, source=source)
-    if isinstance(value, type):
-        guards.identity(source, value)
-        return ClassVariable(value, source=source)
-    from ..eval_frame import is_nn_module
-    if is_nn_module(value):
-        guards.identity(source, value)
-        return ModuleVariable(value, source=source)
-    guards.type(source, value)
-    var = UserObjectVariable(value, source=source)
-    tx.output.side_effects.track_existing(value, var)
-    return var
-
-
-def _traceable_defaultdict(value):
-    from .containers import DEFAULT_FACTORIES
-    return type(value) is defaultdict and value.default_factory in DEFAULT_FACTORIES
+    return NotImplemented
 
 
 # attributes every class has, or gains (copyreg caches __slotnames__ on a class it copies)
@@ -146,7 +128,7 @@ _CLASS_BOOKKEEPING = ("__module__", "__qualname__", "__doc__", "__dict__", "__we
                       "__static_attributes__", "__slotnames__")
 
 
-def _plain_dict_subclass(cls):
+def plain_dict_subclass(cls):
     """A dict subclass that only adds attributes (e.g. to be weakly referable): traced as a dict."""
     if not issubclass(cls, dict) or cls in (dict, OrderedDict):
         return False
@@ -171,13 +153,9 @@ def iterator_items(it):
     return list(seq)[pos:]
 
 
-def _in(value, collection):
-    try:
-        return value in collection
-    except TypeError:     # unhashable
-        return False
+def item_source(source, key):
+    """The source of item `key` of the value read from `source` (None without one)."""
+    return None if source is None else ItemSource(source, key)
 
 
-def _item(source, key):
-    from ..source import ItemSource
-    return ItemSource(source, key)
+build = wrap    # the old name, still used by convert_frame

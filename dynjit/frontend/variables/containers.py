@@ -1,7 +1,11 @@
 """Trackers for tuples, lists, dicts, named tuples and iterators."""
+import types
+from collections import OrderedDict, defaultdict
+
 from ..exc import unimplemented, BreakKind
-from ..source import ObjectKey
+from ..source import ObjectKey, CallSource, ItemSource
 from .base import VariableTracker, ConstantVariable
+from .builder import wraps, wrap, item_source, is_constant_value, plain_dict_subclass, ITERATOR_TYPES, iterator_items
 
 
 def _const_key(tx, key):
@@ -360,9 +364,8 @@ class ExistingListVariable(ListVariable):
     @property
     def items(self):
         if self._items is None:
-            from .builder import build, _item
             self._tx.output.guards.type_and_len(self.source, self._value)
-            self._items = [build(self._tx, v, _item(self.source, i)) for i, v in enumerate(self._value)]
+            self._items = [wrap(self._tx, v, item_source(self.source, i)) for i, v in enumerate(self._value)]
             self._items.extend(self.appended)
             self.appended = []
         return self._items
@@ -379,3 +382,63 @@ class ExistingListVariable(ListVariable):
             self.appended.extend(new)
             return ConstantVariable(None)
         return super().call_method(tx, name, args, kwargs)
+
+
+@wraps("tuple", tuple)
+def _wrap_tuple(tx, value, source, guards):
+    guards.type_and_len(source, value)
+    items = [wrap(tx, v, item_source(source, i)) for i, v in enumerate(value)]
+    if hasattr(value, "_fields"):
+        return NamedTupleVariable(type(value), items, source=source)
+    return TupleVariable(items, source=source)
+
+
+@wraps("list", list)
+def _wrap_list(tx, value, source, guards):
+    if source is None:
+        return ListVariable([wrap(tx, v) for v in value])
+    if type(value) is not list:
+        return NotImplemented
+    guards.type(source, value)
+    var = ExistingListVariable(tx, value, source)
+    tx.output.side_effects.track_existing(value, var)
+    return var
+
+
+@wraps("dict", dict)
+def _wrap_dict(tx, value, source, guards):
+    if not (type(value) in (dict, OrderedDict) or plain_dict_subclass(type(value))
+            or type(value) is defaultdict and value.default_factory in DEFAULT_FACTORIES):
+        return NotImplemented
+    if source is None:
+        return DictVariable({k: wrap(tx, v) for k, v in value.items()})
+    items = {}
+    object_keys = False
+    for k, v in value.items():
+        if not is_constant_value(k):
+            if not _keyed_by_identity(type(k)):
+                unimplemented(BreakKind.UNSUPPORTED_VALUE, f"a dict with key {type(k).__name__} (compared by value)")
+            k = ObjectKey(k, tx.output.stash(k))
+            object_keys = True
+        items[k] = wrap(tx, v, item_source(source, k))
+    guards.dict_keys(source, value, object_keys)
+    var = DictVariable(items, source=source, cls=type(value),
+                       default_factory=getattr(value, "default_factory", None))
+    tx.output.side_effects.track_existing(value, var)
+    return var
+
+
+_LAZY_ITERATORS = (types.GeneratorType, zip, map, enumerate, reversed)
+
+
+@wraps("iterator", *ITERATOR_TYPES, *_LAZY_ITERATORS)
+def _wrap_iterator(tx, value, source, guards):
+    if source is None:          # made at trace time (a folded call's result): read it now
+        return IteratorVariable([wrap(tx, v) for v in value])
+    if type(value) not in ITERATOR_TYPES:
+        return NotImplemented
+    remaining = iterator_items(value)
+    items_src = CallSource("iter_items", iterator_items, source)
+    guards.type(source, value)
+    guards.type_and_len(items_src, remaining)
+    return IteratorVariable([wrap(tx, v, ItemSource(items_src, k)) for k, v in enumerate(remaining)])

@@ -5,9 +5,11 @@ import builtins
 import math
 import operator
 import types
+from collections import OrderedDict
 
 from ..exc import unimplemented, fold, BreakKind
 from .base import VariableTracker, ConstantVariable
+from .builder import wraps, wrap
 
 
 class FunctionVariable(VariableTracker):
@@ -101,12 +103,11 @@ class RealCellVariable(CellVariable):
     def load(self, tx, name="a closure variable"):
         if self.contents is None:
             from ..source import AttrSource
-            from .builder import build
             try:
                 value = self.cell.cell_contents
             except ValueError:
                 unimplemented(BreakKind.USER_EXCEPTION, f"free variable {name!r} referenced before assignment")
-            self.contents = build(tx, value, AttrSource(self.source, "cell_contents"))
+            self.contents = wrap(tx, value, AttrSource(self.source, "cell_contents"))
         return self.contents
 
     def store(self, tx, value):
@@ -246,7 +247,7 @@ class BuiltinVariable(VariableTracker):
                                              in ("math", "_operator", "operator", "builtins")):
             a = [x.as_python_constant() for x in args]
             k = {n: v.as_python_constant() for n, v in kwargs.items()}
-            return tx.wrap_constant_result(fold(fn, *a, **k))
+            return wrap(tx, fold(fn, *a, **k))
         unimplemented(BreakKind.UNSUPPORTED_BUILTIN, f"builtin: {getattr(fn, '__name__', fn)} with these arguments "
                       f"({', '.join(a.describe() for a in args)})")
 
@@ -564,3 +565,59 @@ class _Bound(VariableTracker):
 
     def call(self, tx, args, kwargs):
         return self.impl(tx, args, kwargs)
+
+
+@wraps("cell", types.CellType)
+def _wrap_cell(tx, value, source, guards):
+    if source is None:
+        return NotImplemented
+    var = RealCellVariable(value, source)      # one tracker per cell: writes seen through every reference
+    tx.output.side_effects.track_existing(value, var)
+    return var
+
+
+@wraps("function", object)
+def _wrap_function(tx, value, source, guards):
+    if is_dynjit_callable(value):
+        guards.identity(source, value)
+        return DynjitFunctionVariable(value, source=source)
+    if isinstance(value, types.FunctionType):
+        guards.identity(source, value)
+        return FunctionVariable(value, source=source)
+    return NotImplemented
+
+
+@wraps("method", types.MethodType, types.BuiltinMethodType)
+def _wrap_method(tx, value, source, guards):
+    if source is None:
+        return NotImplemented
+    from ..source import AttrSource
+    if isinstance(value, types.MethodType) and isinstance(value.__self__, GradModeRestorer):
+        guards.type(source, value)
+        return GradModeExitVariable(value.__self__.prev)
+    if isinstance(value, types.MethodType):
+        guards.type(source, value)
+        self_var = wrap(tx, value.__self__, AttrSource(source, "__self__"))
+        return BoundMethodVariable(wrap(tx, value.__func__, AttrSource(source, "__func__")), self_var)
+    if type(value.__self__) in (list, dict, OrderedDict):
+        # e.g. `log.append` left on the stack at a graph break: a method of the (tracked) container
+        guards.type(source, value)
+        guards.constant(AttrSource(source, "__name__"), value.__name__)
+        return BuiltinMethodVariable(wrap(tx, value.__self__, AttrSource(source, "__self__")), value.__name__)
+    return NotImplemented
+
+
+@wraps("builtin", object)
+def _wrap_builtin(tx, value, source, guards):
+    if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)) \
+            or _in(value, BuiltinVariable.SUPPORTED):
+        guards.identity(source, value)
+        return BuiltinVariable(value, source=source)
+    return NotImplemented
+
+
+def _in(value, collection):
+    try:
+        return value in collection
+    except TypeError:     # unhashable
+        return False

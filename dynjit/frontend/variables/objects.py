@@ -7,6 +7,7 @@ from ..exc import unimplemented, BreakKind
 from ..guards import module_hooks_present
 from ..source import AttrSource, ItemSource
 from .base import VariableTracker, ConstantVariable
+from .builder import wraps, wrap
 
 
 def class_attribute(tx, obj_var, cls, name):
@@ -19,7 +20,7 @@ def class_attribute(tx, obj_var, cls, name):
     instance = getattr(obj_var, "value", getattr(obj_var, "module", None))
     klass, attr, attr_src = guards.class_lookup(cls, name, obj_var.source, instance)
     from .functions import FunctionVariable, BoundMethodVariable
-    from .builder import build, is_constant_value
+    from .builder import is_constant_value
     if isinstance(attr, (staticmethod, classmethod, types.FunctionType, property)):
         guards.identity(attr_src, attr)     # their __func__ / fget cannot be reassigned
     if isinstance(attr, staticmethod):
@@ -37,7 +38,7 @@ def class_attribute(tx, obj_var, cls, name):
         return ConstantVariable(attr)
     if hasattr(attr, "__get__") and not isinstance(attr, type):
         unimplemented(BreakKind.ATTRIBUTE, f"attribute {name!r} is a descriptor of type {type(attr).__name__}")
-    return build(tx, attr, attr_src)
+    return wrap(tx, attr, attr_src)
 
 
 def _plain_class(cls):
@@ -70,8 +71,7 @@ class UserObjectVariable(VariableTracker):
             unimplemented(BreakKind.ATTRIBUTE, f"{cls.__name__} defines __getattribute__")
         d = getattr(self.value, "__dict__", None)
         if d is not None and name in d and not _is_data_descriptor(cls, name):
-            from .builder import build
-            var = build(tx, d[name], AttrSource(self.source, name))
+            var = wrap(tx, d[name], AttrSource(self.source, name))
             self.attrs[name] = var
             return var
         try:
@@ -166,7 +166,6 @@ class ClassVariable(VariableTracker):
 
     def getattr(self, tx, name):
         from .functions import FunctionVariable, BoundMethodVariable
-        from .builder import build
         for klass in self.cls.__mro__:
             if name in vars(klass):
                 attr = vars(klass)[name]
@@ -177,7 +176,7 @@ class ClassVariable(VariableTracker):
                     return FunctionVariable(attr.__func__)
                 if isinstance(attr, classmethod):
                     return BoundMethodVariable(FunctionVariable(attr.__func__), self)
-                return build(tx, attr, AttrSource(self.make_source(tx), name))
+                return wrap(tx, attr, AttrSource(self.make_source(tx), name))
         if name in ("__name__", "__qualname__", "__module__"):
             return ConstantVariable(getattr(self.cls, name))
         raise AttributeError(f"type object '{self.cls.__name__}' has no attribute '{name}'")
@@ -245,12 +244,11 @@ class PythonModuleVariable(VariableTracker):
         return self.module
 
     def getattr(self, tx, name):
-        from .builder import build
         value = getattr(self.module, name)
         mod = self.module.__name__
         if mod.split(".")[0] in ("dynjit", "math", "operator", "builtins", "functools", "itertools"):
-            return tx.output.trusted(value)   # library attributes are not guarded
-        return build(tx, value, AttrSource(self.source, name))
+            return wrap(tx, value)   # library attributes are not guarded
+        return wrap(tx, value, AttrSource(self.source, name))
 
     def reconstruct(self, cg):
         return cg.constant(self.module)
@@ -270,7 +268,6 @@ class ModuleVariable(VariableTracker):
         return f"module {type(self.module).__name__}"
 
     def getattr(self, tx, name):
-        from .builder import build
         mod = self.module
         if name not in mod.__dict__ and not hasattr(type(mod), name):
             # parameters, buffers and submodules: their source reads the dict directly, so the
@@ -278,7 +275,7 @@ class ModuleVariable(VariableTracker):
             for store in ("_parameters", "_buffers", "_modules"):
                 entries = mod.__dict__.get(store)
                 if entries is not None and name in entries:
-                    return build(tx, entries[name], ItemSource(AttrSource(self.source, store), name))
+                    return wrap(tx, entries[name], ItemSource(AttrSource(self.source, store), name))
         try:
             value = getattr(self.module, name)
         except AttributeError:
@@ -298,7 +295,7 @@ class ModuleVariable(VariableTracker):
                 tx.output.guards.identity(attr_src, attr)
                 return ModuleMembersVariable(self, name)
             return class_attribute(tx, self, type(mod), name)
-        return build(tx, value, AttrSource(self.source, name))
+        return wrap(tx, value, AttrSource(self.source, name))
 
     def call(self, tx, args, kwargs):
         mod = self.module
@@ -349,7 +346,6 @@ class ModuleMembersVariable(VariableTracker):
         return f"module method {self.name}"
 
     def call(self, tx, args, kwargs):
-        from .builder import build
         from .containers import IteratorVariable, TupleVariable
         try:
             bound = inspect.signature(getattr(self.module_var.module, self.name)).bind(
@@ -383,7 +379,7 @@ class ModuleMembersVariable(VariableTracker):
                 unique.append(entry)
         if unique:
             guards.distinct([src for _, _, src in members], len(unique))
-        items = [build(tx, value, src) for _, value, src in unique]
+        items = [wrap(tx, value, src) for _, value, src in unique]
         if self.name.startswith("named_"):
             items = [TupleVariable([ConstantVariable(n), v]) for (n, _, _), v in zip(unique, items)]
         return IteratorVariable(items)
@@ -433,3 +429,40 @@ class SuperVariable(VariableTracker):
 class _NoOp(VariableTracker):
     def call(self, tx, args, kwargs):
         return ConstantVariable(None)
+
+
+@wraps("python_module", types.ModuleType)
+def _wrap_python_module(tx, value, source, guards):
+    guards.identity(source, value)
+    if source is None:
+        from ..source import ConstSource
+        source = ConstSource(tx.output.stash(value))
+    return PythonModuleVariable(value, source=source)
+
+
+@wraps("class", type)
+def _wrap_class(tx, value, source, guards):
+    guards.identity(source, value)
+    return ClassVariable(value, source=source)
+
+
+@wraps("nn_module", object)
+def _wrap_nn_module(tx, value, source, guards):
+    from ..eval_frame import is_nn_module
+    if source is None or not is_nn_module(value):
+        return NotImplemented
+    guards.identity(source, value)
+    return ModuleVariable(value, source=source)
+
+
+@wraps("object", object)
+def _wrap_object(tx, value, source, guards):
+    if source is None:
+        if callable(value):         # a library callable dynjit reached itself: called as a builtin
+            from .functions import BuiltinVariable
+            return BuiltinVariable(value)
+        unimplemented(BreakKind.UNSUPPORTED_VALUE, f"a constant of type {type(value).__name__}")
+    guards.type(source, value)
+    var = UserObjectVariable(value, source=source)
+    tx.output.side_effects.track_existing(value, var)
+    return var

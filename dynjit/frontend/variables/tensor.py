@@ -7,6 +7,7 @@ import numpy as np
 from ...tensor import Tensor
 from ..exc import unimplemented, DataDependent, BreakKind
 from .base import VariableTracker, ConstantVariable
+from .builder import wraps, wrap
 
 STATIC_METHODS = {"size", "dim", "numel", "stride", "is_contiguous", "is_floating_point",
                   "element_size", "nelement", "ndimension", "is_complex"}
@@ -52,8 +53,7 @@ class TensorVariable(VariableTracker):
                 if written is not None:
                     return written
                 from ..source import AttrSource
-                from .builder import build
-                return build(tx, self.example_source_value(tx, "grad"), AttrSource(self.source, "grad"))
+                return wrap(tx, self.example_source_value(tx, "grad"), AttrSource(self.source, "grad"))
             unimplemented(BreakKind.ATTRIBUTE, "reading .grad of a tensor computed inside the compiled function")
         if name in ("grad_fn", "_version", "_base"):
             unimplemented(BreakKind.ATTRIBUTE, f"reading tensor.{name} inside a compiled function")
@@ -170,8 +170,11 @@ def example_like(value):
     return example
 
 
-def wrap_input_tensor(tx, value, source):
+@wraps("tensor", Tensor)
+def _wrap_tensor(tx, value, source, guards):
     """A graph input: a placeholder node guarded on dtype, shape, strides and requires_grad."""
+    if source is None:
+        return NotImplemented
     return tx.output.input_tensor(value, source)
 
 
