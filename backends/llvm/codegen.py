@@ -616,10 +616,11 @@ class KernelCodegen:
                 if id(r) in partial_of:
                     self._store_partial(acc, partial_of[id(r)])
                     continue
+                acc = cast(self.ops, acc, acc_dt, r.dtype)
                 count = r.params.get("divide_by")
-                if count is not None:
+                if count is not None:       # mean: the sum rounded to its dtype, then divided (numpy's)
                     acc = self.b.fdiv(acc, const(acc.type, float(count)))
-                pscope.memo[id(r)] = cast(self.ops, acc, acc_dt, r.dtype)
+                pscope.memo[id(r)] = acc
         self.store_all(p_stores, pscope)
 
     def _stash_plan(self, reductions, s_stores):

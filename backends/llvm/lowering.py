@@ -360,8 +360,12 @@ class Lowering:
             if name in ("sum", "mean", "prod") and args[3] is not None:
                 in_dtype = D.to_dtype(args[3])
             out_map = tuple(range(len(shape))) if keepdim else tuple(d for d in range(len(shape)) if d not in dims)
+        if name == "sum_to_size" and not dims:
+            return False            # eager returns the input itself (a view), not a sum
         kind = REDUCTIONS[name]
         out_dtype = meta.dtype
+        if name == "mean" and not out_dtype.is_floating_point:
+            return False            # eager divides in float64 and converts back
         if kind in ("sum", "prod"):
             acc = D.float64 if out_dtype.is_floating_point else D.int64
         else:
@@ -711,19 +715,34 @@ def _map(a, env):
     return map_arg(a, lambda x: env[x])
 
 
+def _softmax_dtype(n):
+    """softmax's result dtype by the op's own dtype rule (the input's float dtype, else the
+    default float): the node's recorded meta is eager's result, which is float64 for an
+    empty float32 input (eager computes x - 0 with an int64 0-d array there)."""
+    args = n.target.normalize(tuple(n.args), dict(n.kwargs))
+    try:
+        return n.target.meta([_meta(args[0]), args[1]])[1]
+    except Exception:
+        return None
+
+
 def _softmax_decomposable(n):
     args = n.target.normalize(tuple(n.args), dict(n.kwargs))
     x = args[0]
     m = _meta(n)
-    return _is_tensor_node(x) and m is not None and len(m.shape) > 0 and isinstance(args[1], int) \
-        and m.dtype in (D.float32, D.float64)
+    if not (_is_tensor_node(x) and m is not None and len(m.shape) > 0 and isinstance(args[1], int)):
+        return False
+    dtype = _softmax_dtype(n)
+    if math.prod(m.shape) == 0:
+        return dtype is not None            # an empty result of the right dtype, whatever it is
+    return dtype in (D.float32, D.float64)
 
 
 def _decompose_softmax(graph, n, env, log):
     from dynjit.fx.proxy_tensor import TensorMeta
     args = n.target.normalize(tuple(n.args), dict(n.kwargs))
     x, dim = env[args[0]], args[1]
-    out_dtype = _meta(n).dtype
+    out_dtype = _softmax_dtype(n)
 
     def call(opname, *a):
         op = registry[opname]
@@ -734,6 +753,9 @@ def _decompose_softmax(graph, n, env, log):
         return node
     if _meta(args[0]).dtype is not out_dtype:
         x = call("to_dtype", x, out_dtype)
+    if math.prod(_meta(args[0]).shape) == 0:
+        # nothing to normalize (and amax of an empty dim is an error): the empty result
+        return x if x is not env[args[0]] else call("clone", x)
     m = call("amax", x, dim, True)
     m = call("where", call("isfinite", m), m, 0.0)
     s = call("sub", x, m)

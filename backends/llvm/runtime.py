@@ -87,8 +87,9 @@ _FREE_REFS = _free_refs()
 
 
 def finish_sum(out, partial, divide_by):
-    total = partial.sum()
-    out[...] = total / divide_by if divide_by is not None else total
+    out[...] = partial.sum()
+    if divide_by is not None:       # mean: the sum rounded to the output dtype, then divided (numpy's)
+        np.true_divide(out, divide_by, out=out)
 
 
 def finish_prod(out, partial, divide_by):

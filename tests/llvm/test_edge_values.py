@@ -82,10 +82,22 @@ ULP_TOLERANT = {
     "softmax", "log_softmax",
 }
 ULPS = 4
+# softmax and log_softmax also sum up to 41 exponentials, in another order than numpy's
+# pairwise summation (float32: in float64, more accurately): their sums may differ by a few
+# ulps more
+ULPS_OF = {"softmax": 16, "log_softmax": 16}
 # ... and those whose formula cancels (gelu's 1 + tanh(u) for u < 0 in float32): there an
 # error of one ulp in tanh is an error of about eps * |x| in the result, eager's as much as
 # the backend's, so results may also differ by ULPS * eps * |x|
-SCALED = {"gelu"}
+# (and log_softmax's x - max - log(sum), off by about eps * (|result| + log(n)))
+SCALED = {
+    "gelu": lambda xs, ref: np.abs(xs[0].numpy().astype(np.float64)),
+    "log_softmax": lambda xs, ref: np.abs(ref.numpy().astype(np.float64)) + 8.0,
+}
+# max/min reductions: numpy's sign of a zero result when +0.0 and -0.0 tie depends on the
+# element order and its SIMD blocking (np.max([0., -0.]) is -0.0, np.max([-0., 0.]) is 0.0);
+# the backend's is IEEE's (maximum: +0.0 if there is one). Zero results may differ in sign.
+ZERO_SIGN_FREE = {"amax", "amin", "max", "min"}
 
 LANES = 16            # the widest vector the backend uses (16 x 32-bit)
 
@@ -163,10 +175,10 @@ def _ulp_distance(a, b):
     return np.abs(ia - ib)
 
 
-def mismatches(out, ref, ulps=0, scale=None):
+def mismatches(out, ref, ulps=0, scale=None, zero_sign_free=False):
     """Indices where `out` differs from `ref` (see the module doc), or a string for a
-    dtype/shape difference. With `scale` (an input tensor), finite results may also differ
-    by `ulps` units of roundoff of |scale| (for formulas that cancel, see SCALED)."""
+    dtype/shape difference. With `scale` (an array), finite results may also differ by
+    `ulps` units of roundoff of `scale` (for formulas that cancel, see SCALED)."""
     o, r = out.numpy(), ref.numpy()
     if o.dtype != r.dtype:
         return f"dtype {o.dtype} != eager's {r.dtype}"
@@ -176,7 +188,7 @@ def mismatches(out, ref, ulps=0, scale=None):
     if o.dtype.kind != "f":
         return np.nonzero(o != r)[0]
     on, rn = np.isnan(o), np.isnan(r)
-    same = (on & rn) | ((o == r) & (np.signbit(o) == np.signbit(r)))
+    same = (on & rn) | ((o == r) & ((np.signbit(o) == np.signbit(r)) | zero_sign_free))
     if ulps:
         close = (~on & ~rn & np.isfinite(o) & np.isfinite(r) & (o != 0) & (r != 0)
                  & (np.signbit(o) == np.signbit(r)))
@@ -184,7 +196,7 @@ def mismatches(out, ref, ulps=0, scale=None):
             close &= _ulp_distance(o, r) <= ulps
         same |= close
         if scale is not None:
-            x = np.broadcast_to(np.abs(scale.numpy().astype(np.float64)), out.shape).reshape(-1)
+            x = np.broadcast_to(scale, out.shape).reshape(-1)
             eps = float(np.finfo(o.dtype).eps)
             with np.errstate(invalid="ignore", over="ignore"):
                 same |= (np.isfinite(o) & np.isfinite(r)
@@ -213,10 +225,12 @@ def _describe(bad, out, ref, inputs, limit=6):
 
 class Piece:
     """One call of the op: a name, a function of the graph's inputs, which inputs it reads,
-    and which of those are operands that PyTorch converts to the result dtype."""
+    which of those are operands that PyTorch converts to the result dtype, and the result
+    dtype the op's registry declares (None: eager's)."""
 
-    def __init__(self, label, fn, reads, convert=()):
+    def __init__(self, label, fn, reads, convert=(), dtype=None):
         self.label, self.fn, self.reads, self.convert = label, fn, reads, tuple(convert)
+        self.dtype = dtype
 
 
 def _tensor_params(op):
@@ -246,7 +260,9 @@ def _eager_ok(fn, inputs):
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            fn(*inputs)
+            out = fn(*inputs)
+            if isinstance(out, dynjit.Tensor):
+                out.dtype           # eager may return an array of a dtype dynjit lacks (uint64)
         return True
     except Exception:
         return False
@@ -315,9 +331,13 @@ def converted_reference(op, piece, inputs, eager_out):
         return piece.fn(*xs)
 
 
-def run_case(op, inputs, pieces, ulps, scaled=False):
+def run_case(op, inputs, pieces):
     if not pieces:
         pytest.skip("eager rejects every call with these dtypes")
+    name = op.name
+    ulps = ULPS_OF.get(name, ULPS) if name in ULP_TOLERANT else 0
+    scale_of = SCALED.get(name)
+    zero_sign_free = name in ZERO_SIGN_FREE
 
     def graph(*xs):
         return tuple(p.fn(*xs) for p in pieces)
@@ -332,16 +352,20 @@ def run_case(op, inputs, pieces, ulps, scaled=False):
             if o != r:
                 problems.append(f"{p.label}: {o!r} != eager's {r!r}")
             continue
-        scale = inputs[p.reads[0]] if scaled else None
-        bad = mismatches(o, r, ulps, scale)
-        if isinstance(bad, str) or len(bad):
-            conv = converted_reference(op, p, inputs, r)
-            if conv is not None:
-                bad2 = mismatches(o, conv, ulps, scale)
-                if not isinstance(bad2, str) and not len(bad2):
-                    continue
-        if isinstance(bad, str) or len(bad):
-            problems.append(f"{p.label}: " + _describe(bad, o, r, [inputs[i] for i in p.reads]))
+        if p.dtype is not None and r.dtype != p.dtype:
+            # eager's dtype is not the one its registry declares (an eager bug: softmax of an
+            # empty float32 tensor is float64): the values of eager's result, in that dtype
+            r = r.to(p.dtype)
+        refs = [r]
+        conv = converted_reference(op, p, inputs, r)
+        if conv is not None:
+            refs.append(conv)
+        results = []
+        for want in refs:
+            scale = scale_of([inputs[i] for i in p.reads], want) if scale_of else None
+            results.append(mismatches(o, want, ulps, scale, zero_sign_free))
+        if not any(not isinstance(b, str) and not len(b) for b in results):
+            problems.append(f"{p.label}: " + _describe(results[0], o, r, [inputs[i] for i in p.reads]))
     assert not problems, "\n".join(problems)
 
 
@@ -392,7 +416,132 @@ def test_every_lowering_is_swept():
 @pytest.mark.parametrize("name,dtypes", _pointwise_params())
 def test_pointwise_edge_values(name, dtypes):
     inputs, pieces = pointwise_case(name, dtypes)
-    run_case(registry[name], inputs, pieces, ULPS if name in ULP_TOLERANT else 0, scaled=name in SCALED)
+    run_case(registry[name], inputs, pieces)
+
+
+# -- the reduction sweep -----------------------------------------------------------------------
+
+REDUCTION_NAMES = sorted(set(REDUCTIONS) | set(DECOMPOSED))
+SUM_LIKE = {"sum", "mean", "sum_to_size"}
+WIDTH = 37            # row length: more than two vectors of 16 lanes and a remainder
+
+
+def _pairs_matrix(dtype, background):
+    """Rows of `background` (alternating-sign zeros, or ones) holding two edge values each,
+    every pair of edge values once: float sums and products of such rows are exact whatever
+    the order or width of the accumulation."""
+    v = edge_values(dtype)
+    a, b = [x.reshape(-1) for x in np.meshgrid(v, v, indexing="ij")]
+    rows = len(a)
+    m = np.empty((rows, WIDTH), dtype=dtype.np)
+    if background == 0:
+        m[:] = np.where(np.arange(WIDTH) % 2, -0.0, 0.0)
+    else:
+        m[:] = 1
+    i = np.arange(rows)
+    m[i, i % WIDTH] = a
+    m[i, (i * 7 + 3) % WIDTH + (i % WIDTH == (i * 7 + 3) % WIDTH)] = b
+    return m
+
+
+def _exact_matrix(dtype, rng, prod):
+    """Small dyadic values (exact sums and products in any order) and a few ±inf, NaN, ±0."""
+    pool = [1.0, -1.0, 2.0, -2.0, 0.5, -0.5] if prod else [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.25, 3.0, 8.0]
+    m = rng.choice(pool, size=(41, WIDTH))
+    for r, val in ((3, math.inf), (5, -math.inf), (7, math.nan), (9, math.inf), (9, -math.inf), (11, 0.0),
+                   (13, -0.0), (13, 0.0)):
+        m[r, rng.integers(0, WIDTH)] = val
+    m[15, :] = -0.0
+    m[17, :] = 0.0
+    return m.astype(dtype.np)
+
+
+def _dense_matrix(dtype, rng):
+    """Rows that are permutations of the edge values (every value in every lane)."""
+    v = edge_values(dtype)
+    reps = -(-WIDTH // len(v))
+    rows = [rng.permutation(np.tile(v, reps))[:WIDTH] for _ in range(23)]
+    return np.stack(rows).astype(dtype.np)
+
+
+def _reduce_calls(op, x_shape, dtype):
+    """(label, kwargs) calls of a reduction op on a tensor of `x_shape`."""
+    nd = len(x_shape)
+    if "size" in op.params:
+        sizes = {tuple(x_shape), tuple(1 for _ in x_shape)}
+        if nd:
+            sizes |= {tuple(x_shape[:-1]) + (1,), (1,) + tuple(x_shape[1:]), tuple(x_shape[1:])}
+        return [(f"size={sz}", {"size": sz}) for sz in sorted(sizes)]
+    if "dim" not in op.params:
+        return [("", {})]
+    dims = [d for d in ([None, 0, 1, -1, (0, 1)] if nd >= 2 else [None, 0, -1] if nd == 1 else [None])]
+    if "keepdim" not in op.params:        # softmax, log_softmax: one dim
+        return [(f"dim={d}", {"dim": d}) for d in dims if isinstance(d, int)] or [("dim=0", {"dim": 0})]
+    out = []
+    for d in dims:
+        for keep in (False, True):
+            base = {"dim": d, "keepdim": keep}
+            out.append((f"dim={d}, keepdim={keep}", base))
+    if "dtype" in op.params:
+        # an accumulation dtype: int64 (exact, wrapping); float64 of floats (the exact and
+        # pairs matrices: exact in any order). Integer edge values summed in a float dtype
+        # round differently in each order, as do products that reach both 0 and inf.
+        for dt in ((D.int64, D.float64) if dtype.is_floating_point else (D.int64,)):
+            out.append((f"dim={dims[-1]}, dtype={dt.name}", {"dim": dims[-1], "keepdim": False, "dtype": dt}))
+            out.append((f"dim=None, dtype={dt.name}", {"dim": None, "keepdim": False, "dtype": dt}))
+    return out
+
+
+def _declared_dtype(op, m, dtype, kwargs):
+    """The result dtype by the op's meta function (its registry entry), or None."""
+    from dynjit.fx.proxy_tensor import TensorMeta
+    try:
+        args = op.normalize((TensorMeta(m.shape, dtype),), dict(kwargs))
+        out = op.meta(list(args))
+    except Exception:
+        return None
+    return out[1] if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], D.dtype) else None
+
+
+def reduction_case(name, dtype):
+    op = registry[name]
+    rng = np.random.default_rng(7)
+    mats = []                           # (label, array, restrict: only row-wise calls)
+    if dtype.is_floating_point and name not in ZERO_SIGN_FREE:
+        prod = name == "prod"
+        mats.append(("pairs", _pairs_matrix(dtype, 1 if prod else 0), True))
+        mats.append(("exact", _exact_matrix(dtype, rng, prod), False))
+        mats.append(("exact.T", np.ascontiguousarray(_exact_matrix(dtype, rng, prod).T), False))
+    else:
+        mats.append(("dense", _dense_matrix(dtype, rng), False))
+        mats.append(("dense.T", np.ascontiguousarray(_dense_matrix(dtype, rng).T), False))
+    one = edge_values(dtype)[:5]
+    for shape in ((0, 5), (5, 0), (2, 0, 3), (1, 5), (5, 1), (), (1,)):
+        n = math.prod(shape)
+        mats.append((f"shape{shape}", np.resize(one, n).reshape(shape).astype(dtype.np), False))
+    inputs = [_tensor(m, dtype) for _, m, _ in mats]
+    pieces = []
+    for i, (label, m, rowwise) in enumerate(mats):
+        for clabel, kwargs in _reduce_calls(op, m.shape, dtype):
+            d = kwargs.get("dim", "x")
+            if rowwise and d not in (1, -1) and kwargs.get("size") != (m.shape[0], 1):
+                continue
+
+            def fn(*xs, i=i, kwargs=kwargs):
+                return _call(op, {"self": xs[i]}, kwargs)
+            # softmax's dtype is re-derived by the backend from the op's rule (eager's is wrong
+            # for empty inputs); other reductions keep eager's (the traced graph's)
+            declared = _declared_dtype(op, m, dtype, kwargs) if name in DECOMPOSED else None
+            pieces.append(Piece(f"{name}({label}, {clabel})", fn, [i], [i], declared))
+    pieces = [p for p in pieces if _eager_ok(p.fn, inputs)]
+    return inputs, pieces
+
+
+@pytest.mark.parametrize("name", REDUCTION_NAMES)
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d._short)
+def test_reduction_edge_values(name, dtype):
+    inputs, pieces = reduction_case(name, dtype)
+    run_case(registry[name], inputs, pieces)
 
 
 # -- float -> integer casts -------------------------------------------------------------------
@@ -431,3 +580,27 @@ def test_float_to_int_casts_agree_with_numpy_in_every_lane(src, dst):
         bad = np.nonzero(~((o == w) | (np.isnan(o) & np.isnan(w)) if o.dtype.kind == "f" else o == w))[0]
         assert not len(bad), (f"output {i}: {len(bad)} elements differ, e.g. " + ", ".join(
             f"[{j}] lane {j % LANES}: {arr[j]!r} -> {o[j]!r}, numpy {w[j]!r}" for j in bad[:5]))
+
+
+# -- empty dims ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", REDUCTION_NAMES)
+@pytest.mark.parametrize("shape,dim", [((0, 5), 0), ((5, 0), 1), ((0,), 0), ((2, 0, 3), 1), ((0, 5), 1)])
+def test_reduction_over_an_empty_dim_gives_eagers_empty_result(name, shape, dim):
+    """softmax/log_softmax over an empty dim used to raise (their decomposition took amax of
+    the empty dim); every reduction gives eager's result, in the dtype of the op's rule:
+    float32 for float32 input (eager itself returns float64 for an empty softmax)."""
+    op = registry[name]
+    x = dynjit.zeros(*shape)
+    kwargs = {"size": (1,) * len(shape)} if "size" in op.params else {"dim": dim} if "dim" in op.params else {}
+    if not _eager_ok(lambda x: _call(op, {"self": x}, kwargs), [x]):
+        pytest.skip("eager raises too (amax of an empty dim)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gm = make_fx(lambda x: _call(op, {"self": x}, kwargs))(x)
+        ref = gm(x)
+        out = compile_graph(gm, [x])(x)
+    want = _declared_dtype(op, np.zeros(shape, np.float32), D.float32, kwargs) if name in DECOMPOSED else ref.dtype
+    assert out.dtype == want == D.float32
+    assert tuple(out.shape) == tuple(ref.shape)
+    np.testing.assert_array_equal(out.numpy(), ref.numpy().astype(np.float32))
