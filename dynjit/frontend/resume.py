@@ -449,15 +449,24 @@ def in_loop(code, offset):
 
 
 def in_try_block(code, offset):
-    """True if `offset` is protected by a try/except/finally handler (not just a `with` block).
+    """True if `offset` is protected by a try/except/finally handler, directly or through the
+    cleanup of `with` blocks around it (an exception leaving a `with` inside a `try` reaches the
+    try's handler).
 
     A native instruction run at a break would escape that handler, so no break is made there.
     """
     info = code_info(code)
     insts = {i.offset: i for i in info.instructions}
-    for entry in dis._parse_exception_table(code):
-        if entry.start <= offset < entry.end:
-            handler = [insts[o].opname for o in sorted(insts) if o >= entry.target][:4]
-            if "WITH_EXCEPT_START" not in handler:
-                return True
+    entries = dis._parse_exception_table(code)
+    seen = set()
+    while offset not in seen:
+        seen.add(offset)
+        entry = next((e for e in entries if e.start <= offset < e.end), None)
+        if entry is None:
+            return False
+        handler = [insts[o].opname for o in sorted(insts) if o >= entry.target][:4]
+        cleanup = "WITH_EXCEPT_START" in handler or handler[:1] == ["COPY"] and "POP_EXCEPT" in handler[:3]
+        if not cleanup:
+            return True
+        offset = entry.target          # where the exception goes next: is that protected?
     return False

@@ -21,7 +21,7 @@ from .variables import (VariableTracker, ConstantVariable, NULL, wrap, TensorVar
                         NestedFunctionVariable, BuiltinVariable, CellVariable, GradModeVariable,
                         UserObjectVariable, NewObjectVariable, ClassVariable, SuperVariable, RealCellVariable)
 from .variables.objects import class_attribute
-from .variables.containers import ContainerIteratorVariable, ExistingListVariable
+from .variables.containers import ExistingListVariable, live_iter
 
 CO_GENERATOR = inspect.CO_GENERATOR
 CO_VARARGS = inspect.CO_VARARGS
@@ -834,14 +834,7 @@ class InstructionTranslator:
             self.pop()
 
     def GET_ITER(self, inst):
-        v = self.pop()
-        if isinstance(v, IteratorVariable):
-            self.push(v)
-        elif type(v) in (ListVariable, ExistingListVariable) or type(v) is DictVariable:
-            v.iterate(self)                  # what iterating it requires (guards, checks)
-            self.push(ContainerIteratorVariable(v))
-        else:
-            self.push(IteratorVariable(v.iterate(self)))
+        self.push(live_iter(self, self.pop()))
 
     def FOR_ITER(self, inst):
         it = self.stack[-1]

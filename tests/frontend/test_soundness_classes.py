@@ -274,3 +274,58 @@ def test_an_unknown_python_version_fails_at_compile_with_a_clear_message(monkeyp
     monkeypatch.setattr(bytecode_info, "VERSION", (3, 14))
     with pytest.raises(RuntimeError, match=r"supports Python 3\.11, 3\.12, 3\.13; this is Python 3\.14"):
         dynjit.compile(lambda x: x + 1)
+
+
+def test_builtin_iterators_over_a_list_changed_in_the_loop_are_live():
+    # zip / enumerate / reversed / iter pull from the list as Python's do (found by the fuzzer)
+    def shrink(x, lst):
+        for _ in zip(lst, range(3)):
+            lst.pop()
+        return x + len(lst)
+
+    def grow(x, lst):
+        for _ in zip(lst, range(3)):
+            lst.insert(0, len(lst))
+        return x
+
+    def several(x, lst):
+        out = []
+        for i, v in enumerate(lst):
+            if i < 3:
+                lst.append(v + 1)
+            out.append((i, v))
+        for v in reversed(lst):
+            if len(lst) > 3:
+                lst.pop()
+            out.append(v)
+        doubled = list(map(lambda a: a * 2, lst))
+        kept = list(filter(None, [0, 1, 2]))
+        it = iter(lst)
+        first = next(it)
+        lst.append(9)
+        return x * len(out), out, doubled, kept, first, list(it)
+
+    def strict_zip(x, a, b):
+        try:
+            return x, list(zip(a, b, strict=True))
+        except ValueError as e:
+            return x, str(e)
+    check(shrink, lambda: (dynjit.ones(2), [1, 2, 3, 4]))
+    check(grow, lambda: (dynjit.ones(2), [3, 2, 1]))
+    check(several, lambda: (dynjit.ones(2), [1, 2]))
+    for a, b in (([1, 2], [3]), ([1], [2, 3]), ([1, 2], [3, 4])):
+        check(strict_zip, lambda: (dynjit.ones(1), list(a), list(b)))
+
+
+def test_an_exception_leaving_a_with_block_inside_try_is_caught():
+    class Boom(Exception):
+        pass
+
+    def fn(x):
+        try:
+            with dynjit.no_grad():
+                raise Boom("r", x.shape[0])
+        except Boom:
+            x = x + 1
+        return x * 2
+    check(fn)

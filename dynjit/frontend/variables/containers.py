@@ -344,6 +344,118 @@ class ContainerIteratorVariable(IteratorVariable):
         pass
 
 
+def live_iter(tx, v):
+    """The iterator `iter(v)` gives, as a tracker: over a list or dict, live (it sees the
+    container's later changes, as Python's does); over other values, their items now."""
+    if isinstance(v, IteratorVariable):
+        return v
+    if type(v) in (ListVariable, ExistingListVariable, DictVariable):
+        v.iterate(tx)                   # what iterating it requires (guards, checks)
+        return ContainerIteratorVariable(v)
+    return IteratorVariable(v.iterate(tx))
+
+
+class LazyIteratorVariable(IteratorVariable):
+    """zip / enumerate / map / filter / reversed while tracing: each item is computed when it
+    is asked for, from the underlying iterators, as Python's builtins do, so a list changed
+    inside the loop is seen."""
+
+    def __init__(self, step):
+        super().__init__([])
+        self._step = step               # () -> the next item's tracker, or None when done
+        self._done = False
+
+    def next(self):
+        if self._done:
+            return None
+        item = self._step()
+        if item is None:
+            self._done = True
+        return item
+
+    def iterate(self, tx):
+        rest = []
+        while (item := self.next()) is not None:
+            rest.append(item)
+        return rest
+
+    def reconstruct(self, cg):
+        rest = self.iterate(None)
+        self._step, self._done = _after(rest), False      # the rest stays available to the trace
+        return "iter([" + ", ".join(cg.value(v) for v in rest) + "])"
+
+
+def _after(items):
+    it = iter(items)
+    return lambda: next(it, None)
+
+
+def lazy_zip(tx, args, strict):
+    its = [live_iter(tx, a) for a in args]
+
+    def step():
+        items = []
+        for i, it in enumerate(its):
+            item = it.next()
+            if item is None:
+                if strict and (i > 0 or any(other.next() is not None for other in its[1:])):
+                    unimplemented(BreakKind.USER_EXCEPTION, "zip(strict=True) over iterables of different "
+                                  "lengths (raises natively)")
+                return None
+            items.append(item)
+        return TupleVariable(items)
+    return LazyIteratorVariable(step)
+
+
+def lazy_enumerate(tx, arg, start):
+    it, count = live_iter(tx, arg), [start]
+
+    def step():
+        item = it.next()
+        if item is None:
+            return None
+        count[0] += 1
+        return TupleVariable([ConstantVariable(count[0] - 1), item])
+    return LazyIteratorVariable(step)
+
+
+def lazy_map(tx, fn, args):
+    zipped = lazy_zip(tx, args, strict=False)
+
+    def step():
+        items = zipped.next()
+        return None if items is None else fn.call(tx, list(items.items), {})
+    return LazyIteratorVariable(step)
+
+
+def lazy_filter(tx, fn, arg):
+    it = live_iter(tx, arg)
+    identity = fn.is_python_constant() and fn.as_python_constant() is None
+
+    def step():
+        while (item := it.next()) is not None:
+            if tx.truth(item if identity else fn.call(tx, [item], {})):
+                return item
+        return None
+    return LazyIteratorVariable(step)
+
+
+def lazy_reversed(tx, arg):
+    if type(arg) not in (ListVariable, ExistingListVariable):
+        return IteratorVariable(list(reversed(arg.iterate(tx))))
+    arg.iterate(tx)
+    index = [len(arg.items) - 1]
+
+    def step():                         # Python's list_reverseiterator: by index, from the end
+        items = arg.items
+        if 0 <= index[0] < len(items):
+            index[0] -= 1
+            return items[index[0] + 1]
+        index[0] = -1
+        return None
+    return LazyIteratorVariable(step)
+
+
 class ExistingListVariable(ListVariable):
     """A list that existed before the call. Its items are read, and guarded,
     only when the trace reads them: a list the function only appends to (a

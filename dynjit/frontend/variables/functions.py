@@ -314,10 +314,10 @@ class BuiltinVariable(VariableTracker):
         return DictVariable(items)
 
     def _call_iter(self, tx, args, kwargs):
-        from .containers import IteratorVariable
-        if isinstance(args[0], IteratorVariable):
-            return args[0]
-        return IteratorVariable(args[0].iterate(tx))
+        from .containers import live_iter
+        if len(args) != 1 or kwargs:
+            unimplemented(BreakKind.UNSUPPORTED_BUILTIN, "iter() with a sentinel")
+        return live_iter(tx, args[0])
 
     def _call_next(self, tx, args, kwargs):
         from .containers import IteratorVariable
@@ -332,44 +332,32 @@ class BuiltinVariable(VariableTracker):
         return item
 
     def _call_reversed(self, tx, args, kwargs):
-        from .containers import ListVariable
-        return ListVariable(list(reversed(args[0].iterate(tx))))
+        from .containers import lazy_reversed
+        return lazy_reversed(tx, args[0])
 
     def _call_enumerate(self, tx, args, kwargs):
-        from .containers import ListVariable, TupleVariable
+        from .containers import lazy_enumerate
         start = kwargs["start"].as_python_constant() if "start" in kwargs else \
             (args[1].as_python_constant() if len(args) > 1 else 0)
-        return ListVariable([TupleVariable([ConstantVariable(i + start), v])
-                             for i, v in enumerate(args[0].iterate(tx))])
+        return lazy_enumerate(tx, args[0], start)
 
     def _call_zip(self, tx, args, kwargs):
-        from .containers import ListVariable, TupleVariable
+        from .containers import lazy_zip
         strict = kwargs.pop("strict", ConstantVariable(False)).as_python_constant()
         if kwargs:
             unimplemented(BreakKind.UNSUPPORTED_BUILTIN, f"zip() with keyword arguments {sorted(kwargs)}")
-        seqs = [a.iterate(tx) for a in args]
-        if strict and len({len(s) for s in seqs}) > 1:
-            unimplemented(BreakKind.USER_EXCEPTION, "zip(strict=True) over sequences of different lengths (raises natively)")
-        return ListVariable([TupleVariable(list(t)) for t in zip(*seqs)])
+        return lazy_zip(tx, args, strict)
 
     def _call_range(self, tx, args, kwargs):
         return ConstantVariable(range(*[a.as_python_constant() for a in args]))
 
     def _call_map(self, tx, args, kwargs):
-        from .containers import ListVariable
-        fn = args[0]
-        seqs = [a.iterate(tx) for a in args[1:]]
-        return ListVariable([fn.call(tx, list(t), {}) for t in zip(*seqs)])
+        from .containers import lazy_map
+        return lazy_map(tx, args[0], args[1:])
 
     def _call_filter(self, tx, args, kwargs):
-        from .containers import ListVariable
-        fn = args[0]
-        out = []
-        for item in args[1].iterate(tx):
-            keep = item if fn.is_python_constant() and fn.as_python_constant() is None else fn.call(tx, [item], {})
-            if tx.truth(keep):
-                out.append(item)
-        return ListVariable(out)
+        from .containers import lazy_filter
+        return lazy_filter(tx, args[0], args[1])
 
     def _call_all(self, tx, args, kwargs):
         for item in args[0].iterate(tx):
