@@ -7,27 +7,10 @@ composites like flatten) are written out here.
 import builtins
 
 from . import _dtype
-from .ops import registry as R
+from .ops.registry import registry as R, with_variant, METHOD
 from .ops.dispatch import dispatch
 from .ops.reductions import normalize_dims
 from .tensor import Tensor
-
-# ops whose method is the op itself, `self` first
-SAME_NAME = (
-    "add", "sub", "mul", "div", "pow", "neg", "abs", "exp", "exp2", "expm1", "log", "log2", "log10",
-    "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-    "sigmoid", "relu", "sign", "reciprocal", "square", "floor", "ceil", "trunc", "round", "frac",
-    "clamp", "fmod", "remainder", "lerp", "masked_fill", "maximum", "minimum", "atan2", "erf",
-    "eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or", "logical_xor",
-    "isnan", "isinf", "isfinite", "signbit", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "floor_divide", "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "logsumexp",
-    "all", "any", "cumsum", "cumprod", "t", "transpose", "unsqueeze", "squeeze",
-    "narrow", "select", "unbind", "clone", "matmul", "mm", "bmm", "dot", "outer", "gather",
-    "scatter", "scatter_add", "index_select", "index_put", "tril", "triu", "diagonal", "roll",
-    "softmax", "log_softmax", "fill", "zero", "copy", "sort", "argsort", "topk", "nonzero",
-    "masked_select", "logaddexp", "mv", "addcmul", "addcdiv",
-)
-INPLACE_METHODS = tuple(n for n in R if n.endswith("_") and R[n].kind == "inplace")
 
 
 def _method(op):
@@ -49,11 +32,6 @@ def numpy_names(op, kwargs):
     return kwargs
 
 
-for _name in SAME_NAME + INPLACE_METHODS:
-    if _name not in ("fill", "zero", "copy"):
-        setattr(Tensor, _name, _method(R[_name]))
-
-
 def _sizes(args):
     """Accept both f(2, 3) and f((2, 3)) / f([2, 3]) / f(dynjit.Size)."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
@@ -61,23 +39,26 @@ def _sizes(args):
     return tuple(args)
 
 
-def _vararg_method(name, op):
+def _vararg_method(op):
+    """The method of an op whose list parameter (op.varargs) may also come spread out:
+    x.view(2, 3) as x.view((2, 3))."""
+    key = op.varargs
+
     def method(self, *shape, **kwargs):
-        key = {"view": "size", "reshape": "shape", "expand": "size", "permute": "dims",
-               "repeat": "repeats", "flip": "dims", "sum_to_size": "size"}[name]
         if key in kwargs:
             shape = (kwargs.pop(key),)
-        if name == "view" and len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
+        if op.name == "view" and len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
             raise NotImplementedError("view(dtype) reinterpretation is not supported; use .to(dtype)")
         return dispatch(op, (self, _sizes(shape)), kwargs)
-    method.__name__ = name
+    method.__name__ = op.name
     return method
 
 
-for _name, _op in (("view", "view"), ("reshape", "reshape"), ("expand", "expand"),
-                   ("permute", "permute"), ("repeat", "repeat"), ("flip", "flip"),
-                   ("sum_to_size", "sum_to_size")):
-    setattr(Tensor, _name, _vararg_method(_name, R[_op]))
+# Every op that declares a method variant (in-place variants all do) becomes a method;
+# some are refined by hand below (overloads, extra keyword arguments).
+for _name in with_variant(METHOD):
+    _op = R[_name]
+    setattr(Tensor, _name, _vararg_method(_op) if _op.varargs else _method(_op))
 
 
 def _max_min(full, dim_op, binary):

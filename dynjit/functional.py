@@ -1,7 +1,7 @@
 """The `dynjit.<fn>` functions: factories, and the function forms of tensor ops."""
 from . import _dtype
-from ._methods import SAME_NAME, _sizes, numpy_names
-from .ops import registry as R
+from ._methods import _sizes, numpy_names
+from .ops.registry import registry as R, with_variant, FUNCTION
 from .ops.dispatch import dispatch
 from .tensor import Tensor
 
@@ -25,11 +25,11 @@ def _no_out():
     raise NotImplementedError("out= arguments are not supported by dynjit; use the returned tensor")
 
 
-for _name in SAME_NAME + ("where", "cat", "stack", "linear", "addmm", "einsum_", "one_hot"):
-    if _name in R:
-        globals()[_name] = _function(R[_name])
-        __all__.append(_name)
-
+# Every op that declares a function variant becomes `dynjit.<name>`; some are refined
+# by hand below (overloads, extra keyword arguments).
+for _name in with_variant(FUNCTION):
+    globals()[_name] = _function(R[_name])
+    __all__.append(_name)
 
 
 def div(input, other, *, rounding_mode=None, out=None):

@@ -22,8 +22,8 @@ from collections import deque
 
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
-from ..fx.node import Node, map_arg, iter_nodes, RANDOM_OPS
-from ..ops.registry import EXTERN, INPLACE, registry
+from ..fx.node import Node, map_arg, iter_nodes
+from ..ops.registry import EXTERN, INPLACE, RANDOM, registry
 
 _clone = registry["clone"]
 
@@ -164,7 +164,7 @@ def _is_recomputable(n):
     if n.target is operator.getitem:
         return True
     kind = getattr(n.target, "kind", None)
-    if kind is None or kind in (EXTERN, INPLACE) or getattr(n.target, "name", "") in RANDOM_OPS:
+    if kind is None or kind in (EXTERN, INPLACE) or RANDOM in getattr(n.target, "tags", ()):
         return False
     return True
 

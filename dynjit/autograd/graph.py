@@ -391,17 +391,13 @@ def reduce_grad(g, shape, dtype):
     return g
 
 
-# Ops whose PyTorch schema takes `Tensor other` and wraps a Python number passed there
-# (add.Tensor, ...): their nodes list a None edge for the number, as PyTorch's do.
-_WRAPS_SCALAR = {"add": "other", "sub": "other", "mul": "other", "div": "other"}
-
-
 def make_backward_class(op):
     camel = "".join(p[:1].upper() + p[1:] for p in op.name.split("_"))
     attrs = {"op": op}
-    wrapped = _WRAPS_SCALAR.get(op.name)
-    if wrapped is not None:
-        attrs["_wrapped_scalar"] = op.index[wrapped]
+    if op.wraps_scalar is not None:
+        # PyTorch's schema takes `Tensor other` and wraps a Python number passed there
+        # (add.Tensor): the node lists a None edge for the number, as PyTorch's does
+        attrs["_wrapped_scalar"] = op.index[op.wraps_scalar]
     return type(f"{camel}Backward0", (OpBackward,), attrs)
 
 

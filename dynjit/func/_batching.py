@@ -15,7 +15,7 @@ An op without a rule raises NotImplementedError naming it.
 import numpy as np
 
 from ..ops.dispatch import DispatchMode
-from ..ops.registry import POINTWISE, REDUCTION, INPLACE, FACTORY, registry
+from ..ops.registry import POINTWISE, REDUCTION, INPLACE, FACTORY, NONE_DIM_REDUCES_ALL, registry
 from ..tensor import Tensor
 
 R = registry
@@ -157,7 +157,10 @@ def _inplace(mode, op, args):
             f"vmap: {op.name}(self, *extra_args) is not possible because self is not batched but "
             "an extra argument is: an in-place op cannot write a batch of values into one tensor. "
             "Use the out-of-place version of the op instead.")
-    if op.name in ("index_put_", "scatter_", "scatter_add_"):
+    fop = op.functional
+    if fop.kind is not POINTWISE and fop.name not in _RULES:
+        # the rule below lines up pointwise operands; an op with a rule of its own
+        # (tril, copy, ...) is fine with that too, the others (index_put, scatter) are not
         raise NotImplementedError(f"vmap: no batching rule for dynjit.ops.{op.name}")
     rank = self._data.ndim
     new = [self._bt_value] + [
@@ -181,7 +184,7 @@ def _reduction(mode, op, args):
         raise NotImplementedError(f"vmap: no batching rule for dynjit.ops.{op.name} with a "
                                   "batched argument other than self")
     if "dim" not in op.index:
-        full = _FULL_REDUCTIONS.get(op.name)
+        full = op.dim_overload
         if full is None:
             raise NotImplementedError(f"vmap: no batching rule for dynjit.ops.{op.name}")
         value = R["reshape"](self._bt_value, (mode.level.batch_size, -1))
@@ -193,7 +196,7 @@ def _reduction(mode, op, args):
     new = list(args)
     new[0] = value
     if dim is None:
-        if op.name not in _NONE_MEANS_ALL:
+        if NONE_DIM_REDUCES_ALL not in op.tags:
             raise NotImplementedError(f"vmap: no batching rule for dynjit.ops.{op.name} with dim=None")
         new[0] = R["reshape"](value, (mode.level.batch_size, -1))
         new[i] = 1
@@ -204,12 +207,6 @@ def _reduction(mode, op, args):
         return _out(mode, out)
     new[i] = _shift_dims(dim, rank)
     return _out(mode, op(*new))
-
-
-_NONE_MEANS_ALL = frozenset(("sum", "mean", "amax", "amin", "prod", "all", "any", "std", "var",
-                             "var_mean", "norm", "logsumexp", "argmax", "argmin"))
-_FULL_REDUCTIONS = {"max": "max_dim", "min": "min_dim", "median": "median_dim",
-                    "nanmedian": "nanmedian_dim"}
 
 
 def _factory(mode, op, args):

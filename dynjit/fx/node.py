@@ -2,11 +2,9 @@
 get_attr or output), with its arguments, users and `meta`."""
 import operator
 
+from ..ops.registry import RANDOM
+
 OPCODES = ("placeholder", "call_function", "call_method", "call_module", "get_attr", "output")
-# ops that draw random numbers: never dropped as dead code nor recomputed, so that a
-# graph draws exactly the numbers eager would draw
-RANDOM_OPS = frozenset({"rand", "randn", "randint", "randperm", "bernoulli", "native_dropout",
-                        "rand_like", "randn_like"})
 
 
 def map_arg(a, fn):
@@ -144,8 +142,8 @@ class Node:
             kind = getattr(t, "kind", None)
             if kind == "inplace" or getattr(t, "_is_impure", False):
                 return True
-            if kind is not None and getattr(t, "name", None) in RANDOM_OPS:
-                return True
+            if kind is not None and RANDOM in getattr(t, "tags", ()):
+                return True     # a graph draws exactly the numbers eager would draw
         if self.op == "call_method" and isinstance(t, str) and t.endswith("_") and not t.startswith("_"):
             return True
         return False

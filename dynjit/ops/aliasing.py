@@ -7,12 +7,9 @@ import numpy as np
 from .registry import register, OTHER
 
 
-@register("detach", OTHER, differentiable=False)
+@register("detach", OTHER, differentiable=False, aliases_input=True)
 def detach(self):
     return self   # the same numpy array: the result aliases its input
-
-
-detach.aliases_input = True
 
 
 def replay_view_kernels(arr, chain):

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import _dtype
 from ..random import default_generator
-from .registry import register, FACTORY
+from .registry import register, FACTORY, RANDOM
 from .meta import same_as
 
 
@@ -120,12 +120,12 @@ def eye(n, m=None, dtype=None):
 eye.meta_fn(lambda n, m, dtype: (_eye_shape(n, m), _dt(dtype)))
 
 
-@register("rand", FACTORY, differentiable=False)
+@register("rand", FACTORY, differentiable=False, tags=(RANDOM,))
 def rand(size, dtype=None):
     return default_generator.np.random(_size(size)).astype(_np_dtype(dtype))
 
 
-@register("randn", FACTORY, differentiable=False)
+@register("randn", FACTORY, differentiable=False, tags=(RANDOM,))
 def randn(size, dtype=None):
     return default_generator.np.standard_normal(_size(size)).astype(_np_dtype(dtype))
 
@@ -139,7 +139,7 @@ def _check_range(low, high):
         raise RuntimeError(f"randint expects low to be less than high, but got low={low} >= high={high}")
 
 
-@register("randint", FACTORY, differentiable=False)
+@register("randint", FACTORY, differentiable=False, tags=(RANDOM,))
 def randint(low, high, size, dtype=None):
     _check_range(low, high)
     return default_generator.np.integers(low, high, _size(size)).astype(_np_dtype(dtype, _dtype.int64))
@@ -151,7 +151,7 @@ def _(low, high, size, dtype):
     return _size(size), _dt(dtype, _dtype.int64)
 
 
-@register("randperm", FACTORY, differentiable=False)
+@register("randperm", FACTORY, differentiable=False, tags=(RANDOM,))
 def randperm(n, dtype=None):
     return default_generator.np.permutation(n).astype(_np_dtype(dtype, _dtype.int64))
 
@@ -159,7 +159,7 @@ def randperm(n, dtype=None):
 randperm.meta_fn(lambda n, dtype: (_size((n,)), _dt(dtype, _dtype.int64)))
 
 
-@register("bernoulli", FACTORY, differentiable=False)
+@register("bernoulli", FACTORY, differentiable=False, tags=(RANDOM,))
 def bernoulli(self, p=None):
     prob = self if p is None else np.full(np.shape(self), p)
     return (default_generator.np.random(np.shape(self)) < prob).astype(np.asarray(self).dtype)

@@ -53,7 +53,7 @@ def _check_matmul(a, b, name):
     check_same_dtype(a.dtype, b.dtype, name)
 
 
-@register("matmul", EXTERN)
+@register("matmul", EXTERN, variants="function, method")
 def matmul(self, other):
     a, b = np.asarray(self), np.asarray(other)
     _check_matmul(a, b, "matmul")
@@ -96,7 +96,7 @@ def _check_ndim(name, ndim, a, b):
         raise RuntimeError(f"{name}: expected {ndim}D tensors, got {len(a.shape)}D and {len(b.shape)}D")
 
 
-@register("mm", EXTERN)
+@register("mm", EXTERN, variants="function, method")
 def mm(self, mat2):
     a, b = np.asarray(self), np.asarray(mat2)
     _check_ndim("mm", 2, a, b)
@@ -131,7 +131,7 @@ def _check_mv(a, v):
     return matmul_shape(a.shape, v.shape, "mv")
 
 
-@register("mv", EXTERN)
+@register("mv", EXTERN, variants="function, method")
 def mv(self, vec):
     a, v = np.asarray(self), np.asarray(vec)
     _check_mv(a, v)
@@ -146,7 +146,7 @@ def _(grad, self, vec, needs):
     return (grad.outer(vec) if needs[0] else None), (self.t().mv(grad) if needs[1] else None)
 
 
-@register("bmm", EXTERN)
+@register("bmm", EXTERN, variants="function, method")
 def bmm(self, mat2):
     a, b = np.asarray(self), np.asarray(mat2)
     _check_bmm(a, b)
@@ -176,7 +176,7 @@ def linear_shape(x, w, b):
     return out
 
 
-@register("linear", EXTERN)
+@register("linear", EXTERN, variants="function")
 def linear(input, weight, bias=None):
     x, w = np.asarray(input), np.asarray(weight)
     b = None if bias is None else np.asarray(bias)
@@ -224,7 +224,7 @@ def _check_addmm(self, mat1, mat2):
     return out
 
 
-@register("addmm", EXTERN)
+@register("addmm", EXTERN, variants="function")
 def addmm(self, mat1, mat2, beta=1, alpha=1):
     _check_addmm(np.asarray(self), np.asarray(mat1), np.asarray(mat2))
     prod = np.asarray(mat1) @ np.asarray(mat2)
@@ -252,7 +252,7 @@ def _check_dot(a, b):
     return ()
 
 
-@register("dot", EXTERN)
+@register("dot", EXTERN, variants="function, method")
 def dot(self, other):
     a, b = np.asarray(self), np.asarray(other)
     _check_dot(a, b)
@@ -272,7 +272,7 @@ def _check_outer(a, b):
     return (a.shape[0], b.shape[0])
 
 
-@register("outer", EXTERN)
+@register("outer", EXTERN, variants="function, method")
 def outer(self, vec2):
     a, b = np.asarray(self), np.asarray(vec2)
     _check_outer(a, b)

@@ -23,7 +23,8 @@ from ..autograd.grad_mode import state as _grad_state
 from . import dispatch as _dispatch
 from .registry import registry
 
-_T, _TRANSPOSE, _UNSQUEEZE, _SQUEEZE = (registry[n] for n in ("t", "transpose", "unsqueeze", "squeeze"))
+_T, _TRANSPOSE = registry["t"], registry["transpose"]
+_UNSQUEEZE, _SQUEEZE = registry["unsqueeze"], registry["squeeze"]
 
 
 def _norm(dim, ndim):
@@ -52,9 +53,8 @@ def _inverse(name, shape, args):
     raise KeyError(name)
 
 
-# method name -> the view op it applies in place
-INPLACE_VIEWS = {"t_": _T, "transpose_": _TRANSPOSE, "swapdims_": _TRANSPOSE, "swapaxes_": _TRANSPOSE,
-                 "unsqueeze_": _UNSQUEEZE, "squeeze_": _SQUEEZE}
+# method name -> the view op it applies in place (declared as the op's `inplace_views`)
+INPLACE_VIEWS = {m: op for op in registry.values() for m in op.inplace_views}
 
 
 def metadata_mutation(kind, tensor, args):

@@ -4,11 +4,11 @@ import numpy as np
 
 from .. import _dtype
 from ..random import default_generator
-from .registry import register, OTHER
+from .registry import register, OTHER, RANDOM
 from .meta import wrap_dim as _dim, float_dtype
 
 
-@register("softmax", OTHER)
+@register("softmax", OTHER, variants="function, method")
 def softmax(self, dim):
     x = np.asarray(self)
     if x.dtype.kind != "f":
@@ -35,7 +35,7 @@ def _(grad, dim, result):
     return result * (grad - (grad * result).sum(d, keepdim=True))
 
 
-@register("log_softmax", OTHER)
+@register("log_softmax", OTHER, variants="function, method")
 def log_softmax(self, dim):
     x = np.asarray(self)
     if x.dtype.kind != "f":
@@ -128,7 +128,7 @@ def _(grad, self_shape, target, weight, reduction, ignore_index):
     return -w * grad
 
 
-@register("native_dropout", OTHER, nondiff_outputs=(1,))
+@register("native_dropout", OTHER, nondiff_outputs=(1,), tags=(RANDOM,))
 def native_dropout(self, p, train):
     x = np.asarray(self)
     if not 0 <= p <= 1:

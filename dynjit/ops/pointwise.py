@@ -80,7 +80,7 @@ def quiet(kernel):
 
 # -- binary arithmetic -----------------------------------------------------
 
-@register("add", POINTWISE)
+@register("add", POINTWISE, variants="function, method", inplace=True, wraps_scalar="other")
 def add(self, other, alpha=1):
     try:
         return np.add(self, other if alpha == 1 else np.multiply(other, alpha))
@@ -101,7 +101,7 @@ def _is_bool(x):
     return getattr(x, "dtype", None) in (np.bool_, _dtype.bool_) or isinstance(x, bool)
 
 
-@register("sub", POINTWISE)
+@register("sub", POINTWISE, variants="function, method", inplace=True, wraps_scalar="other")
 def sub(self, other, alpha=1):
     try:
         return np.subtract(self, other if alpha == 1 else np.multiply(other, alpha))
@@ -141,7 +141,7 @@ def _(grad, alpha):
     return (-grad if alpha == 1 else grad * (-alpha)), grad
 
 
-@register("mul", POINTWISE)
+@register("mul", POINTWISE, variants="function, method", inplace=True, wraps_scalar="other")
 def mul(self, other):
     try:
         return np.multiply(self, other)
@@ -154,7 +154,8 @@ def _(grad, self, other, needs):
     return (grad * other if needs[0] else None), (grad * self if needs[1] else None)
 
 
-@register("div", POINTWISE, dtype_rule=FLOAT)
+@register("div", POINTWISE, dtype_rule=FLOAT, variants="function, method", inplace=True,
+          wraps_scalar="other")
 @quiet
 def div(self, other):
     return np.true_divide(self, other)
@@ -166,7 +167,7 @@ def _(grad, self, other, needs):
     return (grad / other if needs[0] else None), g_other
 
 
-@register("div_mode", POINTWISE)
+@register("div_mode", POINTWISE, inplace=True)
 @quiet
 def div_mode(self, other, rounding_mode):
     """Division rounded to an integer value (`div(..., rounding_mode=)`): keeps integer dtypes."""
@@ -185,13 +186,13 @@ def div_mode(self, other, rounding_mode):
 div_mode.derivative(lambda grad: (grad * 0, grad * 0))
 
 
-@register("floor_divide", POINTWISE, differentiable=False)
+@register("floor_divide", POINTWISE, differentiable=False, variants="function, method", inplace=True)
 @quiet
 def floor_divide(self, other):
     return np.floor_divide(self, other)
 
 
-@register("remainder", POINTWISE)
+@register("remainder", POINTWISE, variants="function, method", inplace=True)
 @quiet
 def remainder(self, other):
     return np.remainder(self, other)
@@ -202,7 +203,7 @@ def _(grad, self, other):
     return grad, -grad * (self / other).floor()
 
 
-@register("fmod", POINTWISE)
+@register("fmod", POINTWISE, variants="function, method", inplace=True)
 @quiet
 def fmod(self, other):
     return np.fmod(self, other)
@@ -213,7 +214,7 @@ def _(grad, self, other):
     return grad, -grad * (self / other).trunc()
 
 
-@register("pow", POINTWISE)
+@register("pow", POINTWISE, variants="function, method", inplace=True)
 @quiet
 def pow_op(self, exponent):
     if isinstance(exponent, (int, np.integer)) and not isinstance(exponent, bool) and exponent < 0 \
@@ -248,7 +249,7 @@ def _pow_exponent_grad(base, exponent, result):
     return result * (math.log(base) if base > 0 else math.nan)
 
 
-@register("atan2", POINTWISE, dtype_rule=FLOAT)
+@register("atan2", POINTWISE, dtype_rule=FLOAT, variants="function, method", inplace=True)
 @quiet
 def atan2(self, other):
     return np.arctan2(self, other)
@@ -260,7 +261,7 @@ def _(grad, self, other):
     return grad * other / denom, -grad * self / denom
 
 
-maximum = register("maximum", POINTWISE)(_binary_kernel(np.maximum))
+maximum = register("maximum", POINTWISE, variants="function, method")(_binary_kernel(np.maximum))
 
 
 @maximum.derivative
@@ -270,7 +271,7 @@ def _(grad, self, other):
     return grad * mask, grad * (1 - mask)
 
 
-minimum = register("minimum", POINTWISE)(_binary_kernel(np.minimum))
+minimum = register("minimum", POINTWISE, variants="function, method")(_binary_kernel(np.minimum))
 
 
 @minimum.derivative
@@ -279,7 +280,7 @@ def _(grad, self, other):
     return grad * mask, grad * (1 - mask)
 
 
-@register("lerp", POINTWISE)
+@register("lerp", POINTWISE, variants="function, method", inplace=True)
 @quiet
 def lerp(self, end, weight):
     return self + np.multiply(weight, np.subtract(end, self))
@@ -290,7 +291,7 @@ def _(grad, self, end, weight):
     return grad * (1 - weight), grad * weight, grad * (end - self)
 
 
-@register("logaddexp", POINTWISE, dtype_rule=FLOAT)
+@register("logaddexp", POINTWISE, dtype_rule=FLOAT, variants="function, method")
 @quiet
 def logaddexp(self, other):
     return np.logaddexp(self, other)
@@ -302,7 +303,8 @@ def _(grad, self, other, needs):
             (grad * (other - self).sigmoid()) if needs[1] else None)
 
 
-@register("addcmul", POINTWISE, operands=("self", "tensor1", "tensor2"))
+@register("addcmul", POINTWISE, operands=("self", "tensor1", "tensor2"),
+          variants="function, method", inplace=True)
 @quiet
 def addcmul(self, tensor1, tensor2, value=1):
     return np.add(self, np.multiply(np.multiply(tensor1, tensor2), value))
@@ -322,7 +324,8 @@ def _check_addcdiv(t1, t2):
                                "to a floating point dtype first")
 
 
-@register("addcdiv", POINTWISE, operands=("self", "tensor1", "tensor2"))
+@register("addcdiv", POINTWISE, operands=("self", "tensor1", "tensor2"),
+          variants="function, method", inplace=True)
 @quiet
 def addcdiv(self, tensor1, tensor2, value=1):
     _check_addcdiv(tensor1, tensor2)
@@ -343,11 +346,11 @@ def _(grad, tensor1, tensor2, value, needs):
 
 # -- unary math --------------------------------------------------------------
 
-def _unary(name, kernel, dtype_rule=FLOAT):
-    return register(name, POINTWISE, dtype_rule=dtype_rule)(quiet(kernel))
+def _unary(name, kernel, dtype_rule=FLOAT, **declaration):
+    return register(name, POINTWISE, dtype_rule=dtype_rule, **declaration)(quiet(kernel))
 
 
-@register("neg", POINTWISE)
+@register("neg", POINTWISE, variants="function, method", inplace=True)
 def neg(self):
     try:
         return np.negative(self)
@@ -367,61 +370,61 @@ def _(self):
 
 neg.derivative(lambda grad: -grad)
 
-abs_op = register("abs", POINTWISE)(lambda self: np.abs(self))
+abs_op = register("abs", POINTWISE, variants="function, method", inplace=True)(lambda self: np.abs(self))
 abs_op.derivative(lambda grad, self: grad * self.sign())
 
-exp = _unary("exp", lambda self: np.exp(self))
+exp = _unary("exp", lambda self: np.exp(self), variants="function, method", inplace=True)
 exp.derivative(lambda grad, result: grad * result)
 
-exp2 = _unary("exp2", lambda self: np.exp2(self))
+exp2 = _unary("exp2", lambda self: np.exp2(self), variants="function, method", inplace=True)
 exp2.derivative(lambda grad, result: grad * result * LN2)
 
-expm1 = _unary("expm1", lambda self: np.expm1(self))
+expm1 = _unary("expm1", lambda self: np.expm1(self), variants="function, method", inplace=True)
 expm1.derivative(lambda grad, result: grad * (result + 1))
 
-log = _unary("log", lambda self: np.log(self))
+log = _unary("log", lambda self: np.log(self), variants="function, method", inplace=True)
 log.derivative(lambda grad, self: grad / self)
 
-log2 = _unary("log2", lambda self: np.log2(self))
+log2 = _unary("log2", lambda self: np.log2(self), variants="function, method", inplace=True)
 log2.derivative(lambda grad, self: grad / (self * LN2))
 
-log10 = _unary("log10", lambda self: np.log10(self))
+log10 = _unary("log10", lambda self: np.log10(self), variants="function, method", inplace=True)
 log10.derivative(lambda grad, self: grad / (self * LN10))
 
-log1p = _unary("log1p", lambda self: np.log1p(self))
+log1p = _unary("log1p", lambda self: np.log1p(self), variants="function, method", inplace=True)
 log1p.derivative(lambda grad, self: grad / (self + 1))
 
-sqrt = _unary("sqrt", lambda self: np.sqrt(self))
+sqrt = _unary("sqrt", lambda self: np.sqrt(self), variants="function, method", inplace=True)
 sqrt.derivative(lambda grad, result: grad / (result * 2))
 
-rsqrt = _unary("rsqrt", lambda self: 1.0 / np.sqrt(self))
+rsqrt = _unary("rsqrt", lambda self: 1.0 / np.sqrt(self), variants="function, method", inplace=True)
 rsqrt.derivative(lambda grad, result: grad * result.pow(3) * -0.5)
 
-sin = _unary("sin", lambda self: np.sin(self))
+sin = _unary("sin", lambda self: np.sin(self), variants="function, method", inplace=True)
 sin.derivative(lambda grad, self: grad * self.cos())
 
-cos = _unary("cos", lambda self: np.cos(self))
+cos = _unary("cos", lambda self: np.cos(self), variants="function, method", inplace=True)
 cos.derivative(lambda grad, self: -grad * self.sin())
 
-tan = _unary("tan", lambda self: np.tan(self))
+tan = _unary("tan", lambda self: np.tan(self), variants="function, method", inplace=True)
 tan.derivative(lambda grad, result: grad * (result * result + 1))
 
-asin = _unary("asin", lambda self: np.arcsin(self))
+asin = _unary("asin", lambda self: np.arcsin(self), variants="function, method", inplace=True)
 asin.derivative(lambda grad, self: grad * (1 - self * self).rsqrt())
 
-acos = _unary("acos", lambda self: np.arccos(self))
+acos = _unary("acos", lambda self: np.arccos(self), variants="function, method", inplace=True)
 acos.derivative(lambda grad, self: -grad * (1 - self * self).rsqrt())
 
-atan = _unary("atan", lambda self: np.arctan(self))
+atan = _unary("atan", lambda self: np.arctan(self), variants="function, method", inplace=True)
 atan.derivative(lambda grad, self: grad / (self * self + 1))
 
-sinh = _unary("sinh", lambda self: np.sinh(self))
+sinh = _unary("sinh", lambda self: np.sinh(self), variants="function, method", inplace=True)
 sinh.derivative(lambda grad, self: grad * self.cosh())
 
-cosh = _unary("cosh", lambda self: np.cosh(self))
+cosh = _unary("cosh", lambda self: np.cosh(self), variants="function, method", inplace=True)
 cosh.derivative(lambda grad, self: grad * self.sinh())
 
-tanh = _unary("tanh", lambda self: np.tanh(self))
+tanh = _unary("tanh", lambda self: np.tanh(self), variants="function, method", inplace=True)
 tanh.derivative(lambda grad, result: grad * (1 - result * result))
 
 
@@ -430,13 +433,15 @@ def _sigmoid_kernel(self):
     return np.exp(-np.logaddexp(0, -self)) if self.dtype.kind == "f" else 1 / (1 + np.exp(-self))
 
 
-sigmoid = _unary("sigmoid", lambda self: _sigmoid_kernel(np.asarray(self)))
+sigmoid = _unary("sigmoid", lambda self: _sigmoid_kernel(np.asarray(self)),
+                 variants="function, method", inplace=True)
 sigmoid.derivative(lambda grad, result: grad * result * (1 - result))
 
-relu = register("relu", POINTWISE)(lambda self: np.maximum(self, np.zeros((), dtype=np.asarray(self).dtype)))
+relu = register("relu", POINTWISE, variants="function, method", inplace=True)(
+    lambda self: np.maximum(self, np.zeros((), dtype=np.asarray(self).dtype)))
 relu.derivative(lambda grad, result: grad * (result > 0))
 
-silu = _unary("silu", lambda self: self * _sigmoid_kernel(np.asarray(self)))
+silu = _unary("silu", lambda self: self * _sigmoid_kernel(np.asarray(self)), inplace=True)
 
 
 @silu.derivative
@@ -458,7 +463,7 @@ def _(grad, self, beta, threshold):
     return grad * (z.sigmoid()).masked_fill(z > threshold, 1.0)
 
 
-@register("leaky_relu", POINTWISE)
+@register("leaky_relu", POINTWISE, inplace=True)
 def leaky_relu(self, negative_slope=0.01):
     return np.where(self > 0, self, np.multiply(self, negative_slope))
 
@@ -468,7 +473,7 @@ def _(grad, self, negative_slope):
     return grad * ((self > 0) + (self <= 0) * negative_slope)
 
 
-@register("elu", POINTWISE)
+@register("elu", POINTWISE, inplace=True)
 @quiet
 def elu(self, alpha=1.0):
     return np.where(self > 0, self, alpha * np.expm1(np.minimum(self, 0)))
@@ -479,7 +484,7 @@ def _(grad, self, alpha):
     return grad * ((self > 0) + (self <= 0) * (self.clamp(max=0).exp() * alpha))
 
 
-@register("erf", POINTWISE, dtype_rule=FLOAT)
+@register("erf", POINTWISE, dtype_rule=FLOAT, variants="function, method", inplace=True)
 def erf(self):
     return _erf(np.asarray(self))
 
@@ -497,7 +502,7 @@ def _(grad, self):
     return grad * (-(self * self)).exp() * (2.0 / math.sqrt(math.pi))
 
 
-@register("gelu", POINTWISE, dtype_rule=FLOAT)
+@register("gelu", POINTWISE, dtype_rule=FLOAT, inplace=True)
 @quiet
 def gelu(self, approximate="none"):
     x = np.asarray(self)
@@ -519,37 +524,43 @@ def _(grad, self, approximate):
     return grad * (cdf + self * pdf)
 
 
-sign = register("sign", POINTWISE)(lambda self: np.sign(self))
+sign = register("sign", POINTWISE, variants="function, method", inplace=True)(lambda self: np.sign(self))
 sign.derivative(lambda grad: grad * 0)
 
-reciprocal = _unary("reciprocal", lambda self: np.reciprocal(np.asarray(self, dtype=np.float64) if np.asarray(self).dtype.kind in "biu" else self))
+reciprocal = _unary("reciprocal", lambda self: np.reciprocal(np.asarray(self, dtype=np.float64) if np.asarray(self).dtype.kind in "biu" else self),
+                    variants="function, method", inplace=True)
 reciprocal.derivative(lambda grad, result: -grad * result * result)
 
-square = register("square", POINTWISE)(lambda self: np.square(self))
+square = register("square", POINTWISE, variants="function, method", inplace=True)(
+    lambda self: np.square(self))
 square.derivative(lambda grad, self: grad * self * 2)
 
-floor = register("floor", POINTWISE)(lambda self: np.floor(self) if np.asarray(self).dtype.kind == "f" else np.asarray(self))
+floor = register("floor", POINTWISE, variants="function, method", inplace=True)(
+    lambda self: np.floor(self) if np.asarray(self).dtype.kind == "f" else np.asarray(self))
 floor.derivative(lambda grad: grad * 0)
 
-ceil = register("ceil", POINTWISE)(lambda self: np.ceil(self) if np.asarray(self).dtype.kind == "f" else np.asarray(self))
+ceil = register("ceil", POINTWISE, variants="function, method", inplace=True)(
+    lambda self: np.ceil(self) if np.asarray(self).dtype.kind == "f" else np.asarray(self))
 ceil.derivative(lambda grad: grad * 0)
 
-trunc = register("trunc", POINTWISE)(lambda self: np.trunc(self) if np.asarray(self).dtype.kind == "f" else np.asarray(self))
+trunc = register("trunc", POINTWISE, variants="function, method", inplace=True)(
+    lambda self: np.trunc(self) if np.asarray(self).dtype.kind == "f" else np.asarray(self))
 trunc.derivative(lambda grad: grad * 0)
 
 
-@register("round", POINTWISE)
+@register("round", POINTWISE, variants="function, method", inplace=True)
 def round_op(self, decimals=0):
     return np.round(self, decimals)
 
 
 round_op.derivative(lambda grad: grad * 0)
 
-frac = register("frac", POINTWISE)(lambda self: np.subtract(self, np.trunc(self)))
+frac = register("frac", POINTWISE, variants="function, method", inplace=True)(
+    lambda self: np.subtract(self, np.trunc(self)))
 frac.derivative(lambda grad: grad)
 
 
-@register("clamp", POINTWISE, operands=("self", "min", "max"))
+@register("clamp", POINTWISE, operands=("self", "min", "max"), variants="function, method", inplace=True)
 @quiet
 def clamp(self, min=None, max=None):
     if min is None and max is None:
@@ -590,7 +601,7 @@ def _check_bool_mask(dtype, what):
                            "(e.g. `x > 0`) or convert it with .bool()")
 
 
-@register("where", POINTWISE, operands=("self", "other"))
+@register("where", POINTWISE, operands=("self", "other"), variants="function")
 @quiet
 def where(condition, self, other):
     _check_bool_mask(np.asarray(condition).dtype, "where(): the condition")
@@ -615,7 +626,7 @@ def _check_fill_value(value):
                            f"with {len(np.shape(value))} dimension(s).")
 
 
-@register("masked_fill", POINTWISE, dtype_rule=KEEP)
+@register("masked_fill", POINTWISE, dtype_rule=KEEP, variants="function, method", inplace=True)
 @quiet
 def masked_fill(self, mask, value):
     _check_bool_mask(np.asarray(mask).dtype, "masked_fill(): the mask")
@@ -641,8 +652,9 @@ def _(grad, mask, value):
 
 # -- comparisons and logic (not differentiable) -----------------------------
 
-def _cmp(name, kernel):
-    return register(name, POINTWISE, dtype_rule=BOOL, differentiable=False)(kernel)
+def _cmp(name, kernel, **declaration):
+    return register(name, POINTWISE, dtype_rule=BOOL, differentiable=False, variants="function, method",
+                    **declaration)(kernel)
 
 
 eq = _cmp("eq", _binary_kernel(np.equal))
@@ -651,7 +663,7 @@ lt = _cmp("lt", _binary_kernel(np.less))
 le = _cmp("le", _binary_kernel(np.less_equal))
 gt = _cmp("gt", _binary_kernel(np.greater))
 ge = _cmp("ge", _binary_kernel(np.greater_equal))
-logical_not = _cmp("logical_not", lambda self: np.logical_not(self))
+logical_not = _cmp("logical_not", lambda self: np.logical_not(self), inplace=True)
 logical_and = _cmp("logical_and", _binary_kernel(np.logical_and))
 logical_or = _cmp("logical_or", _binary_kernel(np.logical_or))
 logical_xor = _cmp("logical_xor", _binary_kernel(np.logical_xor))
@@ -677,7 +689,7 @@ def _bitwise(name, np_fn):
             return np_fn(self, other)
         except ValueError as e:
             raise clear_broadcast_error(e, self, other) from None
-    op = register(name, POINTWISE, differentiable=False)(kernel)
+    op = register(name, POINTWISE, differentiable=False, variants="function, method")(kernel)
 
     @op.meta_fn
     def meta(self, other):
@@ -691,7 +703,7 @@ bitwise_or = _bitwise("bitwise_or", np.bitwise_or)
 bitwise_xor = _bitwise("bitwise_xor", np.bitwise_xor)
 
 
-@register("bitwise_not", POINTWISE, differentiable=False)
+@register("bitwise_not", POINTWISE, differentiable=False, variants="function, method", inplace=True)
 def bitwise_not(self):
     _check_integral("bitwise_not", (self,))
     return np.invert(self)

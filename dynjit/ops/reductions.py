@@ -10,7 +10,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import _dtype
-from .registry import register, REDUCTION
+from .registry import register, REDUCTION, NONE_DIM_REDUCES_ALL
 from .pointwise import where
 from ..autograd.grad_mode import state as _grad_state
 from .meta import normalize_dims, reduced_shape, accumulate_dtype, float_dtype, same_as
@@ -44,7 +44,7 @@ def _acc_dtype(x, dtype):
     return np.int64 if x.dtype.kind in "biu" else x.dtype
 
 
-@register("sum", REDUCTION)
+@register("sum", REDUCTION, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
 def sum_op(self, dim=None, keepdim=False, dtype=None):
     # np.add.reduce skips np.sum's Python wrapper (half the cost on small tensors)
     out = _acc_dtype(self, dtype)
@@ -62,7 +62,7 @@ def _(self, dim, keepdim, dtype):
     return reduced_shape(self.shape, dim, keepdim), accumulate_dtype(self.dtype, dtype)
 
 
-@register("sum_to_size", REDUCTION)
+@register("sum_to_size", REDUCTION, variants="method", varargs="size")
 def sum_to_size(self, size):
     size = tuple(size)
     lead = self.ndim - len(size)
@@ -88,7 +88,7 @@ def _(self, size):
     return size, self.dtype
 
 
-@register("mean", REDUCTION)
+@register("mean", REDUCTION, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
 def mean(self, dim=None, keepdim=False, dtype=None):
     x = np.asarray(self)
     if dtype is None and x.dtype.kind not in "f":
@@ -123,7 +123,7 @@ def _(self, dim, keepdim, dtype):
     return reduced_shape(self.shape, dim, keepdim), _dtype.to_dtype(dtype) if dtype is not None else self.dtype
 
 
-@register("prod", REDUCTION)
+@register("prod", REDUCTION, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
 def prod(self, dim=None, keepdim=False, dtype=None):
     return np.prod(self, axis=_np_axis(self, dim), keepdims=keepdim, dtype=_acc_dtype(self, dtype))
 
@@ -180,7 +180,7 @@ def _check_nonempty_reduction(name, shape, dim):
             raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
 
-@register("amax", REDUCTION)
+@register("amax", REDUCTION, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
 def amax(self, dim=(), keepdim=False):
     x = np.asarray(self)
     _check_nonempty_reduction("amax", x.shape, dim)
@@ -198,7 +198,7 @@ def _(grad, self, dim, keepdim, result):
     return _evenly_distribute(grad, self, dim, keepdim, result)
 
 
-@register("amin", REDUCTION)
+@register("amin", REDUCTION, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
 def amin(self, dim=(), keepdim=False):
     x = np.asarray(self)
     _check_nonempty_reduction("amin", x.shape, dim)
@@ -228,7 +228,7 @@ def _evenly_distribute(grad, self, dim, keepdim, result):
     return _unreduce(grad, self.shape, dim, keepdim) * mask / count
 
 
-@register("max", REDUCTION)
+@register("max", REDUCTION, dim_overload="max_dim")
 def max_op(self):
     return _minmax(np.max)(self)
 
@@ -247,7 +247,7 @@ def _(self):
     return (), self.dtype
 
 
-@register("min", REDUCTION)
+@register("min", REDUCTION, dim_overload="min_dim")
 def min_op(self):
     return _minmax(np.min)(self)
 
@@ -336,8 +336,8 @@ def _median_kernel(skip_nan):
     return kernel
 
 
-median = register("median", REDUCTION)(_median_kernel(False))
-nanmedian = register("nanmedian", REDUCTION)(_median_kernel(True))
+median = register("median", REDUCTION, dim_overload="median_dim")(_median_kernel(False))
+nanmedian = register("nanmedian", REDUCTION, dim_overload="nanmedian_dim")(_median_kernel(True))
 
 
 @median.derivative
@@ -394,7 +394,8 @@ def _arg(np_fn, name):
             return np.zeros((), dtype=np.int64)
         d = normalize_dims(dim, x.ndim)[0]
         return np.asarray(np_fn(x, axis=d, keepdims=keepdim), dtype=np.int64)
-    op = register(name, REDUCTION, differentiable=False)(kernel)
+    op = register(name, REDUCTION, differentiable=False, variants="function, method",
+                  tags=(NONE_DIM_REDUCES_ALL,))(kernel)
 
     @op.meta_fn
     def meta(self, dim, keepdim):
@@ -416,7 +417,7 @@ def _require_float(dtype, message):
         raise RuntimeError(f"{message}; got a {dtype.name} tensor (convert it with .double() or .float())")
 
 
-@register("var", REDUCTION)
+@register("var", REDUCTION, tags=(NONE_DIM_REDUCES_ALL,))
 def var(self, dim=None, correction=1, keepdim=False):
     x = np.asarray(self)
     _require_float(_dtype.from_numpy_dtype(x.dtype), "std and var only support floating point dtypes")
@@ -432,7 +433,7 @@ def _(grad, self, dim, correction, keepdim):
     return _unreduce(grad, self.shape, dim, keepdim) * centered * (2.0 / max(n - correction, 0))
 
 
-@register("std", REDUCTION)
+@register("std", REDUCTION, tags=(NONE_DIM_REDUCES_ALL,))
 def std(self, dim=None, correction=1, keepdim=False):
     x = np.asarray(self)
     _require_float(_dtype.from_numpy_dtype(x.dtype), "std and var only support floating point dtypes")
@@ -455,7 +456,7 @@ def _(self, dim, correction, keepdim):
     return reduced_shape(self.shape, dim, keepdim), self.dtype
 
 
-@register("var_mean", REDUCTION)
+@register("var_mean", REDUCTION, tags=(NONE_DIM_REDUCES_ALL,))
 def var_mean(self, dim=None, correction=1, keepdim=False):
     """Variance and mean in one op: one backward node with two outputs."""
     x = np.asarray(self)
@@ -486,7 +487,7 @@ def _(self, dim, correction, keepdim):
 std.meta_fn(var._meta)
 
 
-@register("logsumexp", REDUCTION)
+@register("logsumexp", REDUCTION, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
 def logsumexp(self, dim, keepdim=False):
     x = np.asarray(self)
     if x.dtype.kind != "f":
@@ -510,7 +511,7 @@ def _(self, dim, keepdim):
     return reduced_shape(self.shape, dim, keepdim), float_dtype(self.dtype)
 
 
-@register("norm", REDUCTION)
+@register("norm", REDUCTION, tags=(NONE_DIM_REDUCES_ALL,))
 def norm(self, p=2, dim=None, keepdim=False):
     x = np.asarray(self)
     _require_float(_dtype.from_numpy_dtype(x.dtype), "norm expects a floating point tensor")
@@ -551,12 +552,12 @@ def _(self, p, dim, keepdim):
     return reduced_shape(self.shape, dim, keepdim), self.dtype
 
 
-@register("all", REDUCTION, differentiable=False)
+@register("all", REDUCTION, differentiable=False, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
 def all_op(self, dim=None, keepdim=False):
     return np.all(self, axis=_np_axis(self, dim), keepdims=keepdim)
 
 
-@register("any", REDUCTION, differentiable=False)
+@register("any", REDUCTION, differentiable=False, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
 def any_op(self, dim=None, keepdim=False):
     return np.any(self, axis=_np_axis(self, dim), keepdims=keepdim)
 
@@ -569,7 +570,7 @@ def _(self, dim, keepdim):
 any_op.meta_fn(all_op._meta)
 
 
-@register("cumsum", REDUCTION)
+@register("cumsum", REDUCTION, variants="function, method")
 def cumsum(self, dim, dtype=None):
     x = np.asarray(self)
     if x.ndim == 0:
@@ -590,7 +591,7 @@ def _(grad, self, dim):
     return grad.flip([dim]).cumsum(dim).flip([dim])
 
 
-@register("cumprod", REDUCTION)
+@register("cumprod", REDUCTION, variants="function, method")
 def cumprod(self, dim, dtype=None):
     x = np.asarray(self)
     if x.ndim == 0:
@@ -651,7 +652,7 @@ def _sort_indices(x, axis, descending):
     return n - 1 - np.flip(np.argsort(np.flip(x, axis), axis=axis, kind="stable"), axis)
 
 
-@register("sort", REDUCTION, nondiff_outputs=(1,))
+@register("sort", REDUCTION, nondiff_outputs=(1,), variants="function, method")
 def sort(self, dim=-1, descending=False, stable=False):
     x = np.asarray(self)
     if x.ndim == 0:
@@ -681,7 +682,7 @@ def _(grads, self_shape, dim, result):
     return _scatter_back(grads[0], self_shape, dim, result[1])
 
 
-@register("argsort", REDUCTION, differentiable=False)
+@register("argsort", REDUCTION, differentiable=False, variants="function, method")
 def argsort(self, dim=-1, descending=False, stable=False):
     return sort.kernel(self, dim, descending, stable)[1]
 
@@ -701,7 +702,7 @@ def _topk_dim(shape, k, dim):
     return d
 
 
-@register("topk", REDUCTION, nondiff_outputs=(1,))
+@register("topk", REDUCTION, nondiff_outputs=(1,), variants="function, method")
 def topk(self, k, dim=-1, largest=True, sorted=True):
     x = np.asarray(self)
     d = _topk_dim(x.shape, k, dim)

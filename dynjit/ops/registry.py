@@ -20,6 +20,35 @@ The derivative's parameters after the first name what backward needs: op
 parameters by name, `result` for the output, or `<param>_shape` for just a tensor's shape (nothing saved), or `needs` for a tuple saying,
 per op parameter, whether a gradient is wanted for it. Only those are saved (and
 version-checked), exactly like PyTorch's derivatives.yaml.
+
+Everything else that is true of an op is declared here too, once, as
+PyTorch's native_functions.yaml does, and every layer derives what it needs
+from it (no layer keeps its own list of op names)::
+
+    @register("add", POINTWISE, variants="function, method", inplace=True,
+              wraps_scalar="other")
+
+- `variants`: which public entries are generated from the op: "function"
+  (`dynjit.add`, see dynjit/functional.py), "method" (`Tensor.add`, see
+  dynjit/_methods.py). A generated entry may be refined there by hand (an
+  overload choice, extra keyword arguments); an op with no variant is
+  internal (reachable as `dynjit.ops.<name>`).
+- `inplace=True`: the op has an in-place variant `<name>_` (kind INPLACE, a
+  Tensor method) that runs the op and writes the result into `self`;
+  `op.inplace` and `op.inplace.functional` link the pair.
+- `tags`: facts that passes read (TAGS below): RANDOM, NONE_DIM_REDUCES_ALL.
+- `varargs`: the list parameter that the method also takes spread out
+  (`x.view(2, 3)` for `x.view((2, 3))`).
+- `wraps_scalar`: the parameter that PyTorch's schema types `Tensor` and that
+  wraps a Python number passed there (`add.Tensor`): its autograd node lists
+  a None edge for the number.
+- `dim_overload`: the op that takes the `dim` this full reduction lacks
+  (`max` -> `max_dim`).
+- `inplace_views`: names of the Tensor methods that apply this view op in
+  place, as a metadata change (`transpose` -> `transpose_`, `swapdims_`, ...;
+  see metadata.py).
+- `aliases_input=True`: the output shares storage and version counter with
+  input 0 without being a view (`detach`).
 """
 import inspect
 
@@ -38,6 +67,16 @@ FLOAT = "float"              # promote, then integers/bool become the default fl
 BOOL = "bool"                # comparisons and logical ops
 KEEP = "keep"                # dtype of the first tensor argument
 
+# variants: the public entries generated from an op
+FUNCTION = "function"        # dynjit.<name>
+METHOD = "method"            # Tensor.<name>
+VARIANTS = (FUNCTION, METHOD)
+
+# tags: facts about an op that passes read
+RANDOM = "random"            # draws from the RNG: never dropped as dead code nor recomputed
+NONE_DIM_REDUCES_ALL = "none_dim_reduces_all"   # a reduction whose dim=None means every dim
+TAGS = (RANDOM, NONE_DIM_REDUCES_ALL)
+
 registry = {}
 
 
@@ -45,9 +84,23 @@ class OpDef:
     """One registered op. Callable: calling it dispatches (like torch.ops.aten.x)."""
 
     def __init__(self, name, kernel, kind, dtype_rule=PROMOTE, tensor_lists=(),
-                 differentiable=True, meta=None, aliases=(), nondiff_outputs=(), operands=None):
+                 differentiable=True, meta=None, nondiff_outputs=(), operands=None, variants="",
+                 tags=(), varargs=None, wraps_scalar=None, dim_overload=None, inplace_views=(),
+                 aliases_input=False):
         if kind not in KINDS:
             raise ValueError(f"unknown op kind {kind!r}")
+        if isinstance(variants, str):
+            variants = [v.strip() for v in variants.split(",") if v.strip()]
+        for v in variants:
+            if v not in VARIANTS:
+                raise ValueError(f"op {name!r}: unknown variant {v!r} (variants are {', '.join(VARIANTS)})")
+        for t in tags:
+            if t not in TAGS:
+                raise ValueError(f"op {name!r}: unknown tag {t!r} (tags are {', '.join(TAGS)})")
+        self.variants = frozenset(variants)
+        self.tags = frozenset(tags)
+        self.dim_overload = dim_overload
+        self.inplace_views = tuple(inplace_views)
         self.name = name
         self.kernel = kernel
         self.kind = kind
@@ -66,6 +119,11 @@ class OpDef:
         if operands is None:
             operands = [n for n, d in zip(self.params, self.defaults) if d is inspect.Parameter.empty]
         self.operands = tuple(self.index[n] for n in operands)
+        for p in (varargs, wraps_scalar):
+            if p is not None and p not in self.index:
+                raise ValueError(f"op {name!r}: {p!r} is not a parameter")
+        self.varargs = varargs
+        self.wraps_scalar = wraps_scalar
         self.derivative_fn = None
         self.saved = ()
         self.shape_params = ()
@@ -73,9 +131,8 @@ class OpDef:
         self.backward_cls = None
         self.functional = None      # for in-place ops: the out-of-place op
         self.inplace = None         # for functional ops: the in-place variant
-        self.aliases = tuple(aliases)
         self.impl = None            # set by dispatch: the eager entry
-        self.aliases_input = False  # output shares storage and version counter with input 0
+        self.aliases_input = aliases_input  # output shares storage and version counter with input 0
 
     def __repr__(self):
         return f"dynjit.ops.{self.name}"
@@ -140,15 +197,35 @@ def _dispatch(op, args, kwargs):
     return dispatch(op, args, kwargs)
 
 
-def register(name, kind, **options):
-    """Decorator: declare an op from its numpy kernel."""
+def register(name, kind, *, inplace=False, **options):
+    """Decorator: declare an op from its numpy kernel (and, with inplace=True, its
+    in-place variant `<name>_`)."""
     def deco(kernel):
-        if name in registry:
-            raise ValueError(f"op {name!r} registered twice")
-        op = OpDef(name, kernel, kind, **options)
-        registry[name] = op
+        op = _add(OpDef(name, kernel, kind, **options))
+        if inplace:
+            ip = _add(OpDef(name + "_", kernel, INPLACE, variants=(METHOD,),
+                            tensor_lists=[op.params[i] for i in op.tensor_lists]))
+            ip.functional = op
+            op.inplace = ip
         return op
     return deco
+
+
+def _add(op):
+    if op.name in registry:
+        raise ValueError(f"op {op.name!r} registered twice")
+    registry[op.name] = op
+    return op
+
+
+def with_variant(variant):
+    """The names of the ops that declare `variant` (FUNCTION or METHOD), in registry order."""
+    return tuple(n for n, op in registry.items() if variant in op.variants)
+
+
+def with_tag(tag):
+    """The names of the ops that carry `tag`."""
+    return frozenset(n for n, op in registry.items() if tag in op.tags)
 
 
 def get(name):

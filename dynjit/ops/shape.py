@@ -34,7 +34,7 @@ def infer_shape(shape, numel):
 _dim = wrap_dim
 
 
-@register("view", VIEW)
+@register("view", VIEW, variants="method", varargs="size")
 def view(self, size):
     shape = infer_shape(size, self.size)
     try:
@@ -48,7 +48,7 @@ def view(self, size):
 view.derivative(lambda grad, self_shape: grad.reshape(self_shape))
 
 
-@register("reshape", VIEW)
+@register("reshape", VIEW, variants="method", varargs="shape")
 def reshape(self, shape):
     return np.reshape(self, infer_shape(shape, self.size))
 
@@ -56,7 +56,7 @@ def reshape(self, shape):
 reshape.derivative(lambda grad, self_shape: grad.reshape(self_shape))
 
 
-@register("t", VIEW)
+@register("t", VIEW, variants="function, method", inplace_views=("t_",))
 def t(self):
     if self.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
@@ -66,7 +66,8 @@ def t(self):
 t.derivative(lambda grad: grad.t())
 
 
-@register("transpose", VIEW)
+@register("transpose", VIEW, variants="function, method",
+          inplace_views=("transpose_", "swapdims_", "swapaxes_"))
 def transpose(self, dim0, dim1):
     if self.ndim == 0:
         normalize_dims(dim0, 0), normalize_dims(dim1, 0)
@@ -82,7 +83,7 @@ def _bad(d, ndim):
 transpose.derivative(lambda grad, dim0, dim1: grad.transpose(dim0, dim1))
 
 
-@register("permute", VIEW)
+@register("permute", VIEW, variants="method", varargs="dims")
 def permute(self, dims):
     dims = normalize_dims(tuple(dims), self.ndim) if self.ndim else ()
     if len(dims) != self.ndim:
@@ -100,7 +101,7 @@ def _(grad, self_shape, dims):
     return grad.permute(inverse)
 
 
-@register("unsqueeze", VIEW)
+@register("unsqueeze", VIEW, variants="function, method", inplace_views=("unsqueeze_",))
 def unsqueeze(self, dim):
     n = self.ndim + 1
     if not -n <= dim < n:
@@ -111,7 +112,7 @@ def unsqueeze(self, dim):
 unsqueeze.derivative(lambda grad, dim: grad.squeeze(dim))
 
 
-@register("squeeze", VIEW)
+@register("squeeze", VIEW, variants="function, method", inplace_views=("squeeze_",))
 def squeeze(self, dim=None):
     if dim is None:
         return np.squeeze(self)
@@ -126,7 +127,7 @@ def squeeze(self, dim=None):
 squeeze.derivative(lambda grad, self_shape: grad.reshape(self_shape))
 
 
-@register("expand", VIEW)
+@register("expand", VIEW, variants="method", varargs="size")
 def expand(self, size):
     size = tuple(int(s) for s in size)
     if len(size) < self.ndim:
@@ -156,7 +157,7 @@ def _index_tuple(dim, item, ndim):
     return (slice(None),) * dim + (item,)
 
 
-@register("narrow", VIEW)
+@register("narrow", VIEW, variants="function, method")
 def narrow(self, dim, start, length):
     d = _dim(dim, self.ndim)
     size = self.shape[d]
@@ -175,7 +176,7 @@ def _(grad, self_shape, dim, start, length):
     return index_backward(grad, self_shape, _index_tuple(d, slice(start, start + length), len(self_shape)), False)
 
 
-@register("select", VIEW)
+@register("select", VIEW, variants="function, method")
 def select(self, dim, index):
     if self.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -267,7 +268,7 @@ def _(grad, shape, index, accumulate):
     return tuple(shape), grad.dtype
 
 
-@register("index_put", OTHER, tensor_lists=("indices",))
+@register("index_put", OTHER, tensor_lists=("indices",), variants="function, method", inplace=True)
 def index_put(self, indices, values, accumulate=False):
     out = np.array(self, copy=True)
     idx = tuple(indices)
@@ -327,7 +328,7 @@ def _(grads, dim):
     return cat(list(grads), dim)
 
 
-@register("unbind", VIEW)
+@register("unbind", VIEW, variants="function, method")
 def unbind(self, dim=0):
     if self.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
@@ -372,7 +373,7 @@ def _promote_all(dtypes):
     return out
 
 
-@register("cat", OTHER, tensor_lists=("tensors",))
+@register("cat", OTHER, tensor_lists=("tensors",), variants="function")
 def cat(tensors, dim=0):
     arrays = [np.asarray(a) for a in tensors]
     shape = cat_shape([a.shape for a in arrays], dim)
@@ -418,7 +419,7 @@ def stack_shape(shapes, dim):
     return shapes[0][:d] + (len(shapes),) + shapes[0][d:]
 
 
-@register("stack", OTHER, tensor_lists=("tensors",))
+@register("stack", OTHER, tensor_lists=("tensors",), variants="function")
 def stack(tensors, dim=0):
     arrays = [np.asarray(a) for a in tensors]
     shape = stack_shape([a.shape for a in arrays], dim)
@@ -436,7 +437,7 @@ def _(grad, tensors, dim):
     return (list(grad.unbind(dim)),)
 
 
-@register("clone", OTHER)
+@register("clone", OTHER, variants="function, method")
 def clone(self, memory_format=None):
     return np.array(self, copy=True)
 
@@ -463,7 +464,7 @@ contiguous_copy.derivative(lambda grad: grad)
 contiguous_copy.meta_fn(same_as)
 
 
-@register("flip", OTHER)
+@register("flip", OTHER, variants="method", varargs="dims")
 def flip(self, dims):
     axes = normalize_dims(tuple(dims), self.ndim) if self.ndim else ()
     return np.flip(self, axis=axes).copy() if axes else np.array(self, copy=True)
@@ -491,7 +492,7 @@ def _check_roll(shifts, dims, ndim):
     normalize_dims(dims, ndim)
 
 
-@register("roll", OTHER)
+@register("roll", OTHER, variants="function, method")
 def roll(self, shifts, dims=None):
     _check_roll(shifts, dims, self.ndim)
     if dims is None:
@@ -522,7 +523,7 @@ def repeat_shape(shape, repeats):
     return tuple(s * r for s, r in zip(padded, repeats))
 
 
-@register("repeat", OTHER)
+@register("repeat", OTHER, variants="method", varargs="repeats")
 def repeat(self, repeats):
     shape = repeat_shape(self.shape, repeats)
     return np.tile(self, tuple(repeats)).reshape(shape)
@@ -549,7 +550,7 @@ def _check_matrix(name, ndim):
         raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions, got {ndim}")
 
 
-@register("tril", OTHER)
+@register("tril", OTHER, variants="function, method", inplace=True)
 def tril(self, diagonal=0):
     _check_matrix("tril", self.ndim)
     return np.tril(self, diagonal)
@@ -564,7 +565,7 @@ def _(self, diagonal):
 tril.derivative(lambda grad, diagonal: grad.tril(diagonal))
 
 
-@register("triu", OTHER)
+@register("triu", OTHER, variants="function, method", inplace=True)
 def triu(self, diagonal=0):
     _check_matrix("triu", self.ndim)
     return np.triu(self, diagonal)
@@ -613,7 +614,7 @@ def _bounds_checked(fn, *args):
         raise IndexError(str(e).replace("axis", "dimension")) from None
 
 
-@register("gather", OTHER)
+@register("gather", OTHER, variants="function, method")
 def gather(self, dim, index):
     x, idx = np.asarray(self), np.asarray(index)
     d = _check_index_tensor("gather", x.shape, dim, idx.shape, idx.dtype)
@@ -656,7 +657,7 @@ def _scatter_into(name, self, dim, index, src, accumulate):
     return out
 
 
-@register("scatter_add", OTHER)
+@register("scatter_add", OTHER, variants="function, method", inplace=True)
 def scatter_add(self, dim, index, src):
     return _scatter_into("scatter_add", self, dim, index, np.asarray(src), True)
 
@@ -673,7 +674,7 @@ def _(grad, dim, index, src_shape):
     return grad, None, None, _pad_to(grad.gather(dim, index), src_shape)
 
 
-@register("scatter", OTHER)
+@register("scatter", OTHER, variants="function, method", inplace=True)
 def scatter(self, dim, index, src):
     return _scatter_into("scatter", self, dim, index, src, False)
 
@@ -708,7 +709,7 @@ def _index_select_shape(shape, dim, index_shape, index_dtype):
     return tuple(shape[:d]) + (n,) + tuple(shape[d + 1:])
 
 
-@register("index_select", OTHER)
+@register("index_select", OTHER, variants="function, method")
 def index_select(self, dim, index):
     idx = np.asarray(index)
     shape = _index_select_shape(np.shape(self), dim, idx.shape, idx.dtype)
@@ -734,7 +735,7 @@ def _check_one_hot_input(dtype):
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
 
 
-@register("one_hot", OTHER, differentiable=False)
+@register("one_hot", OTHER, differentiable=False, variants="function")
 def one_hot(self, num_classes=-1):
     idx = np.asarray(self)
     _check_one_hot_input(idx.dtype)
@@ -758,7 +759,7 @@ def _(self, num_classes):
     return tuple(self.shape) + (num_classes,), _dtype.int64
 
 
-@register("nonzero", OTHER, differentiable=False)
+@register("nonzero", OTHER, differentiable=False, variants="function, method")
 def nonzero(self):
     """Indices of the nonzero elements, one row per element: shape (count, ndim)."""
     return np.argwhere(np.asarray(self)).astype(np.int64)
@@ -769,7 +770,7 @@ def _(self):
     raise DataDependentOutputError("nonzero: the number of rows is the number of nonzero elements")
 
 
-@register("masked_select", OTHER)
+@register("masked_select", OTHER, variants="function, method")
 def masked_select(self, mask):
     _check_bool(np.asarray(mask).dtype, "masked_select")
     x, m = np.broadcast_arrays(np.asarray(self), np.asarray(mask))
@@ -810,7 +811,7 @@ def _check_broadcast_to(src_shape, shape):
                            f"destination's shape {list(shape)}")
 
 
-@register("copy", OTHER)
+@register("copy", OTHER, variants="function", inplace=True)
 def copy(self, src):
     """The functional form of copy_: `src` broadcast to self's shape in self's dtype."""
     _check_broadcast_to(np.shape(src), np.shape(self))
@@ -832,7 +833,7 @@ def _check_fill_value(value):
         raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {ndim} dimensions.")
 
 
-@register("fill", OTHER)
+@register("fill", OTHER, variants="function", inplace=True)
 def fill(self, value):
     _check_fill_value(value)
     return np.full(np.shape(self), value, dtype=np.asarray(self).dtype)
@@ -847,7 +848,7 @@ def _(self, value):
 fill.derivative(lambda grad: (None, grad.sum()))
 
 
-@register("zero", OTHER)
+@register("zero", OTHER, variants="function", inplace=True)
 def zero(self):
     return np.zeros_like(self)
 
@@ -856,7 +857,7 @@ zero.meta_fn(same_as)
 zero.derivative(lambda grad: grad * 0)
 
 
-@register("diagonal", VIEW)
+@register("diagonal", VIEW, variants="function, method")
 def diagonal(self, offset=0, dim1=0, dim2=1):
     d1, d2 = _diagonal_dims(self.ndim, dim1, dim2)
     return np.diagonal(self, offset, d1, d2)

@@ -15,8 +15,6 @@ from dynjit.ops.registry import registry, INPLACE
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "ops"))
 from opinfo_samples import SAMPLES, materialize, inplace_samples  # noqa: E402
 
-RANDOM = {"native_dropout", "rand", "randn", "randint", "randperm", "bernoulli"}
-
 
 def _flat(out):
     if isinstance(out, (tuple, list)):

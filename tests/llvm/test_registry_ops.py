@@ -17,7 +17,7 @@ from opinfo_samples import SAMPLES, materialize        # noqa: E402
 
 from llvm_helpers import assert_same, compiled         # noqa: E402
 
-RANDOM = {"rand", "randn", "randint", "randperm", "native_dropout", "bernoulli"}
+RANDOM = {n for n, op in registry.items() if "random" in op.tags}
 NAMES = sorted(n for n in SAMPLES if n not in RANDOM)
 
 
