@@ -3,9 +3,14 @@ tensor library and autograd engine. Public names follow PyTorch's."""
 from ._dtype import (dtype, float16, float32, float64, half, float, double, int8, int16, int32,
                      int64, uint8, long, int, get_default_dtype, set_default_dtype)
 from ._dtype import bool_ as bool  # noqa: A001  (PyTorch's name)
-from .tensor import Tensor, Size, tensor, as_tensor, from_numpy, is_tensor, device
 from . import ops
-from . import _methods  # noqa: F401  (binds Tensor methods)
+from .tensor import Tensor, Size, tensor, as_tensor, from_numpy, is_tensor, device
+from . import autograd
+# ops imports nothing above it: hand the dispatcher the tensor class and autograd's entry
+# points, once, before any op runs (docs/architecture.md)
+ops.dispatch.install_tensor_class(Tensor)
+ops.dispatch.install_autograd(autograd.graph.make_backward_class, autograd.graph.rebase_view)
+from . import _methods  # noqa: F401,E402  (binds Tensor's op and autograd methods)
 from .functional import *  # noqa: F401,F403
 from .functional import (max, min, var, std, norm, split, chunk, flatten, reshape, permute, flip,
                          squeeze, zeros, ones, empty, full, arange, linspace, eye, rand, randn,
@@ -14,7 +19,6 @@ from .functional import (max, min, var, std, norm, split, chunk, flatten, reshap
                          broadcast_tensors, broadcast_shapes, result_type, promote_types, clone,
                          detach, clamp_min, clamp_max, movedim, swapaxes, numel, bernoulli,
                          is_floating_point, is_nonzero)
-from . import autograd
 from .autograd import (no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, is_inference)
 from .random import manual_seed, seed, initial_seed, get_rng_state, set_rng_state, Generator

@@ -1,12 +1,14 @@
-"""Tensor methods and Python operators, each a thin call into the dispatcher.
+"""The Tensor methods that call into the layers above the tensor class:
+ops (each a thin call into the dispatcher), Python operators, and autograd's.
 
-Most methods have the same name and arguments as their op and are generated
-from the registry; the rest (varargs shapes, max/min overloads, operators,
-composites like flatten) are written out here.
+Most op methods have the same name and arguments as their op and are
+generated from the registry; the rest (varargs shapes, max/min overloads,
+operators, composites like flatten) are written out here.
 """
 import builtins
 
 from . import _dtype
+from .autograd import backward as _backward, graph as _graph
 from .ops.registry import registry as R, with_variant, METHOD
 from .ops.dispatch import dispatch
 from .ops.reductions import normalize_dims
@@ -335,4 +337,61 @@ Tensor.__ipow__ = _inplace_operator("pow_")
 Tensor.__ifloordiv__ = _inplace_operator("floor_divide_")
 Tensor.__imod__ = _inplace_operator("remainder_")
 Tensor.__hash__ = lambda self: id(self)
+
+
+# -- autograd ----------------------------------------------------------------
+
+def grad_fn(self):
+    if self._base is not None and self._view_version != self._version_counter[0]:
+        _graph.regenerate_view_grad_fn(self)
+    return self._grad_fn
+
+
+def _get_accumulator(self):
+    acc = self._accumulator
+    if acc is None:
+        acc = self._accumulator = _graph.AccumulateGrad(self)
+        if self._post_acc_hooks is not None:
+            acc._post_acc_hooks = self._post_acc_hooks
+    return acc
+
+
+def retain_grad(self):
+    """Fill this non-leaf's .grad during backward (no-op on leaves)."""
+    _graph.retain_grad(self)
+
+
+def register_hook(self, hook):
+    """hook(grad) -> optional new grad, called when this tensor's gradient is computed."""
+    if not self._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    fn = self.grad_fn
+    if fn is not None:
+        return fn.add_tensor_pre_hook(self._output_nr, hook)
+    if self._hooks is None:
+        self._hooks = _graph._HookDict()
+    return _graph.add_hook(self._hooks, hook)
+
+
+def register_post_accumulate_grad_hook(self, hook):
+    """hook(tensor), called after the gradient is accumulated into this leaf's .grad."""
+    if self.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    if not self._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self._post_acc_hooks is None:
+        self._post_acc_hooks = _graph._HookDict()
+        if self._accumulator is not None:
+            self._accumulator._post_acc_hooks = self._post_acc_hooks
+    return _graph.add_hook(self._post_acc_hooks, hook)
+
+
+def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    _backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
+
+
+for _fn in (grad_fn, _get_accumulator, retain_grad, register_hook, register_post_accumulate_grad_hook,
+            backward):
+    _fn.__qualname__ = f"Tensor.{_fn.__name__}"
+    setattr(Tensor, _fn.__name__, property(_fn) if _fn is grad_fn else _fn)
 del builtins

@@ -33,19 +33,20 @@ import types
 import warnings
 
 from . import config
+from .autograd import engine as _engine
 from .utils import counters
 
 _loaded = False
 
 
 def _load():
-    """Import what a compiled backward needs (not at import time: the engine imports this
-    module while dynjit itself is still loading)."""
-    global _loaded, Tensor, _data_reads, engine, _graph, anomaly_mode, _dispatch_modes, no_grad, \
+    """Import what a compiled backward needs (at its first use: `import dynjit` does not
+    load aot)."""
+    global _loaded, Tensor, _data_reads, _graph, anomaly_mode, _dispatch_modes, no_grad, \
         grad_state, GraphModule, GraphTracer, clone_op, AccumulateGrad, GraphRoot, OpBackward, \
         BackwardCFunction, CompiledFunctionBackward, CopySlices
     from .aot.runtime import CompiledFunctionBackward
-    from .autograd import anomaly_mode, engine
+    from .autograd import anomaly_mode
     from .autograd import graph as _graph
     from .autograd.function import BackwardCFunction
     from .autograd.grad_mode import no_grad, state as grad_state
@@ -77,23 +78,29 @@ def enable(compiler_fn):
     if not callable(compiler_fn):
         raise TypeError(f"compiled_autograd.enable expects a callable compiler_fn(gm), "
                         f"got {type(compiler_fn).__name__}")
-    prev = _state.compiler_fn
-    _state.compiler_fn = compiler_fn
-    try:
+    with _compiler(compiler_fn):
         yield
-    finally:
-        _state.compiler_fn = prev
 
 
 @contextlib.contextmanager
 def disable():
     """Inside the block, backward passes run on the ordinary engine."""
+    with _compiler(None):
+        yield
+
+
+@contextlib.contextmanager
+def _compiler(compiler_fn):
+    """This thread's compiler_fn inside the block; the engine's compiled-autograd slot holds
+    run_backward while there is one."""
     prev = _state.compiler_fn
-    _state.compiler_fn = None
+    _state.compiler_fn = compiler_fn
+    prev_slot = _engine.set_compiled_backward(run_backward if compiler_fn is not None else None)
     try:
         yield
     finally:
         _state.compiler_fn = prev
+        _engine.set_compiled_backward(prev_slot)
 
 
 def reset():
@@ -207,12 +214,12 @@ class _Plan:
             raise _NotCaptured("anomaly mode")
         if _dispatch_modes:
             raise _NotCaptured("backward inside a dispatch mode (make_fx tracing)")
-        root, root_buffer = engine._graph_root(root_edges, root_grads)
+        root, root_buffer = _engine._graph_root(root_edges, root_grads)
         deps = {}
-        engine._post_order(root, deps)
+        _engine._post_order(root, deps)
         self.root = root
         self.root_slots = [i for i, g in enumerate(root_buffer) if g is not None]
-        self.order = order = engine.execution_order(root, deps)
+        self.order = order = _engine.execution_order(root, deps)
         retained = _graph.retained_grad_targets() if _graph._retaining else None
         index = {node: i for i, node in enumerate(order)}
         self.inputs = [root_buffer[i] for i in self.root_slots]
@@ -441,7 +448,7 @@ def _capture(plan):
                 if node._post_hooks:
                     for _ in node._post_hooks:
                         outs = call_node_hook(call_post_hook, (outs, grads), outs)
-                _pass_on(node, outs, buffers, engine._sum_grads)
+                _pass_on(node, outs, buffers, _engine._sum_grads)
     finally:
         _data_reads.pop()
         _state.running = prev
@@ -512,11 +519,11 @@ def _checked_grads(result, grads):
 def _run(plan, compiled, keep_graph):
     """Call the compiled backward on the plan's inputs and accumulate into the leaves as
     the engine would; the pass is a graph task (queue_callback, current_graph_task_id)."""
-    task = engine.GraphTask(keep_graph, False, True)
+    task = _engine.GraphTask(keep_graph, False, True)
     task.root = plan.root
     prev_running, prev_grad = _state.running, grad_state.enabled
-    engine._engine_lock.acquire()
-    engine._state.tasks.append(task)
+    _engine._engine_lock.acquire()
+    _engine._state.tasks.append(task)
     _state.running = True
     grad_state.enabled = False
     try:
@@ -545,8 +552,8 @@ def _run(plan, compiled, keep_graph):
     finally:
         grad_state.enabled = prev_grad
         _state.running = prev_running
-        engine._state.tasks.pop()
-        engine._engine_lock.release()
+        _engine._state.tasks.pop()
+        _engine._engine_lock.release()
 
 
 def _accumulate(node, new_grads, i):

@@ -8,10 +8,9 @@ import numpy as np
 
 from . import _dtype
 from ._dtype import from_numpy_dtype
-from .autograd import graph as _graph
-from .autograd.grad_mode import state as _grad_state
-from .ops import dispatch as _dispatch_mod
-from .ops.dispatch import dispatch
+from .ops import metadata as _metadata
+from .ops.dispatch import dispatch, grad_state as _grad_state
+from .ops.registry import registry as _ops
 
 _NP_SCALARS = (np.generic,)
 # observers told when Python reads a tensor's values (item, tolist, bool, numpy): compiled
@@ -20,6 +19,14 @@ _data_reads = []
 
 
 class Tensor:
+    """A numpy array with autograd state.
+
+    This module is the tensor layer: it sits on ops and knows nothing above
+    them. Methods that call into the layers above are bound to the class by
+    dynjit/_methods.py: the op methods and operators, and autograd's
+    (grad_fn, backward, retain_grad, register_hook,
+    register_post_accumulate_grad_hook, _get_accumulator).
+    """
     # Class-level defaults keep construction to two attribute writes.
     _grad_fn = None
     _output_nr = 0
@@ -215,12 +222,6 @@ class Tensor:
         return self
 
     @property
-    def grad_fn(self):
-        if self._base is not None and self._view_version != self._version_counter[0]:
-            _graph.regenerate_view_grad_fn(self)
-        return self._grad_fn
-
-    @property
     def output_nr(self):
         return self._output_nr
 
@@ -258,14 +259,6 @@ class Tensor:
     def grad(self):
         self._grad = None
 
-    def _get_accumulator(self):
-        acc = self._accumulator
-        if acc is None:
-            acc = self._accumulator = _graph.AccumulateGrad(self)
-            if self._post_acc_hooks is not None:
-                acc._post_acc_hooks = self._post_acc_hooks
-        return acc
-
     def _snapshot(self):
         """A copy of this tensor's current value that keeps its autograd identity
         (saved for backward before an in-place op overwrites it)."""
@@ -287,40 +280,9 @@ class Tensor:
         self._requires_grad = False
         return self
 
-    def retain_grad(self):
-        """Fill this non-leaf's .grad during backward (no-op on leaves)."""
-        _graph.retain_grad(self)
-
     @property
     def retains_grad(self):
         return self._retains_grad
-
-    def register_hook(self, hook):
-        """hook(grad) -> optional new grad, called when this tensor's gradient is computed."""
-        if not self._requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        fn = self.grad_fn
-        if fn is not None:
-            return fn.add_tensor_pre_hook(self._output_nr, hook)
-        if self._hooks is None:
-            self._hooks = _graph._HookDict()
-        return _graph.add_hook(self._hooks, hook)
-
-    def register_post_accumulate_grad_hook(self, hook):
-        """hook(tensor), called after the gradient is accumulated into this leaf's .grad."""
-        if self.grad_fn is not None:
-            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
-        if not self._requires_grad:
-            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        if self._post_acc_hooks is None:
-            self._post_acc_hooks = _graph._HookDict()
-            if self._accumulator is not None:
-                self._accumulator._post_acc_hooks = self._post_acc_hooks
-        return _graph.add_hook(self._post_acc_hooks, hook)
-
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        from .autograd import backward
-        backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
 
     # -- metadata mutation (see dynjit.ops.metadata) ------------------------
     def t_(self):
@@ -436,12 +398,22 @@ class Tensor:
 
     # -- indexing ------------------------------------------------------------
     def __getitem__(self, index):
-        from .ops.indexing import getitem
-        return getitem(self, index)
+        basic, idx = _normalize_index(index)
+        if basic:
+            return dispatch(_getitem, (self, idx), {})
+        return dispatch(_index, (self, list(idx)), {})
 
     def __setitem__(self, index, value):
-        from .ops.indexing import setitem
-        setitem(self, index, value)
+        basic, idx = _normalize_index(index)
+        if basic:
+            target = dispatch(_getitem, (self, idx), {})
+            if not isinstance(value, Tensor):
+                value = tensor(value, dtype=self.dtype)
+            dispatch(_copy_, (target, value), {})
+        else:
+            if not isinstance(value, Tensor):
+                value = tensor(value, dtype=self.dtype)
+            dispatch(_index_put_, (self, list(idx), value), {})
 
     def to(self, *args, dtype=None, copy=False, **kwargs):
         for a in args:
@@ -618,7 +590,49 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
-_dispatch_mod.Tensor = Tensor
-_graph.Tensor = Tensor
-from .ops import registry as _ops  # noqa: E402
-from .ops import metadata as _metadata  # noqa: E402
+
+# -- indexing ------------------------------------------------------------------
+# Basic indices (ints, slices, None, Ellipsis) give a view through the `getitem` op;
+# anything holding an integer/bool tensor or a list is advanced indexing through the
+# `index` op (a copy). Assignment writes through a view with `copy_` or, for advanced
+# indices, uses `index_put_`.
+
+_getitem = _ops["getitem"]
+_index = _ops["index"]
+_index_put_ = _ops["index_put_"]
+_copy_ = _ops["copy_"]
+_BASIC_INDEX = (int, slice, type(None), type(Ellipsis))
+
+
+def _normalize_index(index):
+    """(is_basic, index tuple) with 0-d integer tensors turned into ints."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    basic = True
+    out = []
+    for i in index:
+        if isinstance(i, Tensor):
+            if i._data.ndim == 0 and i._data.dtype.kind in "iu":
+                i = int(i._data)
+            else:
+                basic = False
+                if i._data.dtype.kind == "f":
+                    raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        elif isinstance(i, bool) or isinstance(i, np.bool_):
+            basic = False
+        elif isinstance(i, np.integer):
+            i = int(i)
+        elif isinstance(i, (list, np.ndarray)):
+            basic = False
+        elif not isinstance(i, _BASIC_INDEX):
+            raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                             f"tensors are valid indices (got {type(i).__name__})")
+        if isinstance(i, slice):
+            for part in (i.start, i.stop, i.step):
+                if isinstance(part, Tensor):
+                    i = slice(*(int(p) if isinstance(p, Tensor) else p for p in (i.start, i.stop, i.step)))
+                    break
+            if i.step is not None and i.step <= 0:
+                raise ValueError("step must be greater than zero")
+        out.append(i)
+    return basic, tuple(out)

@@ -45,10 +45,12 @@ import threading
 
 import numpy as np
 
-from ..autograd.grad_mode import no_grad, state as _grad_state, _GradState
+from ..autograd import grad_mode as _grad_mode
+from ..autograd.grad_mode import no_grad, state as _grad_state
 from ..fx.graph_module import GraphModule
 from ..fx.proxy_tensor import TensorMeta, same_layout_copy
 from ..ops import dispatch as _dispatch
+from ..ops.dispatch import _GradState
 from ..ops.registry import INPLACE, registry
 from ..tensor import Tensor
 from .flat import call_key, flatten
@@ -114,7 +116,7 @@ def _set_grad_enabled(mode):
 
 _set_grad_enabled._is_impure = True     # kept in the graph though nothing reads its result
 
-_GRAD_MODE_FILE = os.path.abspath(sys.modules[_GradState.__module__].__file__)
+_GRAD_MODE_FILE = os.path.abspath(_grad_mode.__file__)    # where no_grad & co. switch grad mode
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 

@@ -7,6 +7,8 @@ import warnings
 
 import numpy as np
 
+from ..tensor import Tensor
+
 from . import graph
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,
                         is_grad_enabled, is_inference_mode_enabled, is_view_replay_enabled, is_inference,
@@ -23,13 +25,7 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
            "is_grad_enabled", "Variable"]
 
 
-def _tensor_cls():
-    from ..tensor import Tensor
-    return Tensor
-
-
 def _as_tuple(x):
-    Tensor = _tensor_cls()
     if x is None:
         return None
     if isinstance(x, Tensor):
@@ -38,7 +34,6 @@ def _as_tuple(x):
 
 
 def _make_grads(outputs, grad_outputs, is_grads_batched=False):
-    Tensor = _tensor_cls()
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
@@ -62,7 +57,7 @@ def _ones_like(t):
     if _modes:      # a tracing mode should see (and record) the seed gradient
         from ..ops import registry
         return registry["ones"]((t._data.shape), t.dtype)
-    return _tensor_cls()._make(np.ones(t._data.shape, dtype=t.dtype.np))
+    return Tensor._make(np.ones(t._data.shape, dtype=t.dtype.np))
 
 
 def _root_edges(outputs, grads):
@@ -80,7 +75,6 @@ def _root_edges(outputs, grads):
 
 def _input_edge(t, accumulate_grad):
     """The edge whose incoming gradient is wanted for input `t` (a tensor or a GradientEdge)."""
-    Tensor = _tensor_cls()
     if isinstance(t, graph.GradientEdge):
         return tuple(t)
     if not isinstance(t, Tensor):
@@ -119,7 +113,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         warnings.warn(_CREATE_GRAPH_WARNING, UserWarning, stacklevel=2)
     input_edges = None
     if inputs is not None:
-        inputs = (inputs,) if isinstance(inputs, (_tensor_cls(), graph.GradientEdge)) else tuple(inputs)
+        inputs = (inputs,) if isinstance(inputs, (Tensor, graph.GradientEdge)) else tuple(inputs)
         if not inputs:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
         input_edges = [_input_edge(t, accumulate_grad=True) for t in inputs]
@@ -133,7 +127,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Gradients of `outputs` w.r.t. `inputs` (tensors or GradientEdges), returned, not
     accumulated into .grad."""
-    Tensor = _tensor_cls()
     outputs = _as_tuple(outputs)
     inputs = (inputs,) if isinstance(inputs, (Tensor, graph.GradientEdge)) else tuple(inputs)
     if not inputs:

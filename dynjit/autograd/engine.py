@@ -24,10 +24,10 @@ import numpy as np
 
 from . import graph as _graph
 from .. import _jit_callback
-from .. import compiled_autograd as _compiled_autograd
 from .grad_mode import state as _grad_state
 from . import anomaly_mode as _anomaly_mode
 from ..ops.dispatch import _modes as _dispatch_modes
+from ..tensor import Tensor
 
 _task_ids = itertools.count()
 
@@ -36,6 +36,7 @@ class _EngineState(threading.local):
     def __init__(self):
         self.tasks = []                  # the running graph tasks, innermost last
         self.multithreading = True       # only a flag: dynjit's engine is single-threaded
+        self.compiled_backward = None    # the compiled-autograd slot (set_compiled_backward)
 
 
 _state = _EngineState()
@@ -70,7 +71,6 @@ class GraphTask:
 def _sum_grads(a, b, create_graph):
     if create_graph or a._requires_grad or b._requires_grad or _dispatch_modes:
         return a + b
-    from ..tensor import Tensor
     return Tensor._make(np.add(a._data, b._data))
 
 
@@ -126,6 +126,19 @@ def _mark_needed(task, order, input_edges):
     task.needed = needed
 
 
+def set_compiled_backward(fn):
+    """Fill this thread's compiled-autograd slot; return what was in it.
+
+    `fn(root_edges, root_grads, keep_graph)` is offered every plain backward pass
+    (accumulating, no `inputs`, no create_graph) first, and returns True when it ran
+    the pass itself. dynjit.compiled_autograd.enable() fills the slot (the engine
+    does not import that layer above it), as dynjit._jit_callback holds the frontend's
+    frame hook."""
+    prev = _state.compiled_backward
+    _state.compiled_backward = fn
+    return prev
+
+
 def run_backward(root_edges, root_grads, keep_graph, create_graph, inputs=None,
                  accumulate_grad=True):
     """Run one backward pass from `root_edges` seeded with `root_grads`.
@@ -135,8 +148,9 @@ def run_backward(root_edges, root_grads, keep_graph, create_graph, inputs=None,
     accumulate_grad=True (backward(inputs=...)) only the part of the graph
     leading to them runs.
     """
-    if (accumulate_grad and inputs is None and not create_graph
-            and _compiled_autograd.run_backward(root_edges, root_grads, keep_graph)):
+    compiled = _state.compiled_backward
+    if (compiled is not None and accumulate_grad and inputs is None and not create_graph
+            and compiled(root_edges, root_grads, keep_graph)):
         return None
     task = GraphTask(keep_graph, create_graph, accumulate_grad)
     root, root_buffer = _graph_root(root_edges, root_grads)
@@ -322,7 +336,6 @@ def _check_hook_outputs(node, r, n):
 
 
 def _check_hook_result(r, old):
-    from ..tensor import Tensor
     if not isinstance(r, Tensor):
         raise TypeError(f"a tensor hook must return a Tensor or None, got {type(r).__name__}")
     if r._data.shape != old._data.shape:

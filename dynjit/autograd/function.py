@@ -12,6 +12,7 @@ import weakref
 from .. import _jit_callback
 from . import graph as _graph
 from .grad_mode import no_grad, state as _grad_state
+from ..tensor import Tensor
 
 
 
@@ -117,7 +118,6 @@ class BackwardCFunction(_graph.Node, FunctionCtx):
             self._saved_override = None
 
     def apply(self, grads):
-        from ..tensor import Tensor
         import numpy as np
         if self.materialize_grads:
             keep_none = () if self._materialize_non_diff_grads else self._non_diff_outputs
@@ -260,7 +260,6 @@ def _bind_kwargs(cls, args, kwargs):
 def _apply_eager(cls, args, kwargs, forward_hook=None):
     """Run cls.forward and wrap its outputs; `forward_hook(fn)` (from the JIT, at a graph
     break) gives the callable that runs forward in place of fn."""
-    from ..tensor import Tensor
     if isinstance(inspect.getattr_static(cls, "forward"), type(lambda: 0)) and \
             inspect.getattr_static(cls, "forward") is not inspect.getattr_static(Function, "forward"):
         raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. "
@@ -280,7 +279,6 @@ def _apply_eager(cls, args, kwargs, forward_hook=None):
 
 
 def _wrap_outputs(ctx, args, outputs, is_differentiable):
-    from ..tensor import Tensor
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs
     input_ids = {id(a): a for a in args if isinstance(a, Tensor)}
@@ -381,7 +379,6 @@ def once_differentiable(fn):
     if anyone tries to differentiate through it."""
     @functools.wraps(fn)
     def wrapper(ctx, *args):
-        from ..tensor import Tensor
         with no_grad():
             outputs = fn(ctx, *args)
         if not _grad_state.enabled:

@@ -21,6 +21,7 @@ import numpy as np
 
 from .function import Function
 from .grad_mode import state as _grad_state
+from ..tensor import Tensor
 
 
 class _Spec:
@@ -54,7 +55,6 @@ class CompiledFunctionApply(Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        from ..tensor import Tensor
         spec = ctx.spec
         if _grad_state.enabled:
             raise RuntimeError(

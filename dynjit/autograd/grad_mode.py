@@ -6,18 +6,10 @@ context managers and as decorators (on functions, methods and generators;
 """
 import functools
 import inspect
-import threading
 import warnings
 
-
-class _GradState(threading.local):
-    def __init__(self):
-        self.enabled = True
-        self.inference = False
-        self.view_replay = False
-
-
-state = _GradState()
+# the switches' state lives with the dispatcher, which reads it on every op
+from ..ops.dispatch import grad_state as state
 
 
 def is_grad_enabled():

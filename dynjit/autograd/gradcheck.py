@@ -9,18 +9,14 @@ import warnings
 
 import numpy as np
 
+from ..tensor import Tensor
+
 
 class GradcheckError(RuntimeError):
     """A gradient check failed (raised unless raise_exception=False)."""
 
 
-def _tensor_cls():
-    from ..tensor import Tensor
-    return Tensor
-
-
 def _flat_outputs(out):
-    Tensor = _tensor_cls()
     if isinstance(out, Tensor):
         return [out]
     return [o for o in out if isinstance(o, Tensor)]
@@ -72,7 +68,6 @@ def _check_same_meta(reference, perturbed):
 
 def _analytical_jacobian(outputs, wrt):
     from . import grad as autograd_grad
-    Tensor = _tensor_cls()
     jac = [[None] * len(outputs) for _ in wrt]
     for j, out in enumerate(outputs):
         size = out._data.size
@@ -91,7 +86,6 @@ def _analytical_jacobian(outputs, wrt):
 
 
 def _validate_inputs(inputs):
-    Tensor = _tensor_cls()
     wrt = [t for t in inputs if isinstance(t, Tensor) and t._requires_grad]
     if not wrt:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none "
@@ -163,7 +157,6 @@ def _check_undefined_grad(func, inputs, wrt):
         return [o for o in _flat_outputs(func(*inputs)) if o._requires_grad]
 
     def run(outputs):
-        Tensor = _tensor_cls()
         grad_outputs = [Tensor._make(np.zeros(o._data.shape, dtype=o.dtype.np)) for o in outputs]
         try:
             grads = autograd_grad(outputs, wrt, grad_outputs, allow_unused=True)
@@ -196,7 +189,6 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     invalid inputs, and errors raised by `func` itself, always raise. (`fast_mode`
     is accepted and runs the full check.) With `check_undefined_grad`, backward must
     also cope with undefined (None) output gradients."""
-    Tensor = _tensor_cls()
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     wrt = _validate_inputs(inputs)
     try:
@@ -215,7 +207,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
                   check_undefined_grad=True, check_batched_grad=False, fast_mode=False, masked=False):
     """gradcheck of the gradient: checks that backward is itself differentiable."""
     from . import grad as autograd_grad
-    Tensor = _tensor_cls()
     if isinstance(inputs, Tensor):
         inputs = (inputs,)
     inputs = tuple(inputs)
@@ -251,7 +242,7 @@ _PRIVATE_API = ("`{}` was part of PyTorch's private API and not meant to be expo
 
 def _jacobian_tensor(matrix):
     """Our (out_size, in_size) matrix as PyTorch's (in_size, out_size) tensor."""
-    return _tensor_cls()._make(np.ascontiguousarray(matrix.T))
+    return Tensor._make(np.ascontiguousarray(matrix.T))
 
 
 def get_numerical_jacobian(fn, inputs, target=None, eps=1e-3, grad_out=1.0):
@@ -261,7 +252,6 @@ def get_numerical_jacobian(fn, inputs, target=None, eps=1e-3, grad_out=1.0):
     if grad_out != 1.0:
         raise ValueError("Expected grad_out to be 1.0. get_numerical_jacobian no longer supports "
                          "values of grad_out != 1.0.")
-    Tensor = _tensor_cls()
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     wrt = [target] if target is not None else [t for t in inputs if isinstance(t, Tensor) and t._requires_grad]
     jac = _numerical_jacobian(lambda *ins: fn(ins), inputs, wrt, eps)
@@ -275,7 +265,6 @@ def get_analytical_jacobian(inputs, output, nondet_tol=0.0, grad_out=1.0):
     if grad_out != 1.0:
         raise ValueError("Expected grad_out to be 1.0. get_analytical_jacobian no longer supports "
                          "values of grad_out != 1.0.")
-    Tensor = _tensor_cls()
     wrt = [t for t in inputs if isinstance(t, Tensor) and t._requires_grad]
     first = _analytical_jacobian([output], wrt)
     second = _analytical_jacobian([output], wrt)

@@ -22,8 +22,8 @@ from .anomaly_mode import state as _anomaly, record_forward as _record_forward
 from .saved import FREED_MESSAGE, SavedTensor, save_conditions  # noqa: F401  (part of this module's API)
 from .saved import (saved_tensors_hooks, save_on_cpu, disable_saved_tensors_hooks,  # noqa: F401
                     saved_tensors_hooks_is_enabled, allow_mutation_on_saved_tensors)
+from ..tensor import Tensor
 
-Tensor = None  # set by dynjit.tensor
 _seq = itertools.count()
 
 

@@ -6,6 +6,7 @@ import textwrap
 import threading
 import weakref
 
+from ..ops.dispatch import INFERENCE_SAVE_MESSAGE
 from . import graph as _graph
 from .grad_mode import state as _grad_state
 
@@ -14,12 +15,6 @@ FREED_MESSAGE = (
     "they have already been freed). Saved intermediate values of the graph are freed when you "
     "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
     "through the graph a second time or if you need to access saved tensors after calling backward.")
-
-
-INFERENCE_SAVE_MESSAGE = (
-    "Inference tensors cannot be saved for backward. To work around you can make a clone to get "
-    "a normal tensor and use it in autograd.")
-
 
 PACK_INPLACE_MESSAGE = (
     "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack "

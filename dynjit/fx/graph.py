@@ -5,6 +5,7 @@ import contextlib
 import keyword
 import math
 import re
+import sys
 
 from .node import Node, map_arg, target_name, meta_str
 
@@ -254,7 +255,6 @@ class _DynjitNamespace:
 def _dynjit_path(t):
     """`autograd.function.FunctionCtx` for a dynjit object importable by its module and
     qualified name (how generated code names it), else None."""
-    import sys
     mod = getattr(t, "__module__", None)
     qual = getattr(t, "__qualname__", None)
     if not (isinstance(mod, str) and isinstance(qual, str) and mod.startswith("dynjit.")) or "<" in qual:
@@ -307,8 +307,7 @@ class _CodeGen:
         if name.startswith("operator."):
             return name
         short = getattr(t, "__name__", None)
-        import dynjit
-        if short and getattr(dynjit, short, None) is t:
+        if short and getattr(sys.modules["dynjit"], short, None) is t:    # a public name
             setattr(self.dynjit, short, t)
             return f"dynjit.{short}"
         path = _dynjit_path(t)

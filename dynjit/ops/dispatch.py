@@ -7,19 +7,59 @@ registry's dtype rule, and, when grad mode is on and an input requires grad,
 record the backward node. In-place ops run their functional op and write the
 result back; views share storage and a version counter with their base.
 """
+import threading
+
 import numpy as np
 
 from .. import _dtype
 from .._dtype import result_type
-from ..autograd.grad_mode import state as _grad_state
-import importlib
-from .registry import POINTWISE, VIEW, INPLACE, FLOAT, BOOL, KEEP, PROMOTE
+from .vocab import POINTWISE, VIEW, INPLACE, FLOAT, BOOL, KEEP, PROMOTE
 from .._dtype import _FROM_NP
 
 _modes = []   # dispatch-mode stack; innermost last
 _snapshot_observers = []   # tracers told about the copy an in-place op saves for backward
 _mutation_observers = []   # fn(tensor) before an in-place op writes `tensor` (allow_mutation_on_saved_tensors)
-Tensor = None  # set by dynjit.tensor (import cycle)
+
+
+class _GradState(threading.local):
+    """Grad mode, per thread: whether the dispatcher records autograd history (the
+    switches are dynjit.autograd.grad_mode's no_grad, inference_mode, ...)."""
+
+    def __init__(self):
+        self.enabled = True
+        self.inference = False
+        self.view_replay = False
+
+
+grad_state = _GradState()
+
+INFERENCE_SAVE_MESSAGE = (
+    "Inference tensors cannot be saved for backward. To work around you can make a clone to "
+    "get a normal tensor and use it in autograd.")
+
+
+# -- the layers above ops plug in here --------------------------------------------------
+# ops imports nothing above it. dynjit/__init__.py hands in the tensor class and autograd's
+# entry points, once, right after importing them, before any op runs.
+
+Tensor = None          # the tensor class (install_tensor_class)
+_rebase_view = None    # autograd.graph.rebase_view (install_autograd)
+
+
+def install_tensor_class(cls):
+    """The class the dispatcher wraps kernel outputs in and recognizes tensors by."""
+    global Tensor
+    Tensor = cls
+
+
+def install_autograd(make_backward_class, rebase_view):
+    """Autograd's part of eager execution: `make_backward_class(op)` builds the node class
+    an op's derivative runs in; `rebase_view(view, node)` gives the base of a view that an
+    in-place op wrote through its new history."""
+    global _rebase_view
+    _rebase_view = rebase_view
+    from .registry import set_backward_class_factory
+    set_backward_class_factory(make_backward_class)
 
 
 class DispatchMode:
@@ -159,7 +199,7 @@ def eager(op, args, kwargs):
         if type(out) is not np.ndarray or out.dtype != want:
             out = _as_array(out, want)
         result = Tensor._make(out)
-        if _grad_state.enabled and op.backward_cls is not None:
+        if grad_state.enabled and op.backward_cls is not None:
             for a in args:
                 if isinstance(a, Tensor) and a._requires_grad:
                     record(op, args, [t for t in args if isinstance(t, Tensor)], result)
@@ -168,12 +208,12 @@ def eager(op, args, kwargs):
     out, tensors = run_kernel(op, args)
     result = _wrap(op, out, tensors)
     if op.kind is VIEW:
-        if args[0]._is_inference and not _grad_state.inference:
+        if args[0]._is_inference and not grad_state.inference:
             return _inference_view_outputs(result)
         _mark_views(op, args, result)
     elif op.aliases_input:
         result._version_counter = args[0]._version_counter
-    if _grad_state.enabled and op.backward_cls is not None:
+    if grad_state.enabled and op.backward_cls is not None:
         for t in tensors:
             if t._requires_grad:
                 record(op, args, tensors, result)
@@ -186,12 +226,12 @@ def _mark_views(op, args, result):
     outs = result if isinstance(result, (tuple, list)) else (result,)
     base = src._base if src._base is not None else src
     multi = isinstance(result, (tuple, list))
-    normal_in_inference = _grad_state.inference and not src._is_inference
+    normal_in_inference = grad_state.inference and not src._is_inference
     # How the view was made, which decides whether it may be written in place later
     # (PyTorch's CreationMeta; a view of such a view inherits it).
     if normal_in_inference:
         new = ("inference",)
-    elif not _grad_state.enabled and not _grad_state.inference:
+    elif not grad_state.enabled and not grad_state.inference:
         new = ("no_grad",)
     else:
         new = None
@@ -253,13 +293,12 @@ def inplace(op, args, kwargs):
     args = op.normalize(args, kwargs)
     self = args[0]
     fop = op.functional
-    needs_grad = _grad_state.enabled and fop.backward_cls is not None and any(
+    needs_grad = grad_state.enabled and fop.backward_cls is not None and any(
         isinstance(a, Tensor) and a._requires_grad for a in args)
     check_inplace_allowed(self, needs_grad, op.name)
-    if needs_grad and not _grad_state.inference:
+    if needs_grad and not grad_state.inference:
         for i in fop.saved:
             if isinstance(args[i], Tensor) and args[i]._is_inference:
-                from ..autograd.saved import INFERENCE_SAVE_MESSAGE
                 raise RuntimeError(INFERENCE_SAVE_MESSAGE)
     out, tensors = run_kernel(fop, args)
     out_dtype = _dtype.from_numpy_dtype(out.dtype)
@@ -285,8 +324,7 @@ def inplace(op, args, kwargs):
     if needs_grad:
         node = fop.backward_cls(fop, node_args, node_tensors, self)
         if self._base is not None:
-            from ..autograd.graph import rebase_view
-            rebase_view(self, node)
+            _rebase_view(self, node)
         else:
             self._grad_fn = node
             self._output_nr = 0
@@ -301,13 +339,13 @@ def check_inplace_allowed(self, needs_grad, name):
         base = self._base
         if needs_grad and self._creation_meta is not None:
             raise RuntimeError(view_rebase_message(self, self._creation_meta))
-        if base._grad_fn is None and base._requires_grad and _grad_state.enabled:
+        if base._grad_fn is None and base._requires_grad and grad_state.enabled:
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                                f"in-place operation ({name}).")
-    elif self._grad_fn is None and self._requires_grad and _grad_state.enabled:
+    elif self._grad_fn is None and self._requires_grad and grad_state.enabled:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            f"operation ({name}).")
-    if not _grad_state.inference and self._is_inference:
+    if not grad_state.inference and self._is_inference:
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed. "
                            "You can make a clone to get a normal tensor before doing inplace update.")
 
@@ -353,5 +391,3 @@ def install(op):
     """Give an OpDef its eager entry (called for every op at import)."""
     op.impl = inplace if op.kind == INPLACE else eager
 
-
-importlib.import_module(__package__ + ".registry")._dispatch = dispatch

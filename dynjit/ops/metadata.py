@@ -19,8 +19,8 @@ Both kinds of mutation go to the innermost dispatch mode first: a mode that
 defines `__metadata_mutation__(kind, tensor, args)` (graph tracers,
 functionalization) handles it; otherwise it runs eagerly.
 """
-from ..autograd.grad_mode import state as _grad_state
 from . import dispatch as _dispatch
+from .dispatch import check_inplace_allowed, dispatch, grad_state as _grad_state
 from .registry import registry
 
 _T, _TRANSPOSE = registry["t"], registry["transpose"]
@@ -92,7 +92,6 @@ class _Before:
 
 def eager_inplace_view(self, name, args):
     """`self.<name>(*args)` for an in-place view op, run eagerly (see the module docstring)."""
-    from .dispatch import check_inplace_allowed, dispatch
     op = INPLACE_VIEWS[name]
     needs_grad = _grad_state.enabled and self._requires_grad
     check_inplace_allowed(self, needs_grad, name)
@@ -118,8 +117,7 @@ def eager_set_(self, source):
     """`self.set_(source)`: self uses source's memory, shape and strides from now on (and its
     version counter, so that writes through either are seen by both). Only without autograd
     recording (under no_grad, or when neither tensor requires grad)."""
-    from ..tensor import Tensor
-    if not isinstance(source, Tensor):
+    if not isinstance(source, _dispatch.Tensor):
         raise TypeError(f"set_() expects a tensor to take the memory of, got {type(source).__name__}")
     if source.dtype is not self.dtype:
         raise RuntimeError(f"set_(): the source tensor is {source.dtype.name} but this tensor is "

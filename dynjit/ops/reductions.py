@@ -12,7 +12,7 @@ import numpy as np
 from .. import _dtype
 from .registry import register, REDUCTION, NONE_DIM_REDUCES_ALL
 from .pointwise import where
-from ..autograd.grad_mode import state as _grad_state
+from .dispatch import grad_state as _grad_state
 from .meta import normalize_dims, reduced_shape, accumulate_dtype, float_dtype, same_as
 
 values_indices = namedtuple("values_indices", ["values", "indices"])

@@ -52,30 +52,10 @@ from it (no layer keeps its own list of op names)::
 """
 import inspect
 
-POINTWISE = "pointwise"
-REDUCTION = "reduction"
-VIEW = "view"
-INPLACE = "inplace"
-EXTERN = "extern"
-FACTORY = "factory"
-OTHER = "other"
-KINDS = (POINTWISE, REDUCTION, VIEW, INPLACE, EXTERN, FACTORY, OTHER)
-
-# dtype rules for pointwise ops
-PROMOTE = "promote"          # PyTorch promotion of all operands
-FLOAT = "float"              # promote, then integers/bool become the default float
-BOOL = "bool"                # comparisons and logical ops
-KEEP = "keep"                # dtype of the first tensor argument
-
-# variants: the public entries generated from an op
-FUNCTION = "function"        # dynjit.<name>
-METHOD = "method"            # Tensor.<name>
-VARIANTS = (FUNCTION, METHOD)
-
-# tags: facts about an op that passes read
-RANDOM = "random"            # draws from the RNG: never dropped as dead code nor recomputed
-NONE_DIM_REDUCES_ALL = "none_dim_reduces_all"   # a reduction whose dim=None means every dim
-TAGS = (RANDOM, NONE_DIM_REDUCES_ALL)
+from .dispatch import dispatch
+from .vocab import (POINTWISE, REDUCTION, VIEW, INPLACE, EXTERN, FACTORY, OTHER, KINDS,  # noqa: F401
+                    PROMOTE, FLOAT, BOOL, KEEP, FUNCTION, METHOD, VARIANTS, RANDOM,
+                    NONE_DIM_REDUCES_ALL, TAGS)
 
 registry = {}
 
@@ -138,7 +118,7 @@ class OpDef:
         return f"dynjit.ops.{self.name}"
 
     def __call__(self, *args, **kwargs):
-        return _dispatch(self, args, kwargs)
+        return dispatch(self, args, kwargs)
 
     # -- declaration helpers -------------------------------------------------
     def derivative(self, fn):
@@ -154,8 +134,8 @@ class OpDef:
         self.saves_result = "result" in params
         self.derivative_params = tuple(params)
         self.derivative_fn = fn
-        from ..autograd.graph import make_backward_class
-        self.backward_cls = make_backward_class(self)
+        if _backward_class_factory is not None:
+            self.backward_cls = _backward_class_factory(self)
         return fn
 
     def meta_fn(self, fn):
@@ -192,9 +172,19 @@ class OpDef:
         return tuple(out)
 
 
-def _dispatch(op, args, kwargs):
-    from .dispatch import dispatch
-    return dispatch(op, args, kwargs)
+# How an op with a derivative gets its backward-node class: autograd's
+# make_backward_class, handed in from above (dispatch.install_autograd).
+_backward_class_factory = None
+
+
+def set_backward_class_factory(factory):
+    """Give every op with a derivative its backward-node class `factory(op)`, now and at
+    each later `derivative` declaration."""
+    global _backward_class_factory
+    _backward_class_factory = factory
+    for op in registry.values():
+        if op.derivative_fn is not None:
+            op.backward_cls = factory(op)
 
 
 def register(name, kind, *, inplace=False, **options):

@@ -1,0 +1,26 @@
+"""The words an op declaration uses (see registry.py): kinds, dtype rules, variants, tags."""
+
+POINTWISE = "pointwise"
+REDUCTION = "reduction"
+VIEW = "view"
+INPLACE = "inplace"
+EXTERN = "extern"
+FACTORY = "factory"
+OTHER = "other"
+KINDS = (POINTWISE, REDUCTION, VIEW, INPLACE, EXTERN, FACTORY, OTHER)
+
+# dtype rules for pointwise ops
+PROMOTE = "promote"          # PyTorch promotion of all operands
+FLOAT = "float"              # promote, then integers/bool become the default float
+BOOL = "bool"                # comparisons and logical ops
+KEEP = "keep"                # dtype of the first tensor argument
+
+# variants: the public entries generated from an op
+FUNCTION = "function"        # dynjit.<name>
+METHOD = "method"            # Tensor.<name>
+VARIANTS = (FUNCTION, METHOD)
+
+# tags: facts about an op that passes read
+RANDOM = "random"            # draws from the RNG: never dropped as dead code nor recomputed
+NONE_DIM_REDUCES_ALL = "none_dim_reduces_all"   # a reduction whose dim=None means every dim
+TAGS = (RANDOM, NONE_DIM_REDUCES_ALL)
