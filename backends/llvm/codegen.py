@@ -34,6 +34,7 @@ from dynjit import _dtype as D
 from . import mathlib
 from .irutil import (F32, F64, I1, I8, I8P, I16, I32, I64, VOID, Ops, const, element_of, like, type_suffix,
                      vector_of)
+from .kernel import postorder
 
 VECTOR_BYTES = 64      # elements per vector step: two AVX2 registers' worth of the widest type
 
@@ -555,13 +556,15 @@ class KernelCodegen:
     # -- reductions -----------------------------------------------------------------
     def ready(self, n):
         """The pass over the reduced dims from which `n` can be computed."""
-        r = self._ready.get(id(n))
+        memo = self._ready
+        r = memo.get(id(n))
         if r is None:
-            if n.kind == "reduce":
-                r = self.ready(n.args[0]) + 1
-            else:
-                r = max((self.ready(a) for a in n.args), default=0)
-            self._ready[id(n)] = r
+            for m in postorder([n], lambda m: [a for a in m.args if id(a) not in memo]):
+                if m.kind == "reduce":
+                    memo[id(m)] = memo[id(m.args[0])] + 1
+                else:
+                    memo[id(m)] = max((memo[id(a)] for a in m.args), default=0)
+            r = memo[id(n)]
         return r
 
     def p_body(self, pscope, reductions):
@@ -673,37 +676,42 @@ class KernelCodegen:
 
     # -- values -----------------------------------------------------------------------
     def level(self, n):
-        lv = self._levels.get(id(n))
+        memo = self._levels
+        lv = memo.get(id(n))
         if lv is None:
-            if n.kind == "const":
-                lv = 0
-            elif n.kind == "load":
-                st = n.operand.strides
-                lv = max((self.level_of_dim[d] for d in range(len(st)) if st[d] != 0), default=0)
-            elif n.kind == "reduce":
-                lv = self.npl
-            else:
-                lv = max((self.level(a) for a in n.args), default=0)
-            self._levels[id(n)] = lv
+            def children(m):
+                return () if m.kind == "reduce" else [a for a in m.args if id(a) not in memo]
+            for m in postorder([n], children):
+                if m.kind == "const":
+                    lv = 0
+                elif m.kind == "load":
+                    st = m.operand.strides
+                    lv = max((self.level_of_dim[d] for d in range(len(st)) if st[d] != 0), default=0)
+                elif m.kind == "reduce":
+                    lv = self.npl
+                else:
+                    lv = max((memo[id(a)] for a in m.args), default=0)
+                memo[id(m)] = lv
+            lv = memo[id(n)]
         return lv
+
+    def _home(self, n, scope):
+        """The outermost scope around `scope` in which `n` can be computed."""
+        lv = self.level(n)
+        while scope.level > lv:
+            scope = scope.parent
+        return scope
 
     def value(self, n, scope):
         if n.kind == "const":
             ty = vector_of(value_type(n.dtype), scope.width)
             return const(ty, _const_value(n.value, n.dtype))
-        home = scope
-        lv = self.level(n)
-        while home.level > lv:
-            home = home.parent
+        home = self._home(n, scope)
         key = id(n)
         v = self._lookup(home, key)
         if v is None:
-            if n.kind == "reduce":
-                raise AssertionError(f"reduction {n} used before its pass")
-            args = [self.value(a, home) for a in n.args]
-            with self._at(home):
-                v = self.emit_node(n, args, home)
-            home.memo[key] = v
+            self._compute(n, home)
+            v = home.memo[key]
         if home is not scope and scope.width > 1 and not isinstance(v.type, ir.VectorType):
             sk = ("splat", key)
             s = scope.memo.get(sk)
@@ -711,6 +719,29 @@ class KernelCodegen:
                 s = scope.memo[sk] = self.ops.splat(v, scope.width)
             return s
         return v
+
+    def _compute(self, root, home):
+        """Emit `root` in `home` and every value below it not yet computed, arguments first
+        (left to right, as a recursive walk would), with an explicit stack."""
+        stack = [(root, home, False)]
+        while stack:
+            n, h, expanded = stack.pop()
+            if self._lookup(h, id(n)) is not None:
+                continue
+            if n.kind == "reduce":
+                raise AssertionError(f"reduction {n} used before its pass")
+            if not expanded:
+                stack.append((n, h, True))
+                for a in reversed(n.args):
+                    if a.kind != "const":
+                        ah = self._home(a, h)
+                        if self._lookup(ah, id(a)) is None:
+                            stack.append((a, ah, False))
+                continue
+            args = [self.value(a, h) for a in n.args]      # known now: lookups (and splats)
+            with self._at(h):
+                v = self.emit_node(n, args, h)
+            h.memo[id(n)] = v
 
     @staticmethod
     def _lookup(scope, key):

@@ -54,6 +54,29 @@ class KNode:
         return f"{self.kind}.{self.op}:{self.dtype._short}"
 
 
+def postorder(roots, children=lambda n: n.args):
+    """Every node reachable from `roots`, each once, its children before it (a depth-first
+    post-order, in the order a recursive walk gives), without recursion: a kernel may be a
+    chain of thousands of ops."""
+    seen, order = set(), []
+    for root in roots:
+        if id(root) in seen:
+            continue
+        seen.add(id(root))
+        stack = [(root, iter(children(root)))]
+        while stack:
+            node, it = stack[-1]
+            for c in it:
+                if id(c) not in seen:
+                    seen.add(id(c))
+                    stack.append((c, iter(children(c))))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    return order
+
+
 class Kernel:
     def __init__(self, shape, reduced, operands, stores, name):
         self.shape = tuple(shape)
@@ -71,20 +94,10 @@ class Kernel:
 
     def reductions(self):
         """The reduce KNodes, in dependency order."""
-        seen, order = set(), []
-
-        def visit(n):
-            if id(n) in seen:
-                return
-            seen.add(id(n))
-            for a in n.args:
-                visit(a)
+        order = []
+        for n in postorder([v for v, _ in self.stores] + [v for v, _ in self.partials]):
             if n.kind == "reduce":
                 order.append(n)
-        for value, _ in self.stores:
-            visit(value)
-        for value, _ in self.partials:
-            visit(value)
         return order
 
     def coalesce(self):

@@ -47,6 +47,11 @@ ALIAS_OPS = ("detach",)
 # a kernel runs on several threads when (elements x cost per element) is at least this
 PARALLEL_WORK = 1 << 17
 MATH_COST = 6
+# the most IR a kernel gets, in units of one primitive op (a transcendental function counts
+# MATH_WEIGHT): LLVM's time grows faster than linearly with a function's size, so a chain of
+# thousands of ops is split into kernels of this size (at the cost of one buffer between two)
+MAX_KERNEL_WEIGHT = 2048
+MATH_WEIGHT = 16
 
 
 def _meta(node):
@@ -72,6 +77,7 @@ class Group:
         self.shape = tuple(shape)
         self.reduced = frozenset(reduced)
         self.members = []
+        self.weight = 0          # the size of its kernel (see MAX_KERNEL_WEIGHT)
         self.dim_map = {}        # member -> the S dim of each of its dims
         self.after = {}          # member -> needs a reduction result of this group
         self.inputs = set()      # nodes read from outside
@@ -85,14 +91,18 @@ class Group:
     def kept_dims(self):
         return tuple(d for d in range(len(self.shape)) if d not in self.reduced)
 
+    def has_room(self, weight):
+        return self.weight + weight <= MAX_KERNEL_WEIGHT
+
     def is_full(self, reduced=None):
         reduced = self.reduced if reduced is None else reduced
         return math.prod(s for d, s in enumerate(self.shape) if d not in reduced) == 1
 
-    def add(self, node, dim_map, after):
+    def add(self, node, dim_map, after, weight=1):
         for a in _nodes_in((node.args, node.kwargs)):
             if a not in self.dim_map:
                 self.inputs.add(a)
+        self.weight += weight
         self.members.append(node)
         self.dim_map[node] = tuple(dim_map)
         self.after[node] = after
@@ -144,6 +154,8 @@ class Lowering:
         self.view_src = {}       # view node -> (source node, numpy view function var, rest of the call)
         self.view_op = {}        # view node -> the dispatched view op's var
         self.counter = 0
+        self.weights = {}        # member -> its weight
+        self._order = None
         self.stats = {"kernels": 0, "fused_nodes": 0, "extern": 0, "fallback": 0, "views": 0}
 
     # -- names ----------------------------------------------------------------
@@ -271,6 +283,7 @@ class Lowering:
                 KNode("load", _meta(a).dtype) if _is_tensor_node(a) else a for a in args])
         except Unsupported:
             return False
+        weight = kb.weight(MATH_WEIGHT)
         shape = tuple(meta.shape)
         tensor_args = [a for a in args if _is_tensor_node(a)]
         candidates = []
@@ -295,28 +308,32 @@ class Lowering:
         for g in fits:
             if target is None:
                 target = g
-            elif g.open and self._mergeable(target, g):
+            elif g.open and self._mergeable(target, g) and target.has_room(g.weight + weight):
                 self._merge(target, g)
             elif g.open:
                 self.close(g)
+        if target is not None and not target.has_room(weight):
+            self.close(target)      # big enough: the rest of the chain goes to a new kernel
+            target = None
         if target is None and not candidates:
-            target = self._sibling_group(shape, tensor_args)
+            target = self._sibling_group(shape, tensor_args, weight)
         if target is None:
             target = Group(shape)
             self.open_groups.append(target)
         dm = target.pointwise_map(shape)
         after = any(target.after.get(a, False) for a in tensor_args if self.group_of.get(a) is target)
-        target.add(node, dm, after)
+        target.add(node, dm, after, weight)
+        self.weights[node] = weight
         self.group_of[node] = target
         return True
 
-    def _sibling_group(self, shape, tensor_args):
+    def _sibling_group(self, shape, tensor_args, weight):
         """An open group that already reads one of these inputs and has room for a value of
         `shape` (so the inputs are loaded once, and no extra kernel is launched)."""
         for g in reversed(self.open_groups):
             if not any(a in g.inputs for a in tensor_args):
                 continue
-            if g.pointwise_map(shape) is None:
+            if g.pointwise_map(shape) is None or not g.has_room(weight):
                 continue
             return g
         return None
@@ -327,11 +344,12 @@ class Lowering:
 
     def _merge(self, target, g):
         for m in g.members:
-            target.add(m, g.dim_map[m], g.after[m])
+            target.add(m, g.dim_map[m], g.after[m], self.weights.get(m, 1))
             self.group_of[m] = target
         # keep node order: members are emitted in graph order
-        order = {n: i for i, n in enumerate(self.graph.nodes)}
-        target.members.sort(key=order.get)
+        if self._order is None:
+            self._order = {n: i for i, n in enumerate(self.graph.nodes)}
+        target.members.sort(key=self._order.get)
         g.members = []
         g.open = False
         self.open_groups.remove(g)
@@ -376,6 +394,9 @@ class Lowering:
         dims = frozenset(dims)
         g = self._open_group_of(x)
         joined = False
+        if g is not None and not g.has_room(1):
+            self.close(g)
+            g = None
         if g is not None and g.dim_map[x] == tuple(range(len(g.shape))) and g.shape == shape:
             same = g.reduced == dims or not g.reduced
             if same and not (g.after[x] and g.is_full(dims)):
@@ -561,34 +582,52 @@ class Lowering:
             self.contig[node] = var
         return var
 
+    def _view_chain(self, node, *have):
+        """`node` and the views it is made from, up to the first one in one of `have` (or
+        that is no view), innermost last: a chain of views is walked without recursion."""
+        chain = [node]
+        while not any(chain[-1] in h for h in have) and chain[-1] in self.view_src:
+            chain.append(self.view_src[chain[-1]][0])
+        return chain
+
     def array_of(self, node):
         var = self.array.get(node)
-        if var is None:
-            if node in self.tensor:
+        if var is not None:
+            return var
+        chain = self._view_chain(node, self.array, self.tensor)
+        for n in reversed(chain):
+            if n in self.array:
+                continue
+            if n in self.tensor:
                 var = self.fresh("a")
-                self.emit(f"{var} = {self.tensor[node]}._data")
-            elif node in self.view_src:
-                src, fn_name, rest = self.view_src[node]
+                self.emit(f"{var} = {self.tensor[n]}._data")
+            elif n in self.view_src:
+                src, fn_name, rest = self.view_src[n]
                 var = self.fresh("v")
-                self.emit(f"{var} = {fn_name}({self.array_of(src)}{rest})")
+                self.emit(f"{var} = {fn_name}({self.array[src]}{rest})")
             else:
-                raise AssertionError(f"no value for {node}")
-            self.array[node] = var
-        return var
+                raise AssertionError(f"no value for {n}")
+            self.array[n] = var
+        return self.array[node]
 
     def tensor_of(self, node):
         var = self.tensor.get(node)
-        if var is None:
-            if node in self.view_src:
-                src, _, rest = self.view_src[node]
-                op = self.view_op[node]
+        if var is not None:
+            return var
+        chain = self._view_chain(node, self.tensor)
+        for n in reversed(chain):
+            if n in self.tensor:
+                continue
+            if n in self.view_src:
+                src, _, rest = self.view_src[n]
+                op = self.view_op[n]
                 var = self.fresh("t")
-                self.emit(f"{var} = {op}({self.tensor_of(src)}{rest})")
+                self.emit(f"{var} = {op}({self.tensor[src]}{rest})")
             else:
                 var = self.fresh("t")
-                self.emit(f"{var} = _T({self.array_of(node)})")
-            self.tensor[node] = var
-        return var
+                self.emit(f"{var} = _T({self.array_of(n)})")
+            self.tensor[n] = var
+        return self.tensor[node]
 
     def render(self, a, tensor):
         """Python source for an argument: nodes as their runtime variables."""

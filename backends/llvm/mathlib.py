@@ -56,6 +56,23 @@ def libm_call(ops, cname, args):
     return ops.gather_lanes(ty, [ops.b.call(fn, list(lane)) for lane in per_lane])
 
 
+def _libm_lanes(module, cname, ty):
+    """An out-of-line function applying a C library function lane by lane (a rarely taken path:
+    kept out of the inlined bodies, so that a kernel with many calls stays small)."""
+    fname = f"dj.lanes.{cname}.{type_suffix(ty)}"
+    fn = module.globals.get(fname)
+    if fn is not None:
+        return fn
+    fn = ir.Function(module, ir.FunctionType(ty, [ty]), name=fname)
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("nounwind")
+    fn.attributes.add("cold")
+    ops = Ops(ir.IRBuilder(fn.append_basic_block("entry")), module)
+    ops.b.ret(libm_call(ops, cname, [fn.args[0]]))
+    return fn
+
+
 def _function(module, name, ty):
     fname = f"dj.{name}.{type_suffix(ty)}"
     fn = module.globals.get(fname)
@@ -222,7 +239,7 @@ def _sincos(ops, fn, x, want_cos):
     fast = fn.append_basic_block("fast")
     b.cbranch(big, slow, fast)
     b.position_at_end(slow)
-    b.ret(libm_call(ops, "cosf" if want_cos else "sinf", [x]))
+    b.ret(b.call(_libm_lanes(ops.module, "cosf" if want_cos else "sinf", x.type), [x]))
     b.position_at_end(fast)
     k = ops.rint(ops.mul(x, ops.c(x, 2 / math.pi)))
     r = ops.fma(k, ops.c(x, -_PIO2_1), x)

@@ -75,6 +75,11 @@ class KernelBuilder:
     def math(self, name, *args):
         return self.prim("math", *args, fn=name)
 
+    def weight(self, math_weight):
+        """The size of what was built: one per node, `math_weight` per math function."""
+        return sum(math_weight if n.kind == "prim" and n.op == "math" else 1
+                   for n in self._memo.values() if n.kind != "const")
+
 
 def _convert(value, dtype):
     if dtype is D.bool_:
