@@ -47,6 +47,17 @@ def main():
         latencies.append(time.perf_counter() - t0)
     print(f"compile latency (5 ops, first call): {min(latencies) * 1e3:.2f} ms")
 
+    # the check every generated code object passes (frontend/bytecode_check.py), on a long function
+    from dynjit.frontend.bytecode_check import verify
+    src = "def big(a, b, c):\n    acc = []\n" + "".join(
+        f"    v{i} = a.m{i}(b, {i}) if c else [y + {i} for y in b]\n    if v{i} is None: acc.append(v{i})\n"
+        for i in range(25)) + "    return acc\n"
+    big = compile(src, "<big>", "exec").co_consts[0]
+    n_instr = sum(1 for _ in big.co_code[::2])
+    verify_t = best_of(lambda: verify(big), repeat=5, number=20)
+    print(f"bytecode verify: {verify_t * 1e3:.2f} ms for a {n_instr}-instruction function "
+          f"({verify_t / min(latencies):.2f}x the 5-op compile latency)")
+
     dynjit.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
     inp = dynjit.randn(32, 64)

@@ -10,6 +10,8 @@ from collections import OrderedDict
 from ..exc import unimplemented, fold, BreakKind
 from .base import VariableTracker, ConstantVariable
 from .builder import wraps, wrap
+from .. import trace_rules
+from ..trace_rules import Action, PURE_BUILTINS, HANDLED_BUILTINS
 
 
 class FunctionVariable(VariableTracker):
@@ -29,15 +31,13 @@ class FunctionVariable(VariableTracker):
         return self.fn.__code__
 
     def call(self, tx, args, kwargs):
-        if getattr(self.fn, "_dynjit_graph_break", False):
-            unimplemented(BreakKind.EXPLICIT, "dynjit.graph_break() called")
-        if getattr(self.fn, "_dynjit_disable", False):
-            unimplemented(BreakKind.DISABLED, f"call to {self.fn.__qualname__}, which is marked with dynjit.disable")
+        rule = trace_rules.lookup(self.fn)
+        if rule.action is Action.BREAK:
+            unimplemented(rule.kind, rule.detail)
         traced_as = getattr(self.fn, "_dynjit_traced_as", None)
         if traced_as is not None:       # library code that names what to trace instead of it
             return FunctionVariable(traced_as).call(tx, args, kwargs)
-        from ..eval_frame import is_allowed_in_graph
-        if is_allowed_in_graph(self.fn):
+        if rule.why == "allow_in_graph":
             return tx.output.record(self.fn, args, kwargs)     # one opaque node, not traced into
         return tx.inline_call(self, args, kwargs)
 
@@ -187,18 +187,6 @@ def _all_constant(args, kwargs):
     return all(a.is_python_constant() for a in args) and all(v.is_python_constant() for v in kwargs.values())
 
 
-# builtins that are pure functions of their (constant) arguments: fold them at trace time
-PURE_BUILTINS = {
-    abs, all, any, bool, bytes, callable, chr, complex, divmod, float, format, frozenset, hash, int,
-    isinstance, issubclass, len, max, min, oct, ord, pow, range, repr, reversed, round, slice, sorted,
-    str, sum, tuple, type, zip, enumerate, list, dict, set, hex, bin, iter,
-}
-PURE_MODULES = (math, operator)
-SIDE_EFFECT_BUILTINS = {print: "builtin: print", input: "builtin: input", open: "builtin: open",
-                        exec: "builtin: exec", eval: "builtin: eval", id: "builtin: id",
-                        globals: "builtin: globals", locals: "builtin: locals", vars: "builtin: vars",
-                        breakpoint: "builtin: breakpoint", delattr: "builtin: delattr"}
-
 _BINARY = {operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
            operator.pow, operator.matmul, operator.and_, operator.or_, operator.xor, operator.lshift,
            operator.rshift, operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
@@ -207,7 +195,7 @@ _BINARY = {operator.add, operator.sub, operator.mul, operator.truediv, operator.
 
 
 class BuiltinVariable(VariableTracker):
-    SUPPORTED = PURE_BUILTINS | {getattr, hasattr, setattr, print, super, next, map, filter}
+    SUPPORTED = PURE_BUILTINS | HANDLED_BUILTINS | {print}
 
     def __init__(self, fn, source=None):
         super().__init__(source)
@@ -230,8 +218,9 @@ class BuiltinVariable(VariableTracker):
 
     def call(self, tx, args, kwargs):
         fn = self.fn
-        if fn in SIDE_EFFECT_BUILTINS:
-            unimplemented(BreakKind.SIDE_EFFECT_CALL, SIDE_EFFECT_BUILTINS[fn])
+        rule = trace_rules.lookup(fn)
+        if rule.action is Action.BREAK and rule.kind is not BreakKind.UNKNOWN_CALLABLE:
+            unimplemented(rule.kind, rule.detail)
         handler = getattr(self, f"_call_{getattr(fn, '__name__', '')}", None)
         if handler is not None and getattr(builtins, fn.__name__, None) is fn:
             return handler(tx, args, kwargs)
@@ -243,8 +232,7 @@ class BuiltinVariable(VariableTracker):
             return tx.getitem(args[0], args[1])
         if fn is operator.contains:
             return tx.contains(args[1], args[0])
-        if _all_constant(args, kwargs) and (fn in PURE_BUILTINS or getattr(fn, "__module__", None)
-                                             in ("math", "_operator", "operator", "builtins")):
+        if _all_constant(args, kwargs) and rule.action in (Action.FOLD, Action.HANDLED):
             a = [x.as_python_constant() for x in args]
             k = {n: v.as_python_constant() for n, v in kwargs.items()}
             return wrap(tx, fold(fn, *a, **k))
@@ -423,28 +411,9 @@ def _issubclass(t, cls):
 
 
 # library code that is Python over tensors, traced into like user code
-_TRACED_LIBRARY_MODULES = ("dynjit.frontend", "dynjit.optim", "dynjit.nn.modules")
-
-
 def is_dynjit_callable(value):
     """Functions of the dynjit library that become graph nodes when called on tensors."""
-    from ...ops.registry import OpDef
-    if isinstance(value, OpDef):
-        return True
-    if isinstance(value, (type, types.MethodType)):
-        return False       # classes are called, bound methods traced into
-    from ...fx.graph_module import GraphModule
-    if isinstance(value, GraphModule):
-        return False       # a graph compiled as a function: an object whose attributes are read
-    if getattr(value, "_dynjit_trace_into", False) or hasattr(value, "_dynjit_traced_as"):
-        return False       # library glue around user code (a hook caller): traced like user code
-    from ..eval_frame import is_nn_module
-    if is_nn_module(value):
-        return False       # library modules are traced into, like user modules
-    mod = getattr(value, "__module__", None) or ""
-    if not mod.startswith("dynjit") or mod.startswith(_TRACED_LIBRARY_MODULES):
-        return False
-    return callable(value)
+    return trace_rules.lookup(value).why in ("op", "dynjit function")
 
 
 class DynjitFunctionVariable(VariableTracker):
@@ -472,12 +441,13 @@ class DynjitFunctionVariable(VariableTracker):
     def call(self, tx, args, kwargs):
         from ...autograd import grad_mode
         fn = self.fn
-        if fn is grad_mode.set_grad_enabled or fn is grad_mode.no_grad or fn is grad_mode.enable_grad:
-            return GradModeVariable.create(tx, fn, args)
+        rule = trace_rules.lookup(fn)
+        if rule.action is Action.BREAK:
+            unimplemented(rule.kind, rule.detail)
         if fn is grad_mode.is_grad_enabled:
             return ConstantVariable(tx.output.grad_enabled)
-        if getattr(fn, "__name__", "") in ("manual_seed", "seed", "set_rng_state", "backward"):
-            unimplemented(BreakKind.MUTATION, f"dynjit.{fn.__name__}() inside a compiled function")
+        if rule.action is Action.HANDLED:           # no_grad / enable_grad / set_grad_enabled
+            return GradModeVariable.create(tx, fn, args)
         return tx.output.record(fn, args, kwargs)
 
 

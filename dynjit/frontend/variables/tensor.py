@@ -5,14 +5,14 @@ import operator
 import numpy as np
 
 from ...tensor import Tensor
+from ...exc import Unsupported
 from ..exc import unimplemented, DataDependent, BreakKind
+from .. import trace_rules
+from ..trace_rules import Action
 from .base import VariableTracker, ConstantVariable
 from .builder import wraps, wrap
 
-STATIC_METHODS = {"size", "dim", "numel", "stride", "is_contiguous", "is_floating_point",
-                  "element_size", "nelement", "ndimension", "is_complex"}
 STATIC_ATTRS = {"shape", "dtype", "ndim", "requires_grad", "is_leaf", "device", "is_cuda", "layout"}
-DATA_DEPENDENT = {"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__", "data_ptr"}
 GRAPH_ATTRS = {"T", "mT", "data", "real"}
 
 
@@ -104,17 +104,20 @@ class TensorMethodVariable(VariableTracker):
 
     def call(self, tx, args, kwargs):
         name = self.name
-        if name in DATA_DEPENDENT:
-            raise DataDependent(BreakKind.TENSOR_DATA_READ, f"Tensor.{name}() reads a tensor's data (data-dependent)")
-        if name in STATIC_METHODS:
+        rule = trace_rules.tensor_method(name)
+        if rule.action is Action.BREAK:
+            raise (DataDependent if rule.kind is BreakKind.TENSOR_DATA_READ else Unsupported)(rule.kind, rule.detail)
+        if rule.action is Action.FOLD:
             if name in ("size", "numel", "stride", "nelement", "is_contiguous"):
                 # sizes and layout are read: guard them exactly (strides too, under dynamic shapes)
                 tx.output.shape_specialized = True
             a = [x.as_python_constant() for x in args]
             k = {n: v.as_python_constant() for n, v in kwargs.items()}
             return ConstantVariable(getattr(self.tensor.example, name)(*a, **k))
-        if name in ("register_hook", "register_post_accumulate_grad_hook") and self.tensor.source is not None \
-                and len(args) == 1 and not kwargs:
+        if rule.action is Action.HANDLED:
+            if self.tensor.source is None or len(args) != 1 or kwargs:
+                unimplemented(BreakKind.MUTATION, f"Tensor.{name}() inside a compiled function (on a tensor "
+                              "computed inside it)")
             # on a tensor from the caller: registered on it after the graph runs (backward
             # consults hooks when it runs, so this is what eager's registration does)
             if not self.tensor.example.requires_grad:
@@ -122,11 +125,6 @@ class TensorMethodVariable(VariableTracker):
             handle = HookHandleVariable(self.tensor.source, name, args[0])
             tx.output.side_effects.call_later(handle)
             return handle
-        if name in ("backward", "register_hook", "retain_grad", "register_post_accumulate_grad_hook"):
-            unimplemented(BreakKind.MUTATION, f"Tensor.{name}() inside a compiled function"
-                          + (" (on a tensor computed inside it)" if "hook" in name else ""))
-        if name == "requires_grad_":
-            unimplemented(BreakKind.MUTATION, "Tensor.requires_grad_() inside a compiled function")
         return tx.output.record_method(name, self.tensor, args, kwargs)
 
 

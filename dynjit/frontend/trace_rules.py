@@ -1,0 +1,152 @@
+"""What happens when traced code calls something: one table of rules.
+
+`lookup(fn)` says, for any callable, one of
+  INLINE   trace into its Python code (user functions, library glue, modules);
+  GRAPH    put the call in the graph as one node (dynjit ops and functions,
+           functions marked with dynjit.allow_in_graph);
+  FOLD     run it at trace time on constant arguments (pure builtins, math, operator);
+  HANDLED  a tracker implements it (builtins such as getattr or next, grad-mode
+           context managers);
+  BREAK    a graph break, with its BreakKind.
+`tensor_method(name)` says the same for the methods of a tensor.
+
+The trackers ask here instead of keeping their own name lists.
+"""
+import enum
+import types
+from typing import NamedTuple, Optional
+
+from ..exc import BreakKind
+
+
+class Action(enum.Enum):
+    INLINE = "inline"
+    GRAPH = "graph"
+    FOLD = "fold"
+    HANDLED = "handled"
+    BREAK = "break"
+
+
+class Rule(NamedTuple):
+    action: Action
+    why: str                            # which rule matched, in a few words
+    kind: Optional[BreakKind] = None    # for BREAK
+    detail: str = ""                    # for BREAK: what the user reads
+
+
+def _break(kind, detail):
+    return Rule(Action.BREAK, "break", kind, detail)
+
+
+# builtins that are pure functions of their (constant) arguments: fold them at trace time
+PURE_BUILTINS = frozenset({
+    abs, all, any, bool, bytes, callable, chr, complex, divmod, float, format, frozenset, hash, int,
+    isinstance, issubclass, len, max, min, oct, ord, pow, range, repr, reversed, round, slice, sorted,
+    str, sum, tuple, type, zip, enumerate, list, dict, set, hex, bin, iter,
+})
+PURE_MODULES = ("math", "_operator", "operator", "builtins")
+# builtins a tracker implements (BuiltinVariable's _call_<name> handlers and these)
+HANDLED_BUILTINS = frozenset({getattr, hasattr, setattr, super, next, map, filter})
+# builtins whose effect is outside the program (or that read the frame): a break
+SIDE_EFFECT_BUILTINS = frozenset({print, input, open, exec, eval, id, globals, locals, vars, breakpoint,
+                                  delattr})
+_KNOWN_BUILTINS = PURE_BUILTINS | HANDLED_BUILTINS | SIDE_EFFECT_BUILTINS
+
+# dynjit functions that change global state the graph cannot hold
+_STATE_CHANGING = ("manual_seed", "seed", "set_rng_state", "backward")
+# dynjit's own JIT API: not something to trace
+_JIT_API_MODULES = ("dynjit.frontend.eval_frame", "dynjit.frontend.explain")
+# dynjit modules whose functions are traced into, like user code
+_TRACED_LIBRARY_MODULES = ("dynjit.frontend", "dynjit.optim", "dynjit.nn.modules")
+
+# tensor methods
+TENSOR_DATA_METHODS = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__",
+                                 "__index__", "data_ptr"})
+TENSOR_METADATA_METHODS = frozenset({"size", "dim", "numel", "stride", "is_contiguous", "is_floating_point",
+                                     "element_size", "nelement", "ndimension", "is_complex"})
+TENSOR_STATE_METHODS = frozenset({"backward", "retain_grad", "requires_grad_"})
+TENSOR_HOOK_METHODS = frozenset({"register_hook", "register_post_accumulate_grad_hook"})
+
+
+def lookup(fn):
+    """The rule for calling `fn` in traced code."""
+    if getattr(fn, "_dynjit_graph_break", False):
+        return _break(BreakKind.EXPLICIT, "dynjit.graph_break() called")
+    if getattr(fn, "_dynjit_disable", False):
+        return _break(BreakKind.DISABLED,
+                      f"call to {getattr(fn, '__qualname__', fn)}, which is marked with dynjit.disable")
+    from .eval_frame import is_allowed_in_graph
+    if is_allowed_in_graph(fn):
+        return Rule(Action.GRAPH, "allow_in_graph")
+    from ..ops.registry import OpDef
+    if isinstance(fn, OpDef):
+        return Rule(Action.GRAPH, "op")
+    if _in(fn, _KNOWN_BUILTINS):              # before classes: int, list, zip are types
+        return _builtin_rule(fn, "builtins")
+    from ..autograd import grad_mode
+    if fn in (grad_mode.set_grad_enabled, grad_mode.no_grad, grad_mode.enable_grad, grad_mode.is_grad_enabled):
+        return Rule(Action.HANDLED, "grad mode")
+    if isinstance(fn, (type, types.MethodType)):
+        return Rule(Action.INLINE, "class or bound method")
+    if getattr(fn, "_dynjit_trace_into", False) or hasattr(fn, "_dynjit_traced_as"):
+        return Rule(Action.INLINE, "library glue around user code")
+    from ..fx.graph_module import GraphModule
+    from .eval_frame import is_nn_module
+    if isinstance(fn, GraphModule) or is_nn_module(fn):
+        return Rule(Action.INLINE, "module")
+    module = getattr(fn, "__module__", None) or ""
+    if module.startswith("dynjit"):
+        return _dynjit_rule(fn, module)
+    if isinstance(fn, types.FunctionType):
+        return Rule(Action.INLINE, "Python function")
+    return _builtin_rule(fn, module)
+
+
+def _dynjit_rule(fn, module):
+    name = getattr(fn, "__name__", "")
+    if module.startswith(_JIT_API_MODULES):
+        return _break(BreakKind.UNSUPPORTED_BUILTIN, f"dynjit.{name}() inside a compiled function")
+    if name in _STATE_CHANGING:
+        return _break(BreakKind.MUTATION, f"dynjit.{name}() inside a compiled function")
+    if module.startswith(_TRACED_LIBRARY_MODULES):
+        return Rule(Action.INLINE, "traced library code")
+    if callable(fn):
+        return Rule(Action.GRAPH, "dynjit function")
+    return _break(BreakKind.UNKNOWN_CALLABLE, f"calling {fn!r}")
+
+
+def _builtin_rule(fn, module):
+    if _in(fn, SIDE_EFFECT_BUILTINS):
+        return _break(BreakKind.SIDE_EFFECT_CALL, f"builtin: {fn.__name__}")
+    if _in(fn, HANDLED_BUILTINS) or _in(fn, PURE_BUILTINS) and \
+            hasattr(_handlers(), f"_call_{getattr(fn, '__name__', '')}"):
+        return Rule(Action.HANDLED, "builtin with a tracker")
+    if _in(fn, PURE_BUILTINS) or module in PURE_MODULES:
+        return Rule(Action.FOLD, "pure builtin")
+    return _break(BreakKind.UNKNOWN_CALLABLE, f"calling {getattr(fn, '__qualname__', None) or fn!r}")
+
+
+def _handlers():
+    from .variables.functions import BuiltinVariable
+    return BuiltinVariable
+
+
+def tensor_method(name):
+    """The rule for calling method `name` of a tensor in traced code."""
+    if name in TENSOR_DATA_METHODS:
+        return _break(BreakKind.TENSOR_DATA_READ, f"Tensor.{name}() reads a tensor's data (data-dependent)")
+    if name in TENSOR_METADATA_METHODS:
+        return Rule(Action.FOLD, "tensor metadata")
+    if name in TENSOR_HOOK_METHODS:
+        return Rule(Action.HANDLED, "hook on an input tensor")
+    if name in TENSOR_STATE_METHODS:
+        return _break(BreakKind.MUTATION, f"Tensor.{name}() inside a compiled function")
+    return Rule(Action.GRAPH, "tensor method")
+
+
+def _in(value, collection):
+    try:
+        return value in collection
+    except TypeError:     # unhashable
+        return False
+
