@@ -53,7 +53,8 @@ from ..ops import dispatch as _dispatch
 from ..ops.dispatch import _GradState
 from ..ops.registry import INPLACE, registry
 from ..tensor import Tensor
-from .flat import call_key, flatten
+from .._pytree import flatten_into
+from .flat import call_key
 from .functionalize import FunctionalTracer
 from .joint import _JointTrace, _isolated
 
@@ -96,7 +97,7 @@ class GraphSignature:
     buffers_to_mutate        -- {output node name: buffer name} for buffers written in place
     parameters_to_mutate     -- {output node name: parameter name} (only without trace_joint)
     user_inputs_to_mutate    -- {output node name: user input name} for inputs written in place
-    in_spec, out_spec        -- how the flat inputs / outputs nest (dynjit.aot.flat specs)
+    in_spec, out_spec        -- how the flat inputs / outputs nest (dynjit._pytree specs)
     backward_signature       -- a BackwardSignature with trace_joint=True, else None
     """
 
@@ -223,7 +224,7 @@ class _ExportTrace(_JointTrace):
     def describe_outputs(self, out, traced):
         super().describe_outputs(out, traced)
         outs = []
-        self.tr.export_out_spec = flatten(out, outs)
+        self.tr.export_out_spec = flatten_into(out, outs)
         for i, o in enumerate(outs):
             if not isinstance(o, Tensor):
                 raise TypeError(

@@ -1,5 +1,5 @@
-"""Flattening a call's arguments, and the cache key that says which compiled
-graph fits a call.
+"""The cache key that says which compiled graph fits a call (its arguments
+flattened with dynjit._pytree).
 
 A compiled graph is specialized on everything that tracing read: each
 tensor's shape, dtype, strides and requires_grad, the values of non-tensor
@@ -8,37 +8,11 @@ share memory. `call_key` builds that key on every call, so it is written for
 speed: the common call (tensors and scalars, no kwargs, no aliasing) takes
 one pass over the arguments.
 """
+from .._pytree import flatten_into
 from ..autograd.grad_mode import state as _grad_state
 from ..tensor import Tensor
 
 _CONTAINERS = (list, tuple, dict)
-
-
-def flatten(value, leaves):
-    """Append the leaves of nested lists/tuples/dicts to `leaves`; return a hashable spec."""
-    if isinstance(value, tuple):
-        items = tuple(flatten(v, leaves) for v in value)
-        return ("T", items) if not hasattr(value, "_fields") else ("N", type(value), items)
-    if isinstance(value, list):
-        return ("L", tuple(flatten(v, leaves) for v in value))
-    if isinstance(value, dict):
-        return ("D", tuple(value), tuple(flatten(v, leaves) for v in value.values()))
-    leaves.append(value)
-    return None
-
-
-def unflatten(spec, leaves):
-    """Rebuild the structure of `spec` from an iterator of leaves."""
-    if spec is None:
-        return next(leaves)
-    kind = spec[0]
-    if kind == "T":
-        return tuple(unflatten(s, leaves) for s in spec[1])
-    if kind == "L":
-        return [unflatten(s, leaves) for s in spec[1]]
-    if kind == "N":
-        return spec[1](*(unflatten(s, leaves) for s in spec[2]))
-    return dict(zip(spec[1], (unflatten(s, leaves) for s in spec[2])))
 
 
 def _const_key(v):
@@ -79,7 +53,7 @@ def call_key(args, kwargs):
 
 def _nested_key(args, kwargs):
     leaves = []
-    spec = flatten((args, kwargs), leaves)
+    spec = flatten_into((args, kwargs), leaves)
     key = [_grad_state.enabled, spec]
     tensors = []
     for a in leaves:

@@ -38,7 +38,7 @@ from ..fx.proxy_tensor import same_layout_copy
 from ..ops import dispatch as _dispatch
 from ..ops.registry import registry
 from ..tensor import Tensor, _data_reads
-from .flat import flatten, unflatten
+from .._pytree import flatten_into, tree_unflatten
 from .functionalize import FunctionalTracer
 
 _copy_ = registry["copy_"]
@@ -158,7 +158,7 @@ def _filled(cell):
 @_isolated
 def trace_function(fn, leaves, spec, training=True, keep_inference_input_mutations=False,
                    decompositions=None):
-    """Trace fn(*unflatten(spec, leaves)) into a TracedFunction (see the module docstring).
+    """Trace fn(*tree_unflatten(spec, leaves)) into a TracedFunction (see the module docstring).
 
     `training`: trace the backward too when an output needs a gradient (a trace
     whose outputs need none is an inference graph either way)."""
@@ -301,7 +301,7 @@ class _JointTrace:
         return traced
 
     def call(self, traced):
-        args, kwargs = unflatten(self.spec, iter(traced)) if self.spec is not None else (traced, {})
+        args, kwargs = tree_unflatten(self.spec, traced) if self.spec is not None else (traced, {})
         grad_mode = _grad_state.enabled
         gm = self.fn if isinstance(self.fn, GraphModule) else getattr(self.fn, "_aot_graph_module", None)
         _data_reads.append(self.refuse_data_read)
@@ -404,7 +404,7 @@ class _JointTrace:
         """The output program: how each returned value is had at run time."""
         tr = self.tr
         out_leaves = []
-        tr.out_spec = flatten(out, out_leaves)
+        tr.out_spec = flatten_into(out, out_leaves)
         leaf_pos = {}
         for i, v in enumerate(traced):
             if isinstance(v, Tensor):

@@ -22,7 +22,7 @@ from ..ops.dispatch import check_inplace_allowed
 from ..ops.registry import VIEW, registry
 from ..tensor import Tensor
 from .compilers import call_compiled
-from .flat import unflatten
+from .._pytree import tree_unflatten
 
 _copy_ = registry["copy_"]
 
@@ -128,7 +128,7 @@ class CompiledEntry:
                 fw_outs = (fw_outs,)
             if self.t.out_spec is None:
                 return fw_outs[self.simple_out[0]]
-            return unflatten(self.t.out_spec, iter([fw_outs[j] for j in self.simple_out]))
+            return tree_unflatten(self.t.out_spec, [fw_outs[j] for j in self.simple_out])
         return self.call(leaves)
 
     def call(self, leaves):
@@ -186,7 +186,7 @@ class CompiledEntry:
             _grad_state.enabled = self.grad_mode_after
         if t.out_spec is None:
             return result[0]
-        return unflatten(t.out_spec, iter(result))
+        return tree_unflatten(t.out_spec, result)
 
     def _forward_with_autograd(self, inputs):
         prev = _grad_state.enabled

@@ -14,7 +14,7 @@ from ..autograd.grad_mode import enable_grad, state as _grad_state
 from ..ops.registry import registry as R
 from ..tensor import Tensor
 from ._batching import BatchedTensor
-from ._pytree import tree_flatten, tree_unflatten
+from .._pytree import tree_flatten, tree_unflatten
 from ._vmap import vmap
 
 

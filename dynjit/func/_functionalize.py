@@ -13,7 +13,7 @@ from ..fx.graph_module import GraphModule
 from ..fx.proxy_tensor import same_layout_copy
 from ..ops import dispatch as _dispatch
 from ..tensor import Tensor
-from ._pytree import tree_flatten, tree_unflatten
+from .._pytree import tree_flatten, tree_unflatten
 
 
 def functionalize(func, *, remove="mutations"):

@@ -4,7 +4,7 @@ import functools
 from ..ops.registry import registry as R
 from ..tensor import Tensor
 from ._batching import BatchedTensor, VmapLevel, VmapMode, wrap
-from ._pytree import tree_flatten, tree_unflatten
+from .._pytree import tree_flatten, tree_unflatten
 
 _depth = [0]
 

@@ -4,6 +4,7 @@ attributes (reached by get_attr / call_module nodes)."""
 import linecache
 import itertools
 
+from .._pytree import tree_leaves
 from .graph import Graph
 
 _file_ids = itertools.count()
@@ -52,8 +53,7 @@ class GraphModule:
             raise TypeError(f"{self._class_name} takes its inputs positionally, got keyword "
                             f"arguments {sorted(kwargs)}")
         if self._in_spec is not None:
-            from .proxy_tensor import flatten_args
-            args = flatten_args(args)[0]
+            args = tree_leaves(args)
         return self._forward_fn(self, *args)
 
     def named_submodules(self):

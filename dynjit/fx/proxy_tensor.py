@@ -17,6 +17,7 @@ import operator
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
+from .._pytree import tree_flatten, tree_unflatten
 from ..ops import dispatch as _dispatch
 from ..ops.dispatch import DispatchMode
 from ..ops.registry import INPLACE, registry
@@ -202,22 +203,6 @@ def _trim_defaults(op, args):
     return args[:n]
 
 
-def flatten_args(args):
-    """The leaves of nested lists/tuples/dicts, in order, and a spec to rebuild the structure."""
-    leaves = []
-
-    def rec(a):
-        if isinstance(a, (list, tuple)) and not isinstance(a, Tensor):
-            kind = "list" if isinstance(a, list) else ("namedtuple", type(a)) if hasattr(a, "_fields") \
-                else "tuple"
-            return (kind, [rec(x) for x in a])
-        if isinstance(a, dict):
-            return ("dict", list(a), [rec(x) for x in a.values()])
-        leaves.append(a)
-        return None
-    return leaves, rec(args)
-
-
 def _placeholder_names(fn, n):
     try:
         params = [p for p in inspect.signature(fn).parameters.values()
@@ -266,8 +251,9 @@ def make_fx(fn, decomposition_table=None, tracing_mode="real", *, pre_dispatch=F
         raise TypeError("decomposition_table must be a dict mapping ops to Python functions")
 
     def wrapped(*args):
-        leaves, spec = flatten_args(args)
-        nested = any(s is not None for s in spec[1])
+        leaves, spec = tree_flatten(args)
+        _, _, arg_specs = spec
+        nested = any(s is not None for s in arg_specs)
         tracer = GraphTracer()
         tracer.record_stack_traces = record_stack_traces
         if decomposition_table:
@@ -282,7 +268,7 @@ def make_fx(fn, decomposition_table=None, tracing_mode="real", *, pre_dispatch=F
                 tracer.track(copy, node)
                 leaf = copy
             traced_leaves.append(leaf)
-        traced_args = unflatten_args(spec, iter(traced_leaves))
+        traced_args = tree_unflatten(spec, traced_leaves)
         with tracer:
             out = fn(*traced_args)
         tracer.graph.output(tracer.to_arg(out))
@@ -292,17 +278,3 @@ def make_fx(fn, decomposition_table=None, tracing_mode="real", *, pre_dispatch=F
             gm._in_spec = spec
         return gm
     return wrapped
-
-
-def unflatten_args(spec, leaves):
-    if spec is None:
-        return next(leaves)
-    kind = spec[0]
-    if kind == "dict":
-        return dict(zip(spec[1], (unflatten_args(s, leaves) for s in spec[2])))
-    items = [unflatten_args(s, leaves) for s in spec[1]]
-    if kind == "list":
-        return items
-    if kind == "tuple":
-        return tuple(items)
-    return kind[1](*items)
