@@ -112,7 +112,7 @@ def _dynjit_rule(fn, module):
         return Rule(Action.INLINE, "traced library code")
     if callable(fn):
         return Rule(Action.GRAPH, "dynjit function")
-    return _break(BreakKind.UNKNOWN_CALLABLE, f"calling {fn!r}")
+    return _break(BreakKind.UNKNOWN_CALLABLE, f"calling {callable_name(fn)}")
 
 
 def _builtin_rule(fn, module):
@@ -123,7 +123,7 @@ def _builtin_rule(fn, module):
         return Rule(Action.HANDLED, "builtin with a tracker")
     if _in(fn, PURE_BUILTINS) or module in PURE_MODULES:
         return Rule(Action.FOLD, "pure builtin")
-    return _break(BreakKind.UNKNOWN_CALLABLE, f"calling {getattr(fn, '__qualname__', None) or fn!r}")
+    return _break(BreakKind.UNKNOWN_CALLABLE, f"calling {callable_name(fn)}")
 
 
 def _handlers():
@@ -142,6 +142,12 @@ def tensor_method(name):
     if name in TENSOR_STATE_METHODS:
         return _break(BreakKind.MUTATION, f"Tensor.{name}() inside a compiled function")
     return Rule(Action.GRAPH, "tensor method")
+
+
+def callable_name(fn):
+    """A callable's name for messages: never an address, so equal breaks group together."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else f"{type(fn).__qualname__} instance"
 
 
 def _in(value, collection):

@@ -104,3 +104,20 @@ def test_explicit_break_and_a_break_in_a_loop_have_their_kinds(capsys):
     brk, = dynjit.explain(in_loop)(dynjit.ones(2)).break_reasons
     assert brk.kind is BreakKind.SIDE_EFFECT_CALL
     assert BreakKind.FRAME_STRUCTURE.hint in brk.hint      # why the frame runs plain
+
+
+def test_break_reasons_name_objects_without_addresses(capsys):
+    # counters and explain group equal breaks by their reason: no `<... object at 0x...>`
+    import collections
+
+    class Opaque:
+        def __call__(self, v):
+            return v
+
+    def fn(x):
+        with dynjit.inference_mode():
+            y = x * 2
+        z = collections.Counter([1, 2])
+        return Opaque()(y) + len(z)
+    reasons = [b.reason for b in dynjit.explain(fn)(dynjit.ones(2)).break_reasons]
+    assert reasons and not any("0x" in r for r in reasons), reasons

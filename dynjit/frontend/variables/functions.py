@@ -2,7 +2,6 @@
 tracing, bound methods, builtins (evaluated at trace time), dynjit functions
 (recorded into the graph) and grad-mode context managers."""
 import builtins
-import math
 import operator
 import types
 from collections import OrderedDict
@@ -202,7 +201,7 @@ class BuiltinVariable(VariableTracker):
         self.fn = fn
 
     def describe(self):
-        return f"builtin {getattr(self.fn, '__name__', self.fn)}"
+        return f"builtin {trace_rules.callable_name(self.fn)}"
 
     def python_type(self):
         return type(self.fn)
@@ -274,7 +273,6 @@ class BuiltinVariable(VariableTracker):
         return ConstantVariable(None)
 
     def _seq(self, tx, args):
-        from .containers import TupleVariable, ListVariable
         if not args:
             return []
         return args[0].iterate(tx)
@@ -424,7 +422,7 @@ class DynjitFunctionVariable(VariableTracker):
         self.fn = fn
 
     def describe(self):
-        return f"dynjit function {getattr(self.fn, '__name__', self.fn)}"
+        return f"dynjit function {trace_rules.callable_name(self.fn)}"
 
     def is_python_constant(self):
         return True
