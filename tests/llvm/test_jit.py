@@ -52,7 +52,7 @@ _CACHE_PROGRAM = """
 def test_second_process_loads_object_code_from_the_disk_cache(tmp_path):
     first = _run(_CACHE_PROGRAM, tmp_path)
     assert first["stats"]["compiled"] == 1 and first["stats"]["disk_hits"] == 0
-    assert any(name.endswith(".o") for name in os.listdir(tmp_path))
+    assert any(name.endswith(jit.CACHE_SUFFIX) for name in os.listdir(tmp_path))
     second = _run(_CACHE_PROGRAM, tmp_path)
     assert second["stats"]["compiled"] == 0 and second["stats"]["disk_hits"] == 1
     assert second["sum"] == first["sum"]
