@@ -37,6 +37,7 @@ from .containers import TupleVariable, DictVariable, ExistingListVariable
 from .functions import FunctionVariable, BoundMethodVariable
 from .objects import ClassVariable, UserObjectVariable
 from .tensor import TensorVariable
+from .tensor import wrap_result
 
 
 def is_function_class(value):
@@ -377,7 +378,6 @@ def _next_body_index(output):
 def trace_apply(tx, cls, args, kwargs):
     from ..subgraph import SubgraphOutput
     from ..output_graph import _meta, _Tx
-    from .tensor import wrap_result
     parent = tx.output
     setup_style = uses_setup_context(cls)
     forward = _method(cls, "forward")

@@ -6,6 +6,7 @@ from ..exc import unimplemented, BreakKind
 from ..source import ObjectKey, CallSource, ItemSource
 from .base import VariableTracker, ConstantVariable
 from .builder import wraps, wrap, item_source, is_constant_value, plain_dict_subclass, ITERATOR_TYPES, iterator_items
+from ...tensor import Tensor
 
 
 def _const_key(tx, key):
@@ -21,7 +22,6 @@ def _const_key(tx, key):
 
 
 def _keyed_by_identity(cls):
-    from ...tensor import Tensor
     return issubclass(cls, Tensor) or cls.__hash__ is object.__hash__
 
 

@@ -11,6 +11,11 @@ from .base import VariableTracker, ConstantVariable
 from .builder import wraps, wrap
 from .. import trace_rules
 from ..trace_rules import Action, PURE_BUILTINS, HANDLED_BUILTINS
+from ...autograd import grad_mode
+from ...autograd.grad_mode import state
+from ..source import AttrSource
+from .containers import DictVariable, IteratorVariable, ListVariable, TupleVariable, lazy_enumerate, lazy_filter, lazy_map, lazy_reversed, lazy_zip, live_iter
+from .tensor import TensorVariable
 
 
 class FunctionVariable(VariableTracker):
@@ -101,7 +106,6 @@ class RealCellVariable(CellVariable):
 
     def load(self, tx, name="a closure variable"):
         if self.contents is None:
-            from ..source import AttrSource
             try:
                 value = self.cell.cell_contents
             except ValueError:
@@ -278,15 +282,12 @@ class BuiltinVariable(VariableTracker):
         return args[0].iterate(tx)
 
     def _call_tuple(self, tx, args, kwargs):
-        from .containers import TupleVariable
         return TupleVariable(self._seq(tx, args))
 
     def _call_list(self, tx, args, kwargs):
-        from .containers import ListVariable
         return ListVariable(self._seq(tx, args))
 
     def _call_dict(self, tx, args, kwargs):
-        from .containers import DictVariable
         items = {}
         if args:
             src = args[0]
@@ -300,13 +301,11 @@ class BuiltinVariable(VariableTracker):
         return DictVariable(items)
 
     def _call_iter(self, tx, args, kwargs):
-        from .containers import live_iter
         if len(args) != 1 or kwargs:
             unimplemented(BreakKind.UNSUPPORTED_BUILTIN, "iter() with a sentinel")
         return live_iter(tx, args[0])
 
     def _call_next(self, tx, args, kwargs):
-        from .containers import IteratorVariable
         it = args[0]
         if not isinstance(it, IteratorVariable):
             unimplemented(BreakKind.UNSUPPORTED_BUILTIN, "next() on a non-iterator")
@@ -318,17 +317,14 @@ class BuiltinVariable(VariableTracker):
         return item
 
     def _call_reversed(self, tx, args, kwargs):
-        from .containers import lazy_reversed
         return lazy_reversed(tx, args[0])
 
     def _call_enumerate(self, tx, args, kwargs):
-        from .containers import lazy_enumerate
         start = kwargs["start"].as_python_constant() if "start" in kwargs else \
             (args[1].as_python_constant() if len(args) > 1 else 0)
         return lazy_enumerate(tx, args[0], start)
 
     def _call_zip(self, tx, args, kwargs):
-        from .containers import lazy_zip
         strict = kwargs.pop("strict", ConstantVariable(False)).as_python_constant()
         if kwargs:
             unimplemented(BreakKind.UNSUPPORTED_BUILTIN, f"zip() with keyword arguments {sorted(kwargs)}")
@@ -338,11 +334,9 @@ class BuiltinVariable(VariableTracker):
         return ConstantVariable(range(*[a.as_python_constant() for a in args]))
 
     def _call_map(self, tx, args, kwargs):
-        from .containers import lazy_map
         return lazy_map(tx, args[0], args[1:])
 
     def _call_filter(self, tx, args, kwargs):
-        from .containers import lazy_filter
         return lazy_filter(tx, args[0], args[1])
 
     def _call_all(self, tx, args, kwargs):
@@ -391,7 +385,6 @@ class BuiltinVariable(VariableTracker):
         return tx.implicit_super()
 
     def _call_callable(self, tx, args, kwargs):
-        from .tensor import TensorVariable
         v = args[0]
         if isinstance(v, (FunctionVariable, NestedFunctionVariable, BoundMethodVariable, BuiltinVariable,
                           DynjitFunctionVariable)):
@@ -437,7 +430,6 @@ class DynjitFunctionVariable(VariableTracker):
         return cg.constant(self.fn)
 
     def call(self, tx, args, kwargs):
-        from ...autograd import grad_mode
         fn = self.fn
         rule = trace_rules.lookup(fn)
         if rule.action is Action.BREAK:
@@ -459,7 +451,6 @@ class GradModeVariable(VariableTracker):
 
     @classmethod
     def create(cls, tx, fn, args):
-        from ...autograd import grad_mode
         prev = tx.output.grad_enabled
         if fn is grad_mode.set_grad_enabled:
             mode = args[0].as_python_constant()
@@ -494,7 +485,6 @@ class GradModeRestorer:
         self.prev = prev
 
     def __exit__(self, *exc):
-        from ...autograd.grad_mode import state
         state.enabled = self.prev
         return False
 
@@ -547,7 +537,6 @@ def _wrap_function(tx, value, source, guards):
 def _wrap_method(tx, value, source, guards):
     if source is None:
         return NotImplemented
-    from ..source import AttrSource
     if isinstance(value, types.MethodType) and isinstance(value.__self__, GradModeRestorer):
         guards.type(source, value)
         return GradModeExitVariable(value.__self__.prev)

@@ -8,6 +8,13 @@ from ..guards import module_hooks_present
 from ..source import AttrSource, ItemSource
 from .base import VariableTracker, ConstantVariable
 from .builder import wraps, wrap
+from ...autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
+from ...nn import Module
+from ...tensor import Tensor
+from ..source import ConstSource
+from .builder import is_constant_value
+from .containers import IteratorVariable, NamedTupleVariable, TupleVariable
+from .functions import BoundMethodVariable, BuiltinVariable, FunctionVariable, GradModeVariable
 
 
 def class_attribute(tx, obj_var, cls, name):
@@ -19,8 +26,6 @@ def class_attribute(tx, obj_var, cls, name):
     guards = tx.output.guards
     instance = getattr(obj_var, "value", getattr(obj_var, "module", None))
     klass, attr, attr_src = guards.class_lookup(cls, name, obj_var.source, instance)
-    from .functions import FunctionVariable, BoundMethodVariable
-    from .builder import is_constant_value
     if isinstance(attr, (staticmethod, classmethod, types.FunctionType, property)):
         guards.identity(attr_src, attr)     # their __func__ / fget cannot be reassigned
     if isinstance(attr, staticmethod):
@@ -158,14 +163,12 @@ class ClassVariable(VariableTracker):
         return self.cls
 
     def make_source(self, tx):
-        from ..source import ConstSource
         return self.source or ConstSource(tx.output.stash(self.cls))
 
     def reconstruct(self, cg):
         return cg.constant(self.cls)
 
     def getattr(self, tx, name):
-        from .functions import FunctionVariable, BoundMethodVariable
         for klass in self.cls.__mro__:
             if name in vars(klass):
                 attr = vars(klass)[name]
@@ -183,18 +186,13 @@ class ClassVariable(VariableTracker):
 
     def call(self, tx, args, kwargs):
         cls = self.cls
-        from .containers import NamedTupleVariable
-        from .functions import BuiltinVariable, FunctionVariable
         if issubclass(cls, tuple) and hasattr(cls, "_fields"):
             return _make_namedtuple(tx, cls, args, kwargs)
         if issubclass(cls, BaseException):
             unimplemented(BreakKind.UNSUPPORTED_VALUE, f"creating or raising an exception ({cls.__name__}) inside a compiled function")
         if cls in BuiltinVariable.SUPPORTED or cls.__module__ == "builtins":
             return BuiltinVariable(cls).call(tx, args, kwargs)
-        from ...tensor import Tensor
-        from ...autograd.grad_mode import no_grad, enable_grad, set_grad_enabled
         if cls in (no_grad, enable_grad, set_grad_enabled):
-            from .functions import GradModeVariable
             return GradModeVariable.create(tx, cls, args)
         if issubclass(cls, Tensor):
             unimplemented(BreakKind.UNSUPPORTED_VALUE, "constructing a Tensor subclass inside a compiled function")
@@ -215,7 +213,6 @@ class ClassVariable(VariableTracker):
 
 
 def _make_namedtuple(tx, cls, args, kwargs):
-    from .containers import NamedTupleVariable
     fields = cls._fields
     values = list(args)
     defaults = getattr(cls, "_field_defaults", {})
@@ -300,7 +297,6 @@ class ModuleVariable(VariableTracker):
     def call(self, tx, args, kwargs):
         mod = self.module
         guards = tx.output.guards
-        from ...nn import Module
         _, call, call_src = guards.class_lookup(type(mod), "__call__")
         guards.identity(call_src, call)
         if call is not Module.__call__ or type(mod)._call_impl is not Module._call_impl:
@@ -326,7 +322,6 @@ MEMBER_ITERATORS = ("parameters", "named_parameters", "buffers", "named_buffers"
 
 
 def _library_method(name):
-    from ...nn import Module
     return getattr(Module, name)
 
 
@@ -346,7 +341,6 @@ class ModuleMembersVariable(VariableTracker):
         return f"module method {self.name}"
 
     def call(self, tx, args, kwargs):
-        from .containers import IteratorVariable, TupleVariable
         try:
             bound = inspect.signature(getattr(self.module_var.module, self.name)).bind(
                 *[a.as_python_constant() for a in args], **{k: v.as_python_constant() for k, v in kwargs.items()})
@@ -414,12 +408,10 @@ class SuperVariable(VariableTracker):
         for klass in mro[start:]:
             if name in vars(klass):
                 attr = vars(klass)[name]
-                from .functions import FunctionVariable, BoundMethodVariable
                 guards.identity(ItemSource(guards.class_dict(klass), name), attr)
                 if isinstance(attr, types.FunctionType):
                     return BoundMethodVariable(FunctionVariable(attr), self.obj)
                 if attr is object.__init__:
-                    from .base import VariableTracker as _V
                     return _NoOp()
                 unimplemented(BreakKind.ATTRIBUTE, f"super().{name} of kind {type(attr).__name__}")
             guards.absent_key(guards.class_dict(klass), name)
@@ -435,7 +427,6 @@ class _NoOp(VariableTracker):
 def _wrap_python_module(tx, value, source, guards):
     guards.identity(source, value)
     if source is None:
-        from ..source import ConstSource
         source = ConstSource(tx.output.stash(value))
     return PythonModuleVariable(value, source=source)
 
@@ -459,7 +450,6 @@ def _wrap_nn_module(tx, value, source, guards):
 def _wrap_object(tx, value, source, guards):
     if source is None:
         if callable(value):         # a library callable dynjit reached itself: called as a builtin
-            from .functions import BuiltinVariable
             return BuiltinVariable(value)
         unimplemented(BreakKind.UNSUPPORTED_VALUE, f"a constant of type {type(value).__name__}")
     guards.type(source, value)

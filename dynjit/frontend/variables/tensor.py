@@ -11,6 +11,9 @@ from .. import trace_rules
 from ..trace_rules import Action
 from .base import VariableTracker, ConstantVariable
 from .builder import wraps, wrap
+from ...tensor import Size
+from ..source import AttrSource
+from .containers import ListVariable, NamedTupleVariable, TupleVariable
 
 STATIC_ATTRS = {"shape", "dtype", "ndim", "requires_grad", "is_leaf", "device", "is_cuda", "layout"}
 GRAPH_ATTRS = {"T", "mT", "data", "real"}
@@ -52,7 +55,6 @@ class TensorVariable(VariableTracker):
                 written = tx.output.side_effects.grad_written(tx.output.real_value(self.source))
                 if written is not None:
                     return written
-                from ..source import AttrSource
                 return wrap(tx, self.example_source_value(tx, "grad"), AttrSource(self.source, "grad"))
             unimplemented(BreakKind.ATTRIBUTE, "reading .grad of a tensor computed inside the compiled function")
         if name in ("grad_fn", "_version", "_base"):
@@ -178,7 +180,6 @@ def _wrap_tensor(tx, value, source, guards):
 
 def wrap_result(tx, node, value):
     """Tracker for the value an op produced at trace time."""
-    from .containers import TupleVariable, ListVariable
     if isinstance(value, Tensor):
         return TensorVariable(node, value)
     if isinstance(value, (tuple, list)):
@@ -192,12 +193,10 @@ def wrap_result(tx, node, value):
                 unimplemented(BreakKind.UNSUPPORTED_VALUE, f"an op returning {type(v).__name__} inside a sequence")
         cls = type(value)
         if hasattr(value, "_fields"):
-            from .containers import NamedTupleVariable
             return NamedTupleVariable(cls, items)
         return TupleVariable(items) if isinstance(value, tuple) else ListVariable(items)
     if isinstance(value, (int, float, bool, type(None), str)) or value is NotImplemented:
         return ConstantVariable(value)
-    from ...tensor import Size
     if isinstance(value, Size):
         return ConstantVariable(value)
     unimplemented(BreakKind.UNSUPPORTED_VALUE, f"an op returning {type(value).__name__}")
