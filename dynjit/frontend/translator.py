@@ -14,45 +14,19 @@ import types
 from .. import config
 from .bytecode_info import code_info, PY312, PY313
 from .opcode_support import unsupported_reason
-from .exc import unimplemented, DataDependent, Unsupported, fold, BreakKind
-from .source import LocalSource, GlobalSource, ConstSource, ItemSource, ClosureCellSource, DefaultSource
-from .variables import (VariableTracker, ConstantVariable, NULL, wrap, TensorVariable, TupleVariable,
+from .exc import unimplemented, DataDependent, Unsupported, BreakKind
+from .source import GlobalSource, ConstSource, ItemSource, ClosureCellSource, DefaultSource
+from .variables import (ConstantVariable, NULL, wrap, TensorVariable, TupleVariable,
                         ListVariable, DictVariable, IteratorVariable, FunctionVariable,
-                        NestedFunctionVariable, BuiltinVariable, CellVariable, GradModeVariable,
-                        UserObjectVariable, NewObjectVariable, ClassVariable, SuperVariable, RealCellVariable)
-from .variables.objects import class_attribute
-from .variables.containers import ExistingListVariable, live_iter
+                        NestedFunctionVariable, CellVariable, GradModeVariable,
+                        UserObjectVariable, SuperVariable)
+from . import operators
+from .operators import BINARY_OPS
+from .variables.containers import live_iter
 
 CO_GENERATOR = inspect.CO_GENERATOR
 CO_VARARGS = inspect.CO_VARARGS
 CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
-
-BINARY_OPS = {
-    "+": (operator.add, "__add__", "__radd__"), "-": (operator.sub, "__sub__", "__rsub__"),
-    "*": (operator.mul, "__mul__", "__rmul__"), "/": (operator.truediv, "__truediv__", "__rtruediv__"),
-    "//": (operator.floordiv, "__floordiv__", "__rfloordiv__"), "%": (operator.mod, "__mod__", "__rmod__"),
-    "**": (operator.pow, "__pow__", "__rpow__"), "@": (operator.matmul, "__matmul__", "__rmatmul__"),
-    "&": (operator.and_, "__and__", "__rand__"), "|": (operator.or_, "__or__", "__ror__"),
-    "^": (operator.xor, "__xor__", "__rxor__"), "<<": (operator.lshift, "__lshift__", "__rlshift__"),
-    ">>": (operator.rshift, "__rshift__", "__rrshift__"),
-    "+=": (operator.iadd, "__iadd__", None), "-=": (operator.isub, "__isub__", None),
-    "*=": (operator.imul, "__imul__", None), "/=": (operator.itruediv, "__itruediv__", None),
-    "//=": (operator.ifloordiv, "__ifloordiv__", None), "%=": (operator.imod, "__imod__", None),
-    "**=": (operator.ipow, "__ipow__", None), "@=": (operator.imatmul, "__imatmul__", None),
-    "&=": (operator.iand, "__iand__", None), "|=": (operator.ior, "__ior__", None),
-    "^=": (operator.ixor, "__ixor__", None), "<<=": (operator.ilshift, "__ilshift__", None),
-    ">>=": (operator.irshift, "__irshift__", None),
-    "<": (operator.lt, "__lt__", "__gt__"), "<=": (operator.le, "__le__", "__ge__"),
-    ">": (operator.gt, "__gt__", "__lt__"), ">=": (operator.ge, "__ge__", "__le__"),
-    "==": (operator.eq, "__eq__", "__eq__"), "!=": (operator.ne, "__ne__", "__ne__"),
-}
-INPLACE_FALLBACK = {operator.iadd: "+", operator.isub: "-", operator.imul: "*", operator.itruediv: "/",
-                    operator.ifloordiv: "//", operator.imod: "%", operator.ipow: "**",
-                    operator.imatmul: "@", operator.iand: "&", operator.ior: "|", operator.ixor: "^",
-                    operator.ilshift: "<<", operator.irshift: ">>"}
-UNARY_DUNDER = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__",
-                operator.abs: "__abs__"}
-
 
 class _Unbound:
     def describe(self):
@@ -172,65 +146,10 @@ class InstructionTranslator:
         return ConstantVariable(False)
 
     def binary_op(self, fn, a, b):
-        if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
-            if isinstance(a, TensorVariable) and isinstance(b, TensorVariable) or \
-                    _tensor_operand(a) and _tensor_operand(b):
-                return self.output.record(fn, [a, b], {})
-        if fn in (operator.iadd, operator.imul) and isinstance(a, ListVariable):
-            if fn is operator.iadd:
-                a.call_method(self, "extend", [b], {})     # in place: every alias of the list sees it
-                return a
-            unimplemented(BreakKind.UNSUPPORTED_BUILTIN, "list *= n (in place)")
-        if a.is_python_constant() and b.is_python_constant():
-            return wrap(self, fold(fn, a.as_python_constant(), b.as_python_constant()))
-        if isinstance(a, ListVariable) and isinstance(b, ListVariable) and fn in (operator.add, operator.iadd) \
-                or isinstance(a, TupleVariable) and isinstance(b, TupleVariable) and fn is operator.add \
-                and not hasattr(a, "cls") and not hasattr(b, "cls"):
-            return (ListVariable if isinstance(a, ListVariable) else TupleVariable)(a.items + b.items)
-        if isinstance(a, (ListVariable, TupleVariable)) and b.is_python_constant() and fn is operator.mul:
-            return type(a)(a.items * b.as_python_constant())
-        if fn in (operator.eq, operator.ne) and not _has_dunder(a, "__eq__") and not _has_dunder(b, "__eq__"):
-            same = self.is_same(a, b)
-            return ConstantVariable(same if fn is operator.eq else not same)
-        # user-defined operators
-        sym = _symbol_of(fn)
-        if sym is not None:
-            _, dunder, rdunder = BINARY_OPS[sym]
-            result = self._call_dunder(a, dunder, [b])
-            if result is None and fn in INPLACE_FALLBACK:
-                _, dunder, rdunder = BINARY_OPS[INPLACE_FALLBACK[fn]]
-                result = self._call_dunder(a, dunder, [b])
-            if result is None and rdunder is not None:
-                result = self._call_dunder(b, rdunder, [a])
-            if result is not None:
-                return result
-        unimplemented(BreakKind.UNSUPPORTED_BUILTIN, f"operator {getattr(fn, '__name__', fn)} on {a.describe()} and {b.describe()}")
-
-    def _call_dunder(self, obj, name, args):
-        if not isinstance(obj, (UserObjectVariable, NewObjectVariable)):
-            return None
-        try:
-            method = class_attribute(self, obj, obj.python_type(), name)
-        except AttributeError:
-            return None
-        result = method.call(self, args, {})
-        if result.is_python_constant() and result.as_python_constant() is NotImplemented:
-            return None
-        return result
+        return operators.binary(self, fn, a, b)
 
     def unary_op(self, fn, a):
-        if isinstance(a, TensorVariable):
-            if fn is operator.not_:
-                raise DataDependent(BreakKind.DATA_DEPENDENT_BRANCH, "`not` on a tensor (data-dependent)")
-            return self.output.record(fn, [a], {})
-        if a.is_python_constant():
-            return wrap(self, fold(fn, a.as_python_constant()))
-        if fn is operator.not_:
-            return ConstantVariable(not self.truth(a))
-        result = self._call_dunder(a, UNARY_DUNDER.get(fn, ""), [])
-        if result is not None:
-            return result
-        unimplemented(BreakKind.UNSUPPORTED_BUILTIN, f"unary {fn.__name__} on {a.describe()}")
+        return operators.unary(self, fn, a)
 
     def is_same(self, a, b):
         if a is b:
@@ -910,23 +829,6 @@ def _mutates_tensors(graph, first):
         if target in ("setitem", "__setitem__"):
             return True
     return False
-
-
-def _tensor_operand(v):
-    return isinstance(v, TensorVariable) or v.is_python_constant()
-
-
-def _has_dunder(v, name):
-    if isinstance(v, (UserObjectVariable, NewObjectVariable)):
-        return getattr(v.python_type(), name, None) is not object.__dict__.get(name)
-    return False
-
-
-def _symbol_of(fn):
-    for sym, (f, _, _) in BINARY_OPS.items():
-        if f is fn:
-            return sym
-    return None
 
 
 def bind_arguments(code, defaults, kwdefaults, args, kwargs, what):

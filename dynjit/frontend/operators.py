@@ -1,0 +1,201 @@
+"""How traced code's operators are computed: one table per arity, keyed on the operator and
+on what kind of value each operand is. The first row that matches, and whose handler does
+not decline (NotImplemented), decides; no row is a graph break."""
+import operator
+
+from .exc import unimplemented, fold, BreakKind, DataDependent
+from .variables import ConstantVariable, TensorVariable, ListVariable, TupleVariable, wrap
+from .variables.objects import UserObjectVariable, NewObjectVariable, class_attribute
+
+BINARY_OPS = {
+    "+": (operator.add, "__add__", "__radd__"), "-": (operator.sub, "__sub__", "__rsub__"),
+    "*": (operator.mul, "__mul__", "__rmul__"), "/": (operator.truediv, "__truediv__", "__rtruediv__"),
+    "//": (operator.floordiv, "__floordiv__", "__rfloordiv__"), "%": (operator.mod, "__mod__", "__rmod__"),
+    "**": (operator.pow, "__pow__", "__rpow__"), "@": (operator.matmul, "__matmul__", "__rmatmul__"),
+    "&": (operator.and_, "__and__", "__rand__"), "|": (operator.or_, "__or__", "__ror__"),
+    "^": (operator.xor, "__xor__", "__rxor__"), "<<": (operator.lshift, "__lshift__", "__rlshift__"),
+    ">>": (operator.rshift, "__rshift__", "__rrshift__"),
+    "+=": (operator.iadd, "__iadd__", None), "-=": (operator.isub, "__isub__", None),
+    "*=": (operator.imul, "__imul__", None), "/=": (operator.itruediv, "__itruediv__", None),
+    "//=": (operator.ifloordiv, "__ifloordiv__", None), "%=": (operator.imod, "__imod__", None),
+    "**=": (operator.ipow, "__ipow__", None), "@=": (operator.imatmul, "__imatmul__", None),
+    "&=": (operator.iand, "__iand__", None), "|=": (operator.ior, "__ior__", None),
+    "^=": (operator.ixor, "__ixor__", None), "<<=": (operator.ilshift, "__ilshift__", None),
+    ">>=": (operator.irshift, "__irshift__", None),
+    "<": (operator.lt, "__lt__", "__gt__"), "<=": (operator.le, "__le__", "__ge__"),
+    ">": (operator.gt, "__gt__", "__lt__"), ">=": (operator.ge, "__ge__", "__le__"),
+    "==": (operator.eq, "__eq__", "__eq__"), "!=": (operator.ne, "__ne__", "__ne__"),
+}
+INPLACE_FALLBACK = {operator.iadd: "+", operator.isub: "-", operator.imul: "*", operator.itruediv: "/",
+                    operator.ifloordiv: "//", operator.imod: "%", operator.ipow: "**",
+                    operator.imatmul: "@", operator.iand: "&", operator.ior: "|", operator.ixor: "^",
+                    operator.ilshift: "<<", operator.irshift: ">>"}
+UNARY_DUNDER = {operator.neg: "__neg__", operator.pos: "__pos__", operator.invert: "__invert__",
+                operator.abs: "__abs__"}
+
+_SYMBOL_OF = {fn: sym for sym, (fn, _, _) in BINARY_OPS.items()}
+ANY_OP = None
+
+
+# -- operand kinds ---------------------------------------------------------------------------
+def is_tensor(v):
+    return isinstance(v, TensorVariable)
+
+
+def is_tensor_operand(v):
+    """What a tensor op takes on either side: a tensor, or a constant (a Python number)."""
+    return isinstance(v, TensorVariable) or v.is_python_constant()
+
+
+def is_constant(v):
+    return v.is_python_constant()
+
+
+def is_list(v):
+    return isinstance(v, ListVariable)
+
+
+def is_plain_tuple(v):
+    return isinstance(v, TupleVariable) and not hasattr(v, "cls")
+
+
+def is_sequence(v):
+    return isinstance(v, (ListVariable, TupleVariable))
+
+
+def without_eq(v):
+    """A value whose == is identity (no user-defined __eq__)."""
+    return not (isinstance(v, (UserObjectVariable, NewObjectVariable))
+                and getattr(v.python_type(), "__eq__", None) is not object.__dict__["__eq__"])
+
+
+def anything(v):
+    return True
+
+
+# -- handlers --------------------------------------------------------------------------------
+def _record(tx, fn, a, b):
+    return tx.output.record(fn, [a, b], {})
+
+
+def _extend_in_place(tx, fn, a, b):
+    a.call_method(tx, "extend", [b], {})     # in place: every alias of the list sees it
+    return a
+
+
+def _repeat_in_place(tx, fn, a, b):
+    unimplemented(BreakKind.UNSUPPORTED_BUILTIN, "list *= n (in place)")
+
+
+def _fold(tx, fn, a, b):
+    return wrap(tx, fold(fn, a.as_python_constant(), b.as_python_constant()))
+
+
+def _concat_list(tx, fn, a, b):
+    return ListVariable(a.items + b.items)
+
+
+def _concat_tuple(tx, fn, a, b):
+    return TupleVariable(a.items + b.items)
+
+
+def _repeat(tx, fn, a, b):
+    return type(a)(a.items * b.as_python_constant())
+
+
+def _identity(tx, fn, a, b):
+    same = tx.is_same(a, b)
+    return ConstantVariable(same if fn is operator.eq else not same)
+
+
+def _user_dunders(tx, fn, a, b):
+    sym = _SYMBOL_OF.get(fn)
+    if sym is None:
+        return NotImplemented
+    _, dunder, rdunder = BINARY_OPS[sym]
+    result = _call_dunder(tx, a, dunder, [b])
+    if result is None and fn in INPLACE_FALLBACK:
+        _, dunder, rdunder = BINARY_OPS[INPLACE_FALLBACK[fn]]
+        result = _call_dunder(tx, a, dunder, [b])
+    if result is None and rdunder is not None:
+        result = _call_dunder(tx, b, rdunder, [a])
+    return NotImplemented if result is None else result
+
+
+def _call_dunder(tx, obj, name, args):
+    if not isinstance(obj, (UserObjectVariable, NewObjectVariable)):
+        return None
+    try:
+        method = class_attribute(tx, obj, obj.python_type(), name)
+    except AttributeError:
+        return None
+    result = method.call(tx, args, {})
+    if result.is_python_constant() and result.as_python_constant() is NotImplemented:
+        return None
+    return result
+
+
+# (operators or ANY_OP, left operand kind, right operand kind, handler), tried in order
+BINARY_RULES = (
+    (ANY_OP, is_tensor, is_tensor_operand, _record),
+    (ANY_OP, is_tensor_operand, is_tensor, _record),
+    ({operator.iadd}, is_list, anything, _extend_in_place),
+    ({operator.imul}, is_list, anything, _repeat_in_place),
+    (ANY_OP, is_constant, is_constant, _fold),
+    ({operator.add, operator.iadd}, is_list, is_list, _concat_list),
+    ({operator.add}, is_plain_tuple, is_plain_tuple, _concat_tuple),
+    ({operator.mul}, is_sequence, is_constant, _repeat),
+    ({operator.eq, operator.ne}, without_eq, without_eq, _identity),
+    (ANY_OP, anything, anything, _user_dunders),
+)
+
+
+def binary(tx, fn, a, b):
+    """The tracker of `a <fn> b` (fn from the operator module)."""
+    for ops, left, right, handler in BINARY_RULES:
+        if (ops is ANY_OP or fn in ops) and left(a) and right(b):
+            result = handler(tx, fn, a, b)
+            if result is not NotImplemented:
+                return result
+    unimplemented(BreakKind.UNSUPPORTED_BUILTIN,
+                  f"operator {getattr(fn, '__name__', fn)} on {a.describe()} and {b.describe()}")
+
+
+def _not_tensor(tx, fn, a):
+    raise DataDependent(BreakKind.DATA_DEPENDENT_BRANCH, "`not` on a tensor (data-dependent)")
+
+
+def _record_unary(tx, fn, a):
+    return tx.output.record(fn, [a], {})
+
+
+def _fold_unary(tx, fn, a):
+    return wrap(tx, fold(fn, a.as_python_constant()))
+
+
+def _truth(tx, fn, a):
+    return ConstantVariable(not tx.truth(a))
+
+
+def _user_unary_dunder(tx, fn, a):
+    result = _call_dunder(tx, a, UNARY_DUNDER.get(fn, ""), [])
+    return NotImplemented if result is None else result
+
+
+UNARY_RULES = (
+    ({operator.not_}, is_tensor, _not_tensor),
+    (ANY_OP, is_tensor, _record_unary),
+    (ANY_OP, is_constant, _fold_unary),
+    ({operator.not_}, anything, _truth),
+    (ANY_OP, anything, _user_unary_dunder),
+)
+
+
+def unary(tx, fn, a):
+    """The tracker of `<fn> a` (fn from the operator module: neg, pos, invert, not_, abs)."""
+    for ops, kind, handler in UNARY_RULES:
+        if (ops is ANY_OP or fn in ops) and kind(a):
+            result = handler(tx, fn, a)
+            if result is not NotImplemented:
+                return result
+    unimplemented(BreakKind.UNSUPPORTED_BUILTIN, f"unary {fn.__name__} on {a.describe()}")
