@@ -425,14 +425,22 @@ class KernelCodegen:
     def __init__(self, module, kernel, name, width=None):
         self.k = kernel
         self.module = module
-        nargs = 1 + max((op.arg for op in kernel.operands), default=-1)
-        fnty = ir.FunctionType(VOID, [I8P] * nargs + [I64, I64, I64])
+        nargs = kernel.nargs
+        if kernel.packed:       # void k(PyObject **args, i64 start, i64 end, i64 chunk)
+            fnty = ir.FunctionType(VOID, [I8P.as_pointer(), I64, I64, I64])
+        else:
+            fnty = ir.FunctionType(VOID, [I8P] * nargs + [I64, I64, I64])
         self.fn = ir.Function(module, fnty, name=name)
         self.fn.attributes.add("nounwind")
-        self.args = self.fn.args[:nargs]
-        self.start, self.end, self.chunk = self.fn.args[nargs:]
         entry = self.fn.append_basic_block("entry")
         self.b = ir.IRBuilder(entry)
+        if kernel.packed:
+            argv = self.fn.args[0]
+            self.args = [self.b.load(self.b.gep(argv, [const(I64, i)])) for i in range(nargs)]
+            self.start, self.end, self.chunk = self.fn.args[1:]
+        else:
+            self.args = self.fn.args[:nargs]
+            self.start, self.end, self.chunk = self.fn.args[nargs:]
         self.ops = Ops(self.b, module)
         self.width = width or vector_width(kernel)
         kept, red = kernel.kept_dims(), kernel.reduced_dims()

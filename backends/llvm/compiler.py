@@ -109,8 +109,7 @@ def _compile_one(gm, example_inputs, respecialize):
         ir_text = str(build_module(low.kernels, names))
         addresses = jit.load(ir_text, names)
         for i, k in enumerate(low.kernels):
-            nargs = 1 + max(op.arg for op in k.operands)
-            globs[f"_k{i}"] = kernel_function(addresses[k.name], nargs)
+            globs[f"_k{i}"] = kernel_function(addresses[k.name], k.nargs, k.packed)
     guards = list(low.guards)
     tensor_params = [p for p, n in zip(low.params, low.examples) if hasattr(n, "_requires_grad")]
     if tensor_params:

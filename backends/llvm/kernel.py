@@ -77,6 +77,11 @@ def postorder(roots, children=lambda n: n.args):
     return order
 
 
+# a kernel with more array arguments than this takes them as one array of pointers
+# (ctypes calls take at most 1024 arguments)
+MAX_DIRECT_ARGS = 256
+
+
 class Kernel:
     def __init__(self, shape, reduced, operands, stores, name):
         self.shape = tuple(shape)
@@ -87,6 +92,16 @@ class Kernel:
         self.split = False        # full reduction split over threads: writes partial accumulators
         self.partials = []        # (reduce KNode, Operand) in split mode
         self.par_dim = None       # dim whose [start, end) range the caller passes
+
+    @property
+    def nargs(self):
+        """The number of arrays the kernel takes."""
+        return 1 + max((op.arg for op in self.operands), default=-1)
+
+    @property
+    def packed(self):
+        """Whether the arrays come as one `PyObject *args[nargs]` (see MAX_DIRECT_ARGS)."""
+        return self.nargs > MAX_DIRECT_ARGS
 
     @property
     def numel(self):

@@ -520,7 +520,7 @@ class Lowering:
                 and _splittable(kernel, reductions):
             self.emit_split_reduction(kernel, fn, arg_vars, outputs, knode)
             return
-        args = ", ".join(arg_vars)
+        args = _call_args(kernel, arg_vars)
         par = None
         if parallel and kept:
             par = next((d for d in kept if kernel.shape[d] >= 2 * self.nthreads), None)
@@ -556,7 +556,7 @@ class Lowering:
             else:
                 stores.append((value, opnd))
         kernel.stores = stores
-        self.emit(f"_par({fn}, ({', '.join(arg_vars)},), {ranges!r})")
+        self.emit(f"_par({fn}, ({_call_args(kernel, arg_vars)},), {ranges!r})")
         for line in finishes:
             self.emit(line)
 
@@ -701,6 +701,13 @@ class Lowering:
         var = self.fresh("r")
         self.emit(f"{var} = {fn_name}({call})")
         self.tensor[node] = var
+
+
+def _call_args(kernel, arg_vars):
+    """The kernel's array arguments in a wrapper call: one by one, or packed into one C
+    array for a kernel with many."""
+    args = ", ".join(arg_vars)
+    return f"_pack({args})" if kernel.packed else args
 
 
 def _splittable(kernel, reductions):

@@ -104,12 +104,19 @@ def finish_min(out, partial, divide_by):
     out[...] = partial.min()
 
 
+def pack_args(*arrays):
+    """The arguments of a kernel with many arrays: one C array of their PyObject pointers
+    (it holds references to them while it lives)."""
+    return (ctypes.py_object * len(arrays))(*arrays)
+
+
 RUNTIME_GLOBALS = {
     "_empty": np.empty,
     "_T": Tensor._make,
     "_contig": contig,
     "_asarray": as_result,
     "_par": parallel_call,
+    "_pack": pack_args,
     "_finish_sum": finish_sum,
     "_finish_prod": finish_prod,
     "_finish_max": finish_max,
@@ -117,8 +124,11 @@ RUNTIME_GLOBALS = {
 }
 
 
-def kernel_function(address, nargs):
-    proto = ctypes.CFUNCTYPE(None, *([ctypes.py_object] * nargs), ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
+def kernel_function(address, nargs, packed=False):
+    """The kernel at `address` as a ctypes function: its arrays as `nargs` arguments, or
+    `packed` as one array of them (see pack_args)."""
+    arrays = [ctypes.POINTER(ctypes.py_object)] if packed else [ctypes.py_object] * nargs
+    proto = ctypes.CFUNCTYPE(None, *arrays, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64)
     return proto(address)
 
 

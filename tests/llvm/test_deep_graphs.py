@@ -143,3 +143,32 @@ def test_3000_views_deep_compile():
         fn = compile_graph(gm, [x])
     for o, r in zip(fn(x), gm(x)):
         np.testing.assert_array_equal(o.numpy(), r.numpy())
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_kernels_of_more_arrays_than_a_ctypes_call_takes(monkeypatch, threads):
+    """ctypes calls take at most 1024 arguments: a kernel reading 1100 inputs (or writing
+    1100 outputs) takes its arrays packed into one C array."""
+    import backends.llvm.lowering as lowering
+    monkeypatch.setenv("DYNJIT_NUM_THREADS", threads)
+    monkeypatch.setattr(lowering, "PARALLEL_WORK", 64)        # small arrays, still split over threads
+    xs = [dynjit.randn(256) for _ in range(1100)]
+
+    def many_in(*xs):
+        acc = xs[0]
+        for x in xs[1:]:
+            acc = acc * 0.5 + x
+        return acc
+    gm = make_fx(many_in)(*xs)
+    with little_stack():
+        fn = compile_graph(gm, xs)
+    assert any(k.packed for k in fn.kernels)
+    assert ("_par(" in fn.source) == (threads == "2")
+    np.testing.assert_array_equal(fn(*xs).numpy(), gm(*xs).numpy())
+
+    x = xs[0]
+    gm = make_fx(lambda x: tuple(x * i - 1 for i in range(1100)))(x)
+    fn = compile_graph(gm, [x])
+    assert any(k.packed for k in fn.kernels)
+    for o, r in zip(fn(x), gm(x)):
+        np.testing.assert_array_equal(o.numpy(), r.numpy())
