@@ -1,15 +1,12 @@
 """All of dynjit's ops, declared once in the registry (see registry.py).
 
 Importing this package registers every op (with its in-place variant, where
-it declares one) and installs the eager entry of each. Ops are reachable as
-attributes: `dynjit.ops.add(x, y)` dispatches like `x + y`.
+it declares one). Ops are reachable as attributes: `dynjit.ops.add(x, y)`
+dispatches like `x + y`.
 """
-from .registry import registry, OpDef, register, INPLACE
-from . import dispatch as _dispatch
+from .registry import registry, OpDef, register, INPLACE  # noqa: F401
+from . import dispatch  # noqa: F401
 from . import pointwise, reductions, shape, linalg, factories, nn, aliasing  # noqa: F401  (registers ops)
-
-for _op in registry.values():
-    _dispatch.install(_op)
 
 
 def __getattr__(name):

@@ -388,6 +388,6 @@ def view_rebase_message(view, meta, indirect=False):
 
 
 def install(op):
-    """Give an OpDef its eager entry (called for every op at import)."""
+    """Give an OpDef its eager entry (the registry calls this as it registers the op)."""
     op.impl = inplace if op.kind == INPLACE else eager
 

@@ -52,7 +52,7 @@ from it (no layer keeps its own list of op names)::
 """
 import inspect
 
-from .dispatch import dispatch
+from .dispatch import dispatch, install
 from .vocab import (POINTWISE, REDUCTION, VIEW, INPLACE, EXTERN, FACTORY, OTHER, KINDS,  # noqa: F401
                     PROMOTE, FLOAT, BOOL, KEEP, FUNCTION, METHOD, VARIANTS, RANDOM,
                     NONE_DIM_REDUCES_ALL, TAGS)
@@ -111,7 +111,7 @@ class OpDef:
         self.backward_cls = None
         self.functional = None      # for in-place ops: the out-of-place op
         self.inplace = None         # for functional ops: the in-place variant
-        self.impl = None            # set by dispatch: the eager entry
+        self.impl = None            # the eager entry (dispatch.install, when registered)
         self.aliases_input = aliases_input  # output shares storage and version counter with input 0
 
     def __repr__(self):
@@ -205,6 +205,7 @@ def _add(op):
     if op.name in registry:
         raise ValueError(f"op {op.name!r} registered twice")
     registry[op.name] = op
+    install(op)
     return op
 
 

@@ -88,6 +88,20 @@ def test_declaring_an_op_twice_fails():
         dynjit.ops.register("add_", "pointwise")(lambda self, other: self)
 
 
+def test_an_op_declared_after_import_runs_and_differentiates():
+    op = dynjit.ops.register("_probe_twice", "pointwise", inplace=True)(lambda self: self * 2)
+    try:
+        op.derivative(lambda grad: grad * 2)
+        x = dynjit.ones(2, requires_grad=True)
+        op(x).sum().backward()
+        assert x.grad.tolist() == [2.0, 2.0]
+        y = dynjit.ones(2)
+        registry["_probe_twice_"](y)
+        assert y.tolist() == [2.0, 2.0]
+    finally:
+        del registry["_probe_twice"], registry["_probe_twice_"]
+
+
 def test_a_declaration_names_only_known_variants_tags_and_parameters():
     from dynjit.ops.registry import OpDef
     kernel = lambda self, other: self  # noqa: E731
