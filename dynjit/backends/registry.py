@@ -115,3 +115,19 @@ def call_backend(backend, gm, example_inputs):
             f"the backend returned {type(compiled).__name__}, which is not callable; a backend must "
             "return a callable that takes the graph's inputs"))
     return compiled
+
+
+
+def contract_error(backend, out, n_outputs):
+    """BackendCompilerFailed for a backend's callable that returned `out` for a graph with
+    `n_outputs` outputs, or None when `out` keeps the contract (a tuple or list of them)."""
+    if isinstance(out, (tuple, list)) and len(out) == n_outputs:
+        return None
+    if isinstance(out, (tuple, list)):
+        got = f"a {type(out).__name__} of {len(out)} value{'s' if len(out) != 1 else ''}"
+    else:
+        got = f"a bare {type(out).__name__}"
+    return BackendCompilerFailed(backend_name(backend), TypeError(
+        f"the callable the backend returned gave {got} for a graph with {n_outputs} "
+        f"output{'s' if n_outputs != 1 else ''}; it must return a tuple or list with one value "
+        "per graph output"))

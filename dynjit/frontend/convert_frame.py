@@ -11,17 +11,19 @@ that goes through the JIT again (see resume.py).
 import inspect
 import logging
 import types
+import weakref
 
 from .. import _jit_callback
 from .. import random as _random
 from ..autograd.grad_mode import state as _grad_state
-from ..backends.registry import call_backend
+from ..backends.registry import call_backend, contract_error
 from ..exc import Unsupported, BreakKind
 from ..fx.graph_module import GraphModule
-from ..utils import counters
+from ..utils import counters, forget_source_with
 from . import resume
 from .bytecode_info import live_after, code_info
 from .codegen import generate, signature_source
+from .guards import namespace, weakly_held
 from .output_graph import OutputGraph
 from .source import LocalSource, ConstSource, ClosureCellSource, local_name
 from .translator import InstructionTranslator, UNBOUND
@@ -33,14 +35,18 @@ bytecode_log = logging.getLogger("dynjit.bytecode")
 
 
 class CompiledEntry:
-    def __init__(self, guard, transformed, gm, output, ops, break_reason=None):
+    """One cache entry: its guard (`guard.guards` the records, `guard.consts` the constants of
+    its generated code, `guard.life` its life), the transformed function, the graph. It keeps
+    no trace state: no tracker, no example tensor, no user object but weakly (guards.py)."""
+
+    def __init__(self, guard, transformed, gm, ops, break_reason=None):
         self.guard = guard
         self.transformed = transformed
         self.gm = gm
-        self.output = output
         self.op_count = ops
         self.break_reason = break_reason
         self.break_fn = None       # the generated function that runs the breaking instruction
+        self.dynamic = False
 
 
 def location(exc):
@@ -71,8 +77,20 @@ def convert(fn, args, kwargs, backend, fullgraph=False, hook=None, dynamic=False
             plain = Unsupported(e.kind, f"{e}; no graph break possible here: {why}", hint)
             plain._tx_location = location(e)
             raise plain from None
-        entry.break_reason = e
+        entry.break_reason = _without_traceback(e)
         return entry
+
+
+def _without_traceback(exc):
+    """`exc` kept for display only: its traceback (the tracer's frames, and through them the
+    whole trace) and those of the exceptions it chains to are dropped."""
+    seen = set()
+    e = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        e.__traceback__ = None
+        e = e.__cause__ or e.__context__
+    return exc
 
 
 def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=False):
@@ -80,38 +98,42 @@ def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=
     output = OutputGraph(fn, backend)
     output.dynamic = dynamic
     output._bound_args = dict(bound.arguments)
-    rng = _random.get_rng_state()
     grad = _grad_state.enabled
     tx = InstructionTranslator(code, fn.__globals__, {}, {}, output)
     tx.stop_at_step = stop_at
-    try:
-        for name, value in bound.arguments.items():
-            tx.locals[name] = build(tx, value, LocalSource(name))
-        fn_src = ConstSource("__fn")
-        for i, name in enumerate(code.co_freevars):
-            tx.cells[name] = build(tx, fn.__closure__[i], ClosureCellSource(fn_src, i))
-        ret = tx.run()
-    finally:
-        _random.set_rng_state(rng)
-        _grad_state.enabled = grad
-    signature = signature_source(code)
-    break_fn = None
-    if tx.stopped is not None:
-        ret = _break_call(fn, tx, output, break_exc, hook)
-        break_fn = ret.fn_obj
-    output.prune_unused_inputs()
-    src, outs = generate(output, ret, signature)
-    output.graph.output(tuple(outs))
-    ops = output.count_ops()
-    gm = None
-    compiled = None
-    if ops:
-        gm = GraphModule(output.submodules, output.graph)
-        if graph_code_log.isEnabledFor(logging.DEBUG):
-            graph_code_log.debug("graph for %s:\n%s", fn.__qualname__, gm.print_readable(print_output=False))
-        compiled = _jit_callback.run_without(call_backend, backend, gm, list(output.example_inputs))
-    ns = output.guards.namespace(fn)
-    ns["___graph"] = compiled
+    # random numbers the trace draws come from a private copy of the generators' states: the
+    # numbers other threads draw meanwhile are neither handed out again nor skipped
+    with _random.private_state():
+        try:
+            for name, value in bound.arguments.items():
+                tx.locals[name] = build(tx, value, LocalSource(name))
+            fn_src = ConstSource("__fn")
+            for i, name in enumerate(code.co_freevars):
+                tx.cells[name] = build(tx, fn.__closure__[i], ClosureCellSource(fn_src, i))
+            ret = tx.run()
+        finally:
+            _grad_state.enabled = grad
+        signature = signature_source(code)
+        break_fn = None
+        if tx.stopped is not None:
+            ret = _break_call(fn, tx, output, break_exc, hook)
+            break_fn = ret.fn_obj
+        output.prune_unused_inputs()
+        src, outs = generate(output, ret, signature)
+        output.graph.output(tuple(outs))
+        ops = output.count_ops()
+        gm = None
+        compiled = None
+        if ops:
+            gm = GraphModule(output.submodules, output.graph)
+            if graph_code_log.isEnabledFor(logging.DEBUG):
+                graph_code_log.debug("graph for %s:\n%s", fn.__qualname__, gm.print_readable(print_output=False))
+            compiled = _jit_callback.run_without(call_backend, backend, gm, list(output.example_inputs))
+    guard = output.guards.compile(signature, fn)
+    ns = namespace(fn, guard.consts)
+    if compiled is not None:
+        # the backend's callable is checked on its first call (then called directly)
+        ns["___graph"] = check_outputs_once(backend, compiled, len(outs), ns, "___graph")
     exec(compile(src, f"<dynjit-transformed {fn.__qualname__}>", "exec"), ns)
     transformed = ns["___transformed"]
     transformed.__defaults__ = fn.__defaults__
@@ -119,12 +141,47 @@ def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=
     transformed.source = src
     if bytecode_log.isEnabledFor(logging.DEBUG):
         bytecode_log.debug("transformed %s:\n%s", fn.__qualname__, src)
-    guard = output.guards.compile(signature, fn)
     counters["stats"]["frames_converted"] += 1
-    entry = CompiledEntry(guard, transformed, gm, output, ops)
+    if gm is not None:
+        _release_trace_state(gm, guard)
+    entry = CompiledEntry(guard, transformed, gm, ops)
     entry.break_fn = break_fn
     entry.dynamic = output.dynamic and not output.shape_specialized
     return entry
+
+
+def check_outputs_once(backend, compiled, n_outputs, namespace, name):
+    """A stand-in for the backend's callable `compiled` in `namespace[name]`: its first call
+    checks what the callable returns (a tuple or list of the graph's `n_outputs` outputs) and
+    puts `compiled` itself in its place, so later calls cost nothing; a wrong result raises
+    BackendCompilerFailed naming the backend, what it returned and what was expected."""
+    def first_call(*args):
+        out = compiled(*args)
+        err = contract_error(backend, out, n_outputs)
+        if err is not None:
+            raise err
+        namespace[name] = compiled
+        return out
+    first_call.compiled = compiled
+    return first_call
+
+
+def _release_trace_state(gm, guard):
+    """What the entry's graph keeps: node metadata, never the trace's objects (a placeholder's
+    source names user objects only weakly); each graph's source leaves linecache with it."""
+    from .guards import weaken_source
+    weak_ids = {id(ref()) for ref in guard.consts.weak.values()}
+    stack = [gm]
+    while stack:
+        g = stack.pop()
+        code = getattr(getattr(g, "_forward_fn", None), "__code__", None)
+        if code is not None:
+            forget_source_with(g, code.co_filename)
+        for node in g.graph.nodes:
+            src = node.meta.get("source")
+            if src is not None and weak_ids:
+                node.meta["source"] = weaken_source(src, weak_ids)
+        stack.extend(sub for _, sub in g.named_submodules())
 
 
 class _BreakCall(VariableTracker):
@@ -140,8 +197,13 @@ class _BreakCall(VariableTracker):
 
     def reconstruct(self, cg):
         args = ", ".join(cg.value(v) if not isinstance(v, str) else v for v in self.values)
-        # the native part runs with this frame's hook active (nested module calls compile)
-        return f"{cg.constant(_jit_callback.run_with)}({cg.constant(self.hook)}, {cg.constant(self.fn_obj)}, {args})"
+        # the native part runs with this frame's hook active (nested module calls compile); the
+        # compiled function whose hook it is, the entry's owner, is held weakly
+        if isinstance(self.hook, types.MethodType):
+            hook = f"{cg.constant(weakref.WeakMethod(self.hook))}()"
+        else:
+            hook = cg.constant(self.hook)
+        return f"{cg.constant(_jit_callback.run_with)}({hook}, {cg.constant(self.fn_obj)}, {args})"
 
 
 class _Hooked(VariableTracker):
@@ -157,13 +219,20 @@ class _Hooked(VariableTracker):
         if hasattr(inner, "hooked"):      # e.g. F.apply: its forward goes through the hook
             return cg.constant(inner.hooked(self.hook))
         if isinstance(inner, FunctionVariable):
-            return cg.constant(self.hook(inner.fn))
+            return _wrapper_constant(cg, inner.fn, self.hook(inner.fn))
         if isinstance(inner, BoundMethodVariable) and isinstance(inner.func, FunctionVariable):
-            return f"K['MethodType']({cg.constant(self.hook(inner.func.fn))}, {cg.value(inner.self_var)})"
+            wrapper = _wrapper_constant(cg, inner.func.fn, self.hook(inner.func.fn))
+            return f"K['MethodType']({wrapper}, {cg.value(inner.self_var)})"
         return cg.value(inner)
 
 
-_resume_cache = {}
+def _wrapper_constant(cg, fn, wrapper):
+    """The compiled wrapper of a user's function, as a constant of the generated code: held
+    weakly when the function is (the function keeps its wrapper alive, eval_frame._nested)."""
+    text = cg.constant(wrapper)
+    if wrapper is not fn and weakly_held(fn):
+        cg.output.__dict__.setdefault("extra_weak_ids", set()).add(id(wrapper))
+    return text
 
 
 def _break_call(fn, tx, output, exc, hook):
@@ -217,9 +286,10 @@ def _break_call(fn, tx, output, exc, hook):
     live_t = tuple(live)
     lead = 1 if live and resume.self_first(orig) and live[0] == orig.co_varnames[0] else 0
 
-    # resume functions live as long as the compiled function whose hook runs them
-    owner = getattr(hook, "__self__", None)
-    resume_cache = owner.__dict__.setdefault("_resume_cache", {}) if owner is not None else _resume_cache
+    # resume functions live as long as the compiled function whose hook runs them (or the hook)
+    owner = getattr(hook, "__self__", hook)
+    owner_dict = getattr(owner, "__dict__", None)
+    resume_cache = owner_dict.setdefault("_resume_cache", {}) if isinstance(owner_dict, dict) else {}
 
     def make_resume(target, null_slots_after):
         key = (orig, target, tuple(null_slots_after), live_t)

@@ -12,6 +12,7 @@ raised as `dynjit.exc.Unsupported` naming the construct and the user's line.
 import functools
 import inspect
 import logging
+import threading
 import types
 import warnings
 import weakref
@@ -23,7 +24,7 @@ from . import resume, tracebacks
 from .bytecode_info import check_python_version
 from .convert_frame import convert, location
 from .exc import GraphBreak
-from .guards import module_hooks_present
+from .guards import module_hooks_present, failure_reason
 
 recompiles_log = logging.getLogger("dynjit.recompiles")
 breaks_log = logging.getLogger("dynjit.graph_breaks")
@@ -32,6 +33,11 @@ internal_log = logging.getLogger("dynjit.internal_errors")
 
 _all_compiled = weakref.WeakSet()
 _recorders = []      # explain() sessions collecting the CompiledFunctions a call creates
+
+_LIMIT_REASON = "cache_size_limit reached"
+_PLAIN = object()           # _lookup_or_compile: call the function plain (arguments do not bind)
+_PLAIN_HOOKED = object()    # ... run it uncompiled, nested frames through the hook
+_NESTED_ATTR = "__dynjit_nested__"   # on a function: {owner CompiledFunction (weak): its wrapper}
 
 
 class CompiledFunction:
@@ -50,14 +56,21 @@ class CompiledFunction:
         self._backend = backend
         self._fullgraph = fullgraph
         self._dynamic = dynamic
-        self.entries = []
+        # a tuple, replaced (never mutated) when an entry is added or dropped: a call iterates
+        # the one it read, so it never sees a half-built entry
+        self.entries = ()
         self.eager_reason = None
         self._warned_limit = False
         self._auto_dynamic = False
+        self._lock = threading.RLock()      # one compile at a time per compiled function
+        self._died_unused = 0               # entries freed before any call reused them
         functools.update_wrapper(self, fn)
+        self.__dict__.pop(_NESTED_ATTR, None)
         _all_compiled.add(self)
         if _recorders:
             _recorders[-1].append(self)
+        # parsed bytecode of the function's code is cached (bytecode_info): forget it with us
+        weakref.finalize(self, _forget_code, fn.__code__).atexit = False
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -87,31 +100,61 @@ class CompiledFunction:
         raises Python's own TypeError) or a bug in dynjit's guard (an internal error)."""
         if not _accepts(self._fn, args, kwargs):
             return self._fn(*args, **kwargs)
-        self._internal_error(err)
+        with self._lock:
+            self._internal_error(err, stacklevel=5)
         return _jit_callback.run_with(self._hook, self._fn, *args, **kwargs)
 
     def _miss(self, args, kwargs):
+        # compiling holds this function's lock; what the call then runs runs outside it
+        with self._lock:
+            entry = self._lookup_or_compile(args, kwargs)
+        if entry is _PLAIN_HOOKED:
+            return _jit_callback.run_with(self._hook, self._fn, *args, **kwargs)
+        if entry is _PLAIN:
+            return self._fn(*args, **kwargs)      # raises Python's own TypeError
+        if isinstance(entry, _New):
+            return entry.entry.first_transformed(*args, **kwargs)
+        return entry.transformed(*args, **kwargs)
+
+    def _lookup_or_compile(self, args, kwargs):
+        """(Holding the lock) the entry for these arguments, compiled if none accepts them, or
+        _PLAIN / _PLAIN_HOOKED."""
         fn = self._fn
+        # another thread may have compiled an entry for these arguments while this one waited
+        entries = [e for e in self.entries if not e.guard.life.dead]
+        # entries freed unused (compiled for an object made anew each call) count as cached:
+        # a function that needs a compile per call runs uncompiled past the limit, as before
+        cached = len(entries) + self._died_unused
+        for entry in entries:
+            try:
+                if entry.guard(*args, **kwargs):
+                    return entry
+            except Exception:
+                pass
         if self.eager_reason is not None:
-            return _jit_callback.run_with(self._hook, fn, *args, **kwargs)
-        if self.entries:
-            reasons = [e.output.guards.failure_reason(e.guard, args, kwargs) for e in self.entries]
+            if self.eager_reason == _LIMIT_REASON and cached < config.cache_size_limit:
+                self.eager_reason = None          # the limit was raised (or entries died)
+                self._warned_limit = False
+            else:
+                return _PLAIN_HOOKED
+        if entries:
+            reasons = [failure_reason(e.guard, fn, args, kwargs) for e in entries]
             reason = reasons[-1] or "unknown"
             if self._dynamic is None and getattr(reason, "tensor", False):
                 self._auto_dynamic = True     # a size changed: compile for dynamic sizes next
             counters["recompiles"][fn.__qualname__] += 1
             recompiles_log.debug("Recompiling function %s: guard failed: %s", fn.__qualname__, reason)
             self.recompile_reasons.append(reason)
-            if len(self.entries) >= config.cache_size_limit:
+            if cached >= config.cache_size_limit:
                 if not self._warned_limit:
                     warnings.warn(f"dynjit: {fn.__qualname__} hit config.cache_size_limit "
                                   f"({config.cache_size_limit}) recompiles; last reason: {reason}. It "
-                                  "now runs without compiling.", stacklevel=3)
+                                  "now runs without compiling.", stacklevel=5)
                     self._warned_limit = True
-                self.eager_reason = "cache_size_limit reached"
-                return _jit_callback.run_with(self._hook, fn, *args, **kwargs)
+                self.eager_reason = _LIMIT_REASON
+                return _PLAIN_HOOKED
         if not _accepts(fn, args, kwargs):
-            return fn(*args, **kwargs)      # raises Python's own TypeError
+            return _PLAIN
         try:
             dynamic = self._dynamic is True or (self._dynamic is None and self._auto_dynamic)
             entry = convert(fn, args, kwargs, self._backend, self._fullgraph, self._hook, dynamic)
@@ -123,17 +166,44 @@ class CompiledFunction:
                                   "(fullgraph=True: the whole function must compile to one graph)",
                                   e.hint) from None
             self.eager_reason = brk.reason
-            return _jit_callback.run_with(self._hook, fn, *args, **kwargs)
+            return _PLAIN_HOOKED
         except DynjitError:         # dynjit's own errors for the user (a backend that failed, ...)
             raise
         except Exception as e:      # a bug in dynjit, not something the user wrote
-            self._internal_error(e)
-            return _jit_callback.run_with(self._hook, fn, *args, **kwargs)
+            self._internal_error(e, stacklevel=6)
+            return _PLAIN_HOOKED
         guards_log.debug("Guards for %s:\n%s", fn.__qualname__, entry.guard.source)
         if entry.break_reason is not None:
             self._record_break(entry.break_reason)
-        self.entries.append(entry)
-        return entry.transformed(*args, **kwargs)
+        if not self._add(entry):
+            return _PLAIN_HOOKED        # an object it was compiled for died meanwhile
+        return _New(entry)
+
+    def _add(self, entry):
+        """Append a complete entry (dropping dead ones); it drops itself when an object it
+        holds weakly dies. False if it is dead already."""
+        life = entry.guard.life
+        life.on_death = functools.partial(_drop_entry, weakref.ref(self), weakref.ref(entry))
+        # the call that compiled it runs `first_transformed`; the first hit after it marks the
+        # entry reused and puts the transformed function itself in place
+        entry.first_transformed = real = entry.transformed
+        entry.reused = False
+
+        entry_ref = weakref.ref(entry)       # no cycle: dropping the entry frees it at once
+
+        def first_hit(*args, **kwargs):
+            e = entry_ref()
+            if e is not None:
+                e.reused = True
+                e.transformed = real
+            return real(*args, **kwargs)
+        first_hit.source = real.source
+        entry.transformed = first_hit
+        self.entries = tuple(e for e in self.entries if not e.guard.life.dead) + (entry,)
+        if life.dead:
+            self.entries = tuple(e for e in self.entries if e is not entry)
+            return False
+        return True
 
     def _record_break(self, exc):
         """Count, log and keep (for explain) the graph break `exc` (an Unsupported)."""
@@ -146,7 +216,7 @@ class CompiledFunction:
                          brk.reason, brk.where, brk.kind.title, brk.hint)
         return brk
 
-    def _internal_error(self, err):
+    def _internal_error(self, err, stacklevel=4):
         """Count and report an exception raised inside dynjit while compiling this function;
         raise it in strict mode, else the function runs uncompiled from now on."""
         fn = self._fn
@@ -160,18 +230,15 @@ class CompiledFunction:
                                 "dynjit.config.strict_internal_errors (DYNJIT_STRICT) the function "
                                 "runs uncompiled.") from err
         warnings.warn(f"dynjit: internal error while compiling {fn.__qualname__} ({what}); it runs "
-                      "uncompiled. Please report this bug.", stacklevel=4)
+                      "uncompiled. Please report this bug.", stacklevel=stacklevel)
         self.eager_reason = f"internal error: {what}"
 
     def _hook(self, inner_fn):
         """The compiled wrapper a nested frame runs through (same backend, no fullgraph)."""
-        cache = self.__dict__.setdefault("_nested", {})
-        wrapped = cache.get(inner_fn)
-        if wrapped is None:
-            if getattr(inner_fn, "_dynjit_disable", False) or _is_generator(inner_fn):
-                return inner_fn
-            wrapped = cache[inner_fn] = CompiledFunction(inner_fn, self._backend, False, self._dynamic)
-        return wrapped
+        if getattr(inner_fn, "_dynjit_disable", False) or _is_generator(inner_fn):
+            return inner_fn
+        return _nested(self, inner_fn, lambda: CompiledFunction(inner_fn, self._backend, False,
+                                                                self._dynamic))
 
     @property
     def recompile_reasons(self):
@@ -182,10 +249,15 @@ class CompiledFunction:
         return self.__dict__.setdefault("_break_reasons", [])
 
     def reset(self):
-        self.entries = []
-        self.eager_reason = None
-        self._warned_limit = False
-        self._auto_dynamic = False
+        with self._lock:
+            for e in self.entries:
+                e.guard.life.on_death = None
+            self.entries = ()
+            self._died_unused = 0
+            self.eager_reason = None
+            self._warned_limit = False
+            self._auto_dynamic = False
+            self.__dict__.pop("_resume_cache", None)
 
     # -- debug view ------------------------------------------------------------------------
     def debug_view(self, _indent=""):
@@ -209,6 +281,55 @@ class CompiledFunction:
                              f"{_disassemble(resume_fn._fn.__code__)}")
                 parts.append(resume_fn.debug_view())
         return "\n".join(parts)
+
+
+class _New:
+    """_lookup_or_compile's answer for an entry it has just compiled."""
+    __slots__ = ("entry",)
+
+    def __init__(self, entry):
+        self.entry = entry
+
+
+def _drop_entry(owner_ref, entry_ref):
+    """An object entry holds weakly died: drop the entry (its guard can never pass again).
+    Runs from a weak reference's callback, on any thread: if another thread holds the lock,
+    it drops dead entries itself when it next adds one."""
+    owner, entry = owner_ref(), entry_ref()
+    if owner is None or entry is None:
+        return
+    if not entry.reused:
+        owner._died_unused += 1
+    if owner._lock.acquire(blocking=False):
+        try:
+            owner.entries = tuple(e for e in owner.entries if e is not entry)
+        finally:
+            owner._lock.release()
+
+
+def _nested(owner, fn, make):
+    """`owner`'s compiled wrapper of `fn` (made by `make` once). Kept on the function itself,
+    per owner (held weakly): the wrapper lives as long as both, and keeps neither alive."""
+    if not isinstance(fn, types.FunctionType):
+        cache = owner.__dict__.setdefault("_nested", {})
+        wrapped = cache.get(fn)
+        if wrapped is None:
+            wrapped = cache.setdefault(fn, make())
+        return wrapped
+    per_owner = fn.__dict__.get(_NESTED_ATTR)
+    if per_owner is None:
+        per_owner = fn.__dict__.setdefault(_NESTED_ATTR, weakref.WeakKeyDictionary())
+    wrapped = per_owner.get(owner)
+    if wrapped is None:
+        wrapped = per_owner.setdefault(owner, make())
+    return wrapped
+
+
+def _forget_code(code):
+    from . import bytecode_info
+    info = bytecode_info._cache.get(code)
+    if info is not None and info.code is code:
+        bytecode_info._cache.pop(code, None)
 
 
 def _accepts(fn, args, kwargs):

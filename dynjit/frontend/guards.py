@@ -8,8 +8,20 @@ the closed set `Kind`. From a record are derived, by one template per kind:
     out), and the explanation of a failure (`failure_reason`), which reads
     the current value at the record's source and says how it differs from
     the record's `expected`.
-No guard is ever parsed back from its text."""
+No guard is ever parsed back from its text.
+
+What a cache entry keeps alive: a guard that checks the identity of a user's
+object (an instance, a module, a function or class defined inside a function)
+holds it weakly: its code compares `id(value)` with the id the trace saw, and
+when the object dies every such check is made to fail for good and the entry
+is dropped (`EntryLife`). Objects that live as long as their module (classes
+and functions defined at module level, modules, builtins) and values that
+cannot be weakly referenced (ints, strings, tuples) are held as they are.
+Tensors are never kept: a tensor guard records metadata (`TensorSpec`)."""
 import enum
+import sys
+import types
+import weakref
 from collections import OrderedDict, defaultdict, namedtuple
 
 from .. import _dtype
@@ -50,12 +62,25 @@ TensorSpec = namedtuple("TensorSpec", "cls np_dtype shape strides requires_grad"
 
 class ClassDictSource(Source):
     """A class's own namespace (`vars(cls)`, a live mappingproxy), stashed once: lookups in it
-    cost a dict lookup, not an attribute read."""
+    cost a dict lookup, not an attribute read. A cache entry's copy holds the class weakly
+    when the class is a user's local one (`weakened`)."""
 
     def __init__(self, cls, key, proxy_key):
-        self.cls = cls
+        self._cls = cls
         self.key = key              # stash key of the class
         self.proxy_key = proxy_key  # stash key of vars(cls)
+        self.name = cls.__qualname__
+
+    @property
+    def cls(self):
+        cls = self._cls
+        return cls() if isinstance(cls, weakref.ref) else cls
+
+    def weakened(self):
+        copy = ClassDictSource.__new__(ClassDictSource)
+        copy.__dict__.update(self.__dict__)
+        copy._cls = weakref.ref(self.cls)
+        return copy
 
     def expr(self):
         return f"K[{self.proxy_key!r}]"
@@ -82,18 +107,229 @@ def module_hooks_present(mod):
 _SINGLETON_TYPES = (type(None), bool, _dtype.dtype, type(Ellipsis), type(NotImplemented))
 
 
-# -- rendering: one template per kind, two renderers ----------------------------------------------
-class _CodeRenderer:
-    """Renders sources and constants as the guard function's code; constants are closure cells."""
+# -- what a cache entry holds weakly -----------------------------------------------------------
+def _module_level(obj):
+    """`obj` is what its module's namespace names it (a class or function defined at module
+    level): it lives as long as its module, so holding it costs nothing."""
+    mod = sys.modules.get(getattr(obj, "__module__", None) or "")
+    qualname = getattr(obj, "__qualname__", None)
+    if mod is None or not isinstance(qualname, str) or "<" in qualname:
+        return False
+    found = mod
+    for part in qualname.split("."):
+        # namespaces' own dicts, not getattr: an attribute lookup would intern the name for good
+        namespace = getattr(found, "__dict__", None)
+        if not isinstance(namespace, (dict, types.MappingProxyType)):
+            return False
+        found = namespace.get(part)
+        if isinstance(found, (staticmethod, classmethod)):
+            found = found.__func__
+        if found is None:
+            return False
+    return found is obj
 
-    def __init__(self, output):
-        self.output = output
+
+def weakly_held(obj):
+    """Whether a cache entry that guards `obj`'s identity holds it weakly: a user's object
+    (an instance, a function or class defined inside a function). Modules, code, builtins,
+    module-level classes and functions, and values that cannot be weakly referenced are
+    held as they are."""
+    if isinstance(obj, (types.ModuleType, types.CodeType, types.BuiltinFunctionType, types.MethodType,
+                        types.MethodWrapperType, types.WrapperDescriptorType, _dtype.dtype)):
+        return False
+    try:
+        weakref.ref(obj)
+    except TypeError:
+        return False
+    if isinstance(obj, (type, types.FunctionType)):
+        return not _module_level(obj)
+    if isinstance(obj, enum.Enum):
+        return not _module_level(type(obj))
+    return True
+
+
+class Weak:
+    """A guard record's expected object, held weakly (call it for the object, or None)."""
+    __slots__ = ("ref", "text", "__weakref__")
+
+    def __init__(self, obj):
+        self.ref = weakref.ref(obj)
+        self.text = _short(obj)
+
+    def __call__(self):
+        return self.ref()
+
+    def __repr__(self):
+        return self.text
+
+
+def strong(value):
+    """The object behind a record's expected value (None if it died)."""
+    return value() if isinstance(value, Weak) else value
+
+
+class _WeakObjectKey(ObjectKey):
+    """An ObjectKey of a cache entry's guard record: the object held weakly."""
+
+    def __init__(self, key):
+        self._ref = weakref.ref(key.obj)
+        self.name = key.name
+        self._hash = id(key.obj)
+
+    @property
+    def obj(self):
+        return self._ref()
+
+    def __hash__(self):
+        return self._hash
+
+
+def weaken_source(source, weak_ids):
+    """`source` with the objects it names (dict keys, classes) held weakly if they are in
+    `weak_ids`; the same object when it names none."""
+    if isinstance(source, ClassDictSource):
+        return source.weakened() if id(source.cls) in weak_ids else source
+    if isinstance(source, ObjectKey):
+        return _WeakObjectKey(source) if id(source.obj) in weak_ids else source
+    if isinstance(source, tuple):
+        items = tuple(weaken_source(s, weak_ids) for s in source)
+        return source if all(a is b for a, b in zip(items, source)) else items
+    base = getattr(source, "base", None)
+    key = getattr(source, "key", None)
+    new_base = weaken_source(base, weak_ids) if isinstance(base, Source) else base
+    new_key = weaken_source(key, weak_ids) if isinstance(key, ObjectKey) else key
+    if new_base is base and new_key is key:
+        return source
+    copy = object.__new__(type(source))
+    copy.__dict__.update(source.__dict__)
+    copy.base = new_base
+    if isinstance(source, ItemSource):
+        copy.key = new_key
+    return copy
+
+
+def _source_objects(source):
+    """The objects a source names (dict keys that are objects, classes whose namespace it reads)."""
+    if isinstance(source, ClassDictSource):
+        yield source.cls
+    elif isinstance(source, tuple):
+        for s in source:
+            yield from _source_objects(s)
+    elif isinstance(source, Source):
+        if isinstance(source, ItemSource) and isinstance(source.key, ObjectKey):
+            yield source.key.obj
+        base = getattr(source, "base", None)
+        if isinstance(base, Source):
+            yield from _source_objects(base)
+
+
+class GuardConsts(dict):
+    """`K`, the constants a cache entry's generated code reads: held strongly, or weakly (in
+    `weak`: read through `__missing__`) for the user's objects whose identity its guard
+    checks, or computed (`vars` of a weakly held class)."""
+
+    def __init__(self):
+        super().__init__()
+        self.weak = {}            # key -> weakref.ref
+        self.class_dicts = {}     # key of vars(cls) -> key of cls
+
+    def __missing__(self, key):
+        ref = self.weak.get(key)
+        if ref is not None:
+            obj = ref()
+            if obj is None:
+                raise ReferenceError(f"dynjit: an object a cache entry was compiled for ({key}) no "
+                                     "longer exists")
+            return obj
+        cls_key = self.class_dicts.get(key)
+        if cls_key is not None:
+            return vars(self[cls_key])
+        raise KeyError(key)
+
+    def lookup(self, key, default=None):
+        try:
+            return self[key]
+        except (KeyError, ReferenceError):
+            return default
+
+
+class EntryLife:
+    """A cache entry's life: when an object it holds weakly dies (the weak references'
+    callback), every identity check of its guard is made to fail for good (its id cells get
+    a value no object has) and `on_death` (set by the compiled function: drop the entry)
+    runs."""
+
+    def __init__(self):
+        self.dead = False
+        self.id_cells = []        # the guard's closure cells holding ids
+        self.on_death = None
+
+    def __call__(self, _ref=None):
+        if self.dead:
+            return
+        self.dead = True
+        for cell in self.id_cells:
+            cell.cell_contents = (-1,) if isinstance(cell.cell_contents, tuple) else -1
+        on_death, self.on_death = self.on_death, None
+        if on_death is not None:
+            on_death()
+
+
+# -- rendering: one template per kind, two renderers ----------------------------------------------
+_MISSING = object()
+
+
+class _CodeRenderer:
+    """Renders sources and constants as the guard function's code; constants are closure
+    cells: the object (`___k_<key>`), a weak reference called to read it (`___w_<key>()`), or
+    for an identity check of a weakly held object its id (`___i_<key>`)."""
+
+    def __init__(self, consts, stash=None, weak_ids=frozenset()):
+        self.consts = consts
+        self._stash = stash
+        self.weak_ids = weak_ids
         self.cells = {}           # cell name -> stash key
+        self.weak_cells = {}      # cell name -> stash key (a weak reference)
+        self.id_cells = {}        # cell name -> id, or tuple of ids
+
+    @classmethod
+    def of(cls, output, weak_ids=frozenset()):
+        return cls(output.consts, output.stash, weak_ids)
+
+    def _weak_key(self, key):
+        weak = getattr(self.consts, "weak", None)
+        if weak is not None:
+            return key in weak
+        value = self.consts.get(key, _MISSING)
+        return value is not _MISSING and id(value) in self.weak_ids
 
     def k(self, value):
-        return self.cell(self.output.stash(value))
+        return self.cell(self._stash(value))
+
+    def is_(self, expr, value):
+        """`expr is value`; for a weakly held value, its id is compared."""
+        if id(value) in self.weak_ids:
+            name = f"___i_{self._stash(value)}"
+            self.id_cells[name] = id(value)
+            return f"id({expr}) == {name}"
+        return f"{expr} is {self.k(value)}"
+
+    def ids(self, expr, values):
+        """The items of `expr` are `values`, by identity."""
+        if any(id(v) in self.weak_ids for v in values):
+            kept = [v for v in values if id(v) not in self.weak_ids]
+            if kept:        # the others' ids must stay theirs: keep them alive
+                self.k(tuple(kept))
+            name = f"___i_ids{len(self.id_cells)}"
+            self.id_cells[name] = tuple(id(v) for v in values)
+            return f"tuple(map(id, {expr})) == {name}"
+        return f"all(a is b for a, b in zip({expr}, {self.k(values)}))"
 
     def cell(self, key):
+        if self._weak_key(key):
+            name = f"___w_{key}"
+            self.weak_cells[name] = key
+            return f"{name}()"
         name = f"___k_{key}"
         self.cells[name] = key
         return name
@@ -105,6 +341,8 @@ class _CodeRenderer:
         if isinstance(source, LocalSource):
             return source.expr()
         if isinstance(source, ClassDictSource):
+            if self._weak_key(source.key):
+                return f"vars({self.cell(source.key)})"
             return self.cell(source.proxy_key)
         if isinstance(source, ConstSource):
             return self.cell(source.key)
@@ -124,7 +362,7 @@ class _CodeRenderer:
                 return f"{self.src(source.base)}.__kwdefaults__[{source.index!r}]"
             return f"{self.src(source.base)}.__defaults__[{source.index}]"
         if isinstance(source, CallSource):
-            self.output.consts[source.key] = source.fn
+            self.consts[source.key] = source.fn
             return f"{self.cell(source.key)}({self.src(source.base)})"
         return source.expr()          # an unknown source: its own expression (K, G in scope)
 
@@ -132,24 +370,37 @@ class _CodeRenderer:
 class _ReadableRenderer(_CodeRenderer):
     """Renders the same templates for people: constants written out, classes by name."""
 
-    def __init__(self, output):
-        super().__init__(output)
-        self.consts = output.consts
+    def __init__(self, consts):
+        super().__init__(consts)
 
     def k(self, value):
         return _short(value)
 
+    def is_(self, expr, value):
+        return f"{expr} is {_short(value)}"
+
+    def ids(self, expr, values):
+        return f"all(a is b for a, b in zip({expr}, {_short(values)}))"
+
     def cell(self, key):
-        return _short(self.consts[key]) if key in self.consts else f"K[{key!r}]"
+        if isinstance(self.consts, GuardConsts):
+            value = self.consts.lookup(key, _MISSING)
+        else:
+            value = self.consts.get(key, _MISSING)
+        return _short(value) if value is not _MISSING else f"K[{key!r}]"
 
     def src(self, source):
         if isinstance(source, ClassDictSource):
-            return f"{source.cls.__qualname__}.__dict__"
+            return f"{source.name}.__dict__"
         return super().src(source)
 
 
 def _short(value):
-    if isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
+    if isinstance(value, Weak):
+        return value.text
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        text = repr(type(value)(_Text(_short(v)) for v in value))
+    elif isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
         text = getattr(value, "__qualname__", repr(value))
     elif isinstance(value, Source):
         text = value.expr()
@@ -158,40 +409,48 @@ def _short(value):
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+class _Text(str):
+    def __repr__(self):
+        return str(self)
+
+
+def _name(cls):
+    return cls.text if isinstance(cls, Weak) else cls.__qualname__
+
+
 def _template(g, r):
     """The check of guard record `g`, rendered by `r` (code or readable text)."""
     kind, exp = g.kind, g.expected
     e = r.src(g.source) if isinstance(g.source, Source) else None
     if kind is Kind.TYPE:
-        return f"type({e}) is {r.k(exp)}"
+        return r.is_(f"type({e})", exp)
     if kind is Kind.IDENTITY:
-        return f"{e} is {r.k(exp)}"
+        return r.is_(e, exp)
     if kind is Kind.CONSTANT:
         if isinstance(exp, _SINGLETON_TYPES) or isinstance(exp, enum.Enum):
-            return f"{e} is {r.k(exp)}"
+            return r.is_(e, exp)
         if isinstance(exp, float) and exp != exp:
             return f"type({e}) is float and {e} != {e}"
-        return f"type({e}) is {r.k(type(exp))} and {e} == {r.k(exp)}"
+        return f"{r.is_(f'type({e})', type(exp))} and {e} == {r.k(exp)}"
     if kind is Kind.TYPE_LEN:
         cls, n = exp
-        return f"type({e}) is {r.k(cls)} and len({e}) == {n}"
+        return f"{r.is_(f'type({e})', cls)} and len({e}) == {n}"
     if kind is Kind.DICT_KEYS:
         cls, keys, object_keys = exp
-        t = "dict" if cls is dict else r.k(cls)
+        t = f"type({e}) is dict" if cls is dict else r.is_(f"type({e})", cls)
         if object_keys:       # identity: `==` on tensors is elementwise
-            return (f"type({e}) is {t} and len({e}) == {len(keys)} and "
-                    f"all(a is b for a, b in zip({e}, {r.k(keys)}))")
-        return f"type({e}) is {t} and list({e}) == {r.k(keys)}"
+            return f"{t} and len({e}) == {len(keys)} and {r.ids(e, keys)}"
+        return f"{t} and list({e}) == {r.k(keys)}"
     if kind is Kind.TENSOR or kind is Kind.TENSOR_DYNAMIC:
         if isinstance(r, _ReadableRenderer):
             sizes = (f"shape {exp.shape}, strides {exp.strides}" if kind is Kind.TENSOR
                      else f"{len(exp.shape)} dimensions")
-            return (f"{e}: a {exp.cls.__qualname__} of dtype {exp.np_dtype}, {sizes}, "
+            return (f"{e}: a {_name(exp.cls)} of dtype {exp.np_dtype}, {sizes}, "
                     f"requires_grad={exp.requires_grad}")
         # inlined (a guard checks many tensors: a call each would cost more than the checks);
         # dtype by identity first (numpy's builtin dtypes are singletons), equality if not
         dt = r.k(exp.np_dtype)
-        head = (f"type(___t := {e}) is {r.k(exp.cls)} and "
+        head = (f"{r.is_(f'type(___t := {e})', exp.cls)} and "
                 f"((___d := (___a := ___t._data).dtype) is {dt} or ___d == {dt})")
         if kind is Kind.TENSOR:
             sizes = f"___a.shape == {exp.shape!r} and ___a.strides == {exp.strides!r}"
@@ -238,7 +497,7 @@ class GuardBuilder:
     def _key(self, g):
         if g.kind is Kind.TENSOR:
             return (Kind.TENSOR, g.source)
-        return _template(g, _CodeRenderer(self.output))
+        return _template(g, _CodeRenderer.of(self.output))
 
     def type(self, source, value):
         self.add(Guard(source, Kind.TYPE, type(value)))
@@ -340,6 +599,9 @@ class GuardBuilder:
         return dynamic
 
     def compile(self, signature, fn):
+        """The guard function of this trace. `guard.consts` is `K` for the entry's generated
+        code (user objects whose identity is guarded held weakly), `guard.life` the entry's
+        EntryLife, `guard.guards` the records (their objects held weakly too)."""
         # the compiled function's own defaults are bound by the guard's signature: a new tuple
         # (or kwdefaults dict) assigned to the function must recompile
         fn_src = ConstSource(self.output.stash(fn))
@@ -348,112 +610,202 @@ class GuardBuilder:
         if fn.__kwdefaults__ is not None:
             self.identity(AttrSource(fn_src, "__kwdefaults__"), fn.__kwdefaults__)
         self.finalize()
-        r = _CodeRenderer(self.output)
+        weak_ids = self._weak_ids()
+        r = _CodeRenderer.of(self.output, weak_ids)
         codes = [_template(g, r) for g in self.guards]
         body = " and ".join(f"({c})" for c in codes) or "True"
         # constants are closure cells of the guard (a cell read is cheaper than K['c3'])
         bind = "".join(f"    {name} = K[{key!r}]\n" for name, key in sorted(r.cells.items()))
+        bind += "".join(f"    {name} = W[{key!r}]\n" for name, key in sorted(r.weak_cells.items()))
+        bind += "".join(f"    {name} = I[{name!r}]\n" for name in sorted(r.id_cells))
         src = (f"def ___make_guard():\n{bind}"
                f"    def ___guard({signature}):\n"
                f"        try:\n            return {body}\n"
                f"        except Exception:\n            return False\n"
                f"    return ___guard\n")
-        ns = self.namespace(fn)
+        life = EntryLife()
+        consts = self._freeze(weak_ids, life)
+        ns = namespace(fn, consts)
+        ns["W"], ns["I"] = consts.weak, r.id_cells
         exec(compile(src, "<dynjit-guard>", "exec"), ns)
         guard = ns["___make_guard"]()
+        del ns["W"], ns["I"], ns["___make_guard"]
+        life.id_cells = [cell for name, cell in zip(guard.__code__.co_freevars, guard.__closure__ or ())
+                         if name.startswith("___i_")]
         guard.__defaults__ = fn.__defaults__
         guard.__kwdefaults__ = fn.__kwdefaults__
         guard.source = src
-        guard.guards = list(self.guards)
+        guard.guards = [_weaken(g, weak_ids) for g in self.guards] if weak_ids else list(self.guards)
         guard.exprs = codes
+        guard.consts = consts
+        guard.life = life
         return guard
 
+    def _weak_ids(self):
+        """ids of the objects whose identity the guards check and that the entry holds weakly."""
+        objs = list(self._class_dicts)
+        for g in self.guards:
+            kind, exp = g.kind, g.expected
+            if kind is Kind.TYPE or kind is Kind.IDENTITY:
+                objs.append(exp)
+            elif kind is Kind.TENSOR or kind is Kind.TENSOR_DYNAMIC:
+                objs.append(exp.cls)
+            elif kind is Kind.CONSTANT:
+                if isinstance(exp, enum.Enum):
+                    objs.append(exp)
+            elif kind is Kind.TYPE_LEN:
+                objs.append(exp[0])
+            elif kind is Kind.DICT_KEYS:
+                objs.append(exp[0])
+                if exp[2]:
+                    objs.extend(exp[1])
+            elif kind is Kind.ALIAS:
+                objs.extend(_source_objects(exp))
+            if g.source is not None:
+                objs.extend(_source_objects(g.source))
+        seen, weak = set(), set()
+        for o in objs:
+            if id(o) not in seen:
+                seen.add(id(o))
+                if weakly_held(o):
+                    weak.add(id(o))
+        weak.update(getattr(self.output, "extra_weak_ids", ()))   # set by codegen's callers
+        return frozenset(weak)
+
+    def _freeze(self, weak_ids, life):
+        """`K` for the entry: the trace's constants, those in `weak_ids` held weakly (their
+        death ends the entry's life), a weakly held class's namespace computed when read."""
+        consts = GuardConsts()
+        weak_classes = {src.proxy_key: src.key for cls, src in self._class_dicts.items()
+                        if id(cls) in weak_ids}
+        for key, value in self.output.consts.items():
+            if id(value) in weak_ids:
+                consts.weak[key] = weakref.ref(value, life)
+            elif key in weak_classes:
+                consts.class_dicts[key] = weak_classes[key]
+            else:
+                dict.__setitem__(consts, key, value)
+        return consts
+
     def namespace(self, fn):
-        return {"K": self.output.consts, "G": fn.__globals__, "___grad_state": _grad_state,
-                "___default_dtype": _dtype._default_float}
+        return namespace(fn, self.output.consts)
 
-    # -- explaining -------------------------------------------------------------------------------
     def readable(self, g):
-        return _template(g, _ReadableRenderer(self.output))
+        return readable(g, self.output.consts)
 
-    def failure_reason(self, guard, args, kwargs):
-        """The first guard record that fails for these arguments, in the user's terms."""
-        import inspect
-        ns = self.namespace(self.output.fn)
+
+def namespace(fn, consts):
+    """What generated guard and transformed functions see as their globals."""
+    return {"K": consts, "G": fn.__globals__, "___grad_state": _grad_state,
+            "___default_dtype": _dtype._default_float}
+
+
+def _weaken(g, weak_ids):
+    """Record `g` as a cache entry keeps it: the objects in `weak_ids` it names held weakly."""
+    kind, exp = g.kind, g.expected
+
+    def w(obj):
+        return Weak(obj) if id(obj) in weak_ids else obj
+    if kind is Kind.TYPE or kind is Kind.IDENTITY or kind is Kind.CONSTANT and isinstance(exp, enum.Enum):
+        exp = w(exp)
+    elif kind is Kind.TENSOR or kind is Kind.TENSOR_DYNAMIC:
+        if id(exp.cls) in weak_ids:
+            exp = exp._replace(cls=Weak(exp.cls))
+    elif kind is Kind.TYPE_LEN:
+        exp = (w(exp[0]), exp[1])
+    elif kind is Kind.DICT_KEYS:
+        exp = (w(exp[0]), [w(k) for k in exp[1]] if exp[2] else exp[1], exp[2])
+    elif kind is Kind.ALIAS:
+        exp = weaken_source(exp, weak_ids)
+    source = weaken_source(g.source, weak_ids) if g.source is not None else None
+    return Guard(source, kind, exp)
+
+
+def readable(g, consts):
+    """Record `g` as text for people."""
+    return _template(g, _ReadableRenderer(consts))
+
+
+def failure_reason(guard, fn, args, kwargs):
+    """The first record of cache entry guard `guard` (of function `fn`) that fails for these
+    arguments, in the user's terms (None if none fails)."""
+    import inspect
+    consts = guard.consts
+    try:
+        bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)
+        bound.apply_defaults()
+    except TypeError as e:
+        return GuardFailure(f"arguments do not bind: {e}")
+    ns = namespace(fn, consts)
+    ns.update(zip(guard.__code__.co_freevars, (c.cell_contents for c in guard.__closure__ or ())))
+    ns.update({local_name(k): v for k, v in bound.arguments.items()})
+    r = _CodeRenderer(consts)
+    for g, code in zip(guard.guards, guard.exprs):
         try:
-            bound = inspect.signature(self.output.fn, follow_wrapped=False).bind(*args, **kwargs)
-            bound.apply_defaults()
-        except TypeError as e:
-            return GuardFailure(f"arguments do not bind: {e}")
-        ns.update({local_name(k): v for k, v in bound.arguments.items()})
-        r = _CodeRenderer(self.output)
-        for g in getattr(guard, "guards", self.guards):
-            code = _template(g, r)
-            ns.update({name: self.output.consts[key] for name, key in r.cells.items()})
-            try:
-                ok = eval(code, ns)
-            except Exception as err:
-                return GuardFailure(f"{self.readable(g)} (raised {type(err).__name__})",
-                                    tensor=g.kind in (Kind.TENSOR, Kind.TENSOR_DYNAMIC))
-            if not ok:
-                return self.explain(g, ns, r)
-        return None
+            ok = eval(code, ns)
+        except Exception as err:
+            return GuardFailure(f"{readable(g, consts)} (raised {type(err).__name__})",
+                                tensor=g.kind in (Kind.TENSOR, Kind.TENSOR_DYNAMIC))
+        if not ok:
+            return _explain(g, ns, r, consts)
+    return None
 
-    def explain(self, g, ns, r):
-        """Why record `g` failed: its source's current value against what the trace saw."""
-        kind, exp = g.kind, g.expected
 
-        def current(source):
-            return eval(r.src(source), ns)
-        if kind in (Kind.TENSOR, Kind.TENSOR_DYNAMIC):
-            name = self.readable_source(g.source)
-            t = current(g.source)
-            if not isinstance(t, Tensor):
-                return GuardFailure(f"{name}: expected a tensor, got {type(t).__name__}", tensor=True)
-            got = []
-            if t._data.dtype != exp.np_dtype:
-                got.append(f"dtype {t._data.dtype} (compiled for {exp.np_dtype})")
-            if kind is Kind.TENSOR:
-                if t._data.shape != exp.shape:
-                    got.append(f"size {tuple(t._data.shape)} (compiled for {exp.shape})")
-                elif t._data.strides != exp.strides:
-                    item = t._data.itemsize
-                    got.append(f"stride {t.stride()} (compiled for "
-                               f"{tuple(s // item for s in exp.strides)})")
-            elif t._data.ndim != len(exp.shape):
-                got.append(f"{t._data.ndim} dimensions (compiled for {len(exp.shape)})")
-            if t._requires_grad is not exp.requires_grad:
-                got.append(f"requires_grad={t._requires_grad} (compiled for {exp.requires_grad})")
-            return GuardFailure(f"{name}: " + ", ".join(got or ["tensor type changed"]), tensor=True)
-        if kind is Kind.DISTINCT:
-            names = ", ".join(self.readable_source(s) for s in g.source)
-            return GuardFailure(f"some of ({names}) are one object (compiled for {exp} distinct objects)")
-        if kind is Kind.GRAD_MODE:
-            return GuardFailure(f"grad mode is {'enabled' if not exp else 'disabled'} "
-                                f"(compiled with grad {'enabled' if exp else 'disabled'})")
-        if kind is Kind.DEFAULT_DTYPE:
-            return GuardFailure(f"default dtype is {_dtype.get_default_dtype()} (compiled for {exp})")
-        if kind is Kind.NO_KEY:
-            if isinstance(g.source, ClassDictSource):
-                return GuardFailure(f"{g.source.cls.__qualname__}.{exp} was defined (compiled without it)")
-            if isinstance(g.source, AttrSource) and g.source.attr == "__dict__":
-                return GuardFailure(f"{self.readable_source(g.source.base)}.{exp} was set on the instance "
-                                    f"(compiled without it)")
-            return GuardFailure(f"{exp!r} is in {self.readable_source(g.source)} (compiled without it)")
-        if kind is Kind.NO_MODULE_HOOKS:
-            mod = current(g.source)
-            which = [h[1:] for h in MODULE_HOOK_DICTS if getattr(mod, h, None)]
-            return GuardFailure(f"{self.readable_source(g.source)}: {', '.join(which) or 'hooks'} registered "
-                                f"(compiled without hooks)")
-        if kind is Kind.NO_GLOBAL_MODULE_HOOKS:
-            return GuardFailure("global module hooks registered (compiled without hooks)")
-        if kind is Kind.IDENTITY and isinstance(g.source, ItemSource) and isinstance(g.source.base, ClassDictSource):
-            return GuardFailure(f"{g.source.base.cls.__qualname__}.{g.source.key} changed "
-                                f"(compiled for {_short(exp)})")
-        return GuardFailure(self.readable(g))
+def _explain(g, ns, r, consts):
+    """Why record `g` failed: its source's current value against what the trace saw."""
+    kind, exp = g.kind, g.expected
 
-    def readable_source(self, source):
-        return _ReadableRenderer(self.output).src(source)
+    def current(source):
+        return eval(r.src(source), ns)
+
+    def readable_source(source):
+        return _ReadableRenderer(consts).src(source)
+    if kind in (Kind.TENSOR, Kind.TENSOR_DYNAMIC):
+        name = readable_source(g.source)
+        t = current(g.source)
+        if not isinstance(t, Tensor):
+            return GuardFailure(f"{name}: expected a tensor, got {type(t).__name__}", tensor=True)
+        got = []
+        if t._data.dtype != exp.np_dtype:
+            got.append(f"dtype {t._data.dtype} (compiled for {exp.np_dtype})")
+        if kind is Kind.TENSOR:
+            if t._data.shape != exp.shape:
+                got.append(f"size {tuple(t._data.shape)} (compiled for {exp.shape})")
+            elif t._data.strides != exp.strides:
+                item = t._data.itemsize
+                got.append(f"stride {t.stride()} (compiled for "
+                           f"{tuple(s // item for s in exp.strides)})")
+        elif t._data.ndim != len(exp.shape):
+            got.append(f"{t._data.ndim} dimensions (compiled for {len(exp.shape)})")
+        if t._requires_grad is not exp.requires_grad:
+            got.append(f"requires_grad={t._requires_grad} (compiled for {exp.requires_grad})")
+        return GuardFailure(f"{name}: " + ", ".join(got or ["tensor type changed"]), tensor=True)
+    if kind is Kind.DISTINCT:
+        names = ", ".join(readable_source(s) for s in g.source)
+        return GuardFailure(f"some of ({names}) are one object (compiled for {exp} distinct objects)")
+    if kind is Kind.GRAD_MODE:
+        return GuardFailure(f"grad mode is {'enabled' if not exp else 'disabled'} "
+                            f"(compiled with grad {'enabled' if exp else 'disabled'})")
+    if kind is Kind.DEFAULT_DTYPE:
+        return GuardFailure(f"default dtype is {_dtype.get_default_dtype()} (compiled for {exp})")
+    if kind is Kind.NO_KEY:
+        if isinstance(g.source, ClassDictSource):
+            return GuardFailure(f"{g.source.name}.{exp} was defined (compiled without it)")
+        if isinstance(g.source, AttrSource) and g.source.attr == "__dict__":
+            return GuardFailure(f"{readable_source(g.source.base)}.{exp} was set on the instance "
+                                f"(compiled without it)")
+        return GuardFailure(f"{exp!r} is in {readable_source(g.source)} (compiled without it)")
+    if kind is Kind.NO_MODULE_HOOKS:
+        mod = current(g.source)
+        which = [h[1:] for h in MODULE_HOOK_DICTS if getattr(mod, h, None)]
+        return GuardFailure(f"{readable_source(g.source)}: {', '.join(which) or 'hooks'} registered "
+                            f"(compiled without hooks)")
+    if kind is Kind.NO_GLOBAL_MODULE_HOOKS:
+        return GuardFailure("global module hooks registered (compiled without hooks)")
+    if kind is Kind.IDENTITY and isinstance(g.source, ItemSource) and isinstance(g.source.base, ClassDictSource):
+        return GuardFailure(f"{g.source.base.name}.{g.source.key} changed "
+                            f"(compiled for {_short(exp)})")
+    return GuardFailure(readable(g, consts))
 
 
 class GuardFailure(str):

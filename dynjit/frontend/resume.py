@@ -25,6 +25,7 @@ object is checked by bytecode_check.verify before it is returned.
 """
 import dis
 import inspect
+import weakref
 
 from bytecode import Bytecode, Instr, Label, CellVar, FreeVar, TryBegin, TryEnd
 
@@ -36,11 +37,39 @@ from .source import local_name
 STACK_PREFIX = "___stack"
 CELL_PREFIX = "___cell_"
 
+
+class _CodeMap:
+    """A mapping keyed by generated code objects, by identity, holding them weakly: an entry
+    goes when its code object is freed (equal code objects are distinct keys)."""
+
+    def __init__(self):
+        self._items = {}      # id(code) -> (weak reference, value)
+
+    def __setitem__(self, code, value):
+        key = id(code)
+        items = self._items
+
+        def gone(ref, key=key):
+            item = items.get(key)
+            if item is not None and item[0] is ref:
+                del items[key]
+        items[key] = (weakref.ref(code, gone), value)
+
+    def get(self, code, default=None):
+        item = self._items.get(id(code))
+        if item is None or item[0]() is not code:
+            return default
+        return item[1]
+
+    def __len__(self):
+        return len(self._items)
+
+
 # generated code -> (original code, {generated offset: original real-instruction index})
-_origin = {}
+_origin = _CodeMap()
 
 
-_labels = {}
+_labels = _CodeMap()
 
 
 def label(code):
