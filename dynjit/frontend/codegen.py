@@ -113,8 +113,16 @@ class CodeGen:
 def generate(output, return_var, signature):
     """(source of the transformed function, the graph's output nodes)."""
     cg = CodeGen(output)
-    # the call of a graph break's native part runs last, after the side effects are replayed
-    ret = return_var.reconstruct(cg) if getattr(return_var, "runs_last", False) else cg.value(return_var)
+    # the call of a graph break's native part runs last, after the side effects are replayed,
+    # with the frame's JIT hook active (set here: a frame less than a helper would cost)
+    hook = None
+    if getattr(return_var, "runs_last", False):
+        if hasattr(return_var, "reconstruct_hooked"):
+            hook, ret = return_var.reconstruct_hooked(cg)
+        else:
+            ret = return_var.reconstruct(cg)
+    else:
+        ret = cg.value(return_var)
     effects = output.side_effects.codegen(cg)
     body = []
     if cg.graph_outputs or output.count_ops():
@@ -123,7 +131,15 @@ def generate(output, return_var, signature):
         body.append(f"___out = ___graph({inputs})")
     body.extend(cg.lines)
     body.extend(effects)
-    body.append(f"return {ret}")
+    if hook is None:
+        body.append(f"return {ret}")
+    else:
+        body += ["___prev_hook = getattr(___jit_state, 'hook', None)",
+                 f"___jit_state.hook = {hook}",
+                 "try:",
+                 f"    return {ret}",
+                 "finally:",
+                 "    ___jit_state.hook = ___prev_hook"]
     changes_mode = any(n.op == "call_function" and getattr(n.target, "__name__", "") == "_set_grad_enabled"
                        for n in output.graph.nodes)
     if changes_mode or getattr(return_var, "runs_last", False):

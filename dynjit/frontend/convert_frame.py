@@ -195,15 +195,24 @@ class _BreakCall(VariableTracker):
         self.values = values
         self.hook = hook
 
-    def reconstruct(self, cg):
+    def _parts(self, cg):
         args = ", ".join(cg.value(v) if not isinstance(v, str) else v for v in self.values)
-        # the native part runs with this frame's hook active (nested module calls compile); the
-        # compiled function whose hook it is, the entry's owner, is held weakly
+        # the compiled function whose hook it is, the entry's owner, is held weakly
         if isinstance(self.hook, types.MethodType):
             hook = f"{cg.constant(weakref.WeakMethod(self.hook))}()"
         else:
             hook = cg.constant(self.hook)
-        return f"{cg.constant(_jit_callback.run_with)}({hook}, {cg.constant(self.fn_obj)}, {args})"
+        return hook, cg.constant(self.fn_obj), args
+
+    def reconstruct_hooked(self, cg):
+        """(the hook to make active, the call of the break function): the native part runs
+        with this frame's hook active (nested module calls compile)."""
+        hook, fn, args = self._parts(cg)
+        return hook, f"{fn}({args})"
+
+    def reconstruct(self, cg):
+        hook, fn, args = self._parts(cg)
+        return f"{cg.constant(_jit_callback.run_with)}({hook}, {fn}, {args})"
 
 
 class _Hooked(VariableTracker):

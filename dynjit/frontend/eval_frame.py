@@ -35,6 +35,7 @@ _all_compiled = weakref.WeakSet()
 _recorders = []      # explain() sessions collecting the CompiledFunctions a call creates
 
 _LIMIT_REASON = "cache_size_limit reached"
+_hook_state = _jit_callback._state
 _PLAIN = object()           # _lookup_or_compile: call the function plain (arguments do not bind)
 _PLAIN_HOOKED = object()    # ... run it uncompiled, nested frames through the hook
 _NESTED_ATTR = "__dynjit_nested__"   # on a function: {owner CompiledFunction (weak): its wrapper}
@@ -90,7 +91,19 @@ class CompiledFunction:
                 if hit:
                     return entry.transformed(*args, **kwargs)
             else:
-                return self._miss(args, kwargs)
+                reason = self.eager_reason
+                if reason is None or reason == _LIMIT_REASON and (
+                        len(self.entries) + self._died_unused < config.cache_size_limit):
+                    return self._miss(args, kwargs)
+                # runs uncompiled, nested frames through the hook; inline (not run_with): a
+                # frame less per level of a recursive function
+                state = _hook_state
+                prev = getattr(state, "hook", None)
+                state.hook = self._hook
+                try:
+                    return self._fn(*args, **kwargs)
+                finally:
+                    state.hook = prev
             return self._guard_raised(guard_error, args, kwargs)
         except BaseException as e:
             raise tracebacks.strip(e)
@@ -101,7 +114,7 @@ class CompiledFunction:
         if not _accepts(self._fn, args, kwargs):
             return self._fn(*args, **kwargs)
         with self._lock:
-            self._internal_error(err, stacklevel=5)
+            self._internal_error(err, stacklevel=4)
         return _jit_callback.run_with(self._hook, self._fn, *args, **kwargs)
 
     def _miss(self, args, kwargs):
@@ -149,7 +162,7 @@ class CompiledFunction:
                 if not self._warned_limit:
                     warnings.warn(f"dynjit: {fn.__qualname__} hit config.cache_size_limit "
                                   f"({config.cache_size_limit}) recompiles; last reason: {reason}. It "
-                                  "now runs without compiling.", stacklevel=5)
+                                  "now runs without compiling.", stacklevel=4)
                     self._warned_limit = True
                 self.eager_reason = _LIMIT_REASON
                 return _PLAIN_HOOKED
@@ -170,7 +183,7 @@ class CompiledFunction:
         except DynjitError:         # dynjit's own errors for the user (a backend that failed, ...)
             raise
         except Exception as e:      # a bug in dynjit, not something the user wrote
-            self._internal_error(e, stacklevel=6)
+            self._internal_error(e, stacklevel=5)
             return _PLAIN_HOOKED
         guards_log.debug("Guards for %s:\n%s", fn.__qualname__, entry.guard.source)
         if entry.break_reason is not None:
@@ -395,6 +408,14 @@ def compile(fn=None, *, backend="eager", fullgraph=False, dynamic=None, mode=Non
     check_python_version()      # a Python whose bytecode the frontend does not know fails here
     from ..backends.registry import lookup_backend
     lookup_backend(backend)   # fail early on an unknown name
+    if isinstance(fn, OptimizedModule):         # compiling it again: compile its module
+        fn = fn._orig_mod
+    if isinstance(fn, CompiledFunction):
+        # compiled already: the function it compiles is compiled once, by one wrapper
+        if (fn._backend, fn._fullgraph, fn._dynamic) == (backend, fullgraph, dynamic):
+            return fn
+        inner = fn._fn if fn._bound_self is None else types.MethodType(fn._fn, fn._bound_self)
+        return CompiledFunction(inner, backend, fullgraph, dynamic)
     if is_nn_module(fn):
         return OptimizedModule(fn, backend, fullgraph, dynamic)
     from ..fx.graph_module import GraphModule

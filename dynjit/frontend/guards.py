@@ -24,7 +24,7 @@ import types
 import weakref
 from collections import OrderedDict, defaultdict, namedtuple
 
-from .. import _dtype
+from .. import _dtype, _jit_callback
 from ..autograd.grad_mode import state as _grad_state
 from ..tensor import Tensor
 from .source import local_name
@@ -697,7 +697,7 @@ class GuardBuilder:
 def namespace(fn, consts):
     """What generated guard and transformed functions see as their globals."""
     return {"K": consts, "G": fn.__globals__, "___grad_state": _grad_state,
-            "___default_dtype": _dtype._default_float}
+            "___default_dtype": _dtype._default_float, "___jit_state": _jit_callback._state}
 
 
 def _weaken(g, weak_ids):

@@ -7,6 +7,7 @@ as deep as plain Python."""
 import gc
 import importlib.util
 import linecache
+import sys
 import textwrap
 import threading
 import tracemalloc
@@ -470,3 +471,115 @@ def test_the_backend_contract_is_checked_on_the_first_call_only():
     transformed = compiled.entries[0].transformed
     # after the first call the transformed function calls the backend's callable itself
     assert transformed.__globals__["___graph"].__name__ == "run" and len(calls) == 3
+
+
+# -- 5. compiled functions compose, resume, recurse ---------------------------------------------
+def test_compiling_a_compiled_function_compiles_it_once():
+    from dynjit.testing import CompileCounter
+    counter = CompileCounter()
+
+    def f(x):
+        return (x + 1).sin()
+
+    once = dynjit.compile(f, backend=counter)
+    twice = dynjit.compile(once, backend=counter)
+    assert twice is once
+    x = dynjit.randn(3)
+    assert dynjit.allclose(twice(x), f(x)) and dynjit.allclose(once(x), f(x))
+    assert counter.frame_count == 1
+
+    @dynjit.compile(backend=counter)
+    @dynjit.compile(backend=counter)
+    def g(x):
+        return x * 2
+    assert dynjit.allclose(g(x), x * 2) and counter.frame_count == 2
+
+    other = CompileCounter()
+    again = dynjit.compile(once, backend=other)      # another backend: the function itself
+    assert dynjit.allclose(again(x), f(x)) and other.frame_count == 1 and counter.frame_count == 2
+
+    m = TinyModel()
+    compiled_module = dynjit.compile(dynjit.compile(m))
+    assert dynjit.allclose(compiled_module(dynjit.ones(2, 4)), m(dynjit.ones(2, 4)))
+
+
+def test_raising_the_cache_size_limit_resumes_compiling():
+    from dynjit.testing import CompileCounter
+    counter = CompileCounter()
+    compiled = dynjit.compile(lambda x, n: x * n, backend=counter)
+    x = dynjit.ones(2)
+    old = dynjit.config.cache_size_limit
+    try:
+        dynjit.config.cache_size_limit = 2
+        with pytest.warns(UserWarning, match="cache_size_limit"):
+            for n in range(4):
+                assert compiled(x, n)._data[0] == n
+        assert counter.frame_count == 2 and compiled.eager_reason is not None
+        dynjit.config.cache_size_limit = 4
+        assert compiled(x, 10)._data[0] == 10 and compiled(x, 11)._data[0] == 11
+        assert counter.frame_count == 4 and len(compiled.entries) == 4
+        with pytest.warns(UserWarning, match="cache_size_limit") as record:
+            assert compiled(x, 12)._data[0] == 12 and counter.frame_count == 4    # the new limit
+        assert record[0].filename == __file__
+    finally:
+        dynjit.config.cache_size_limit = old
+
+
+def _depth(fn, make_arg, limit):
+    lo, hi = 1, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        try:
+            fn(make_arg(mid))
+            lo = mid
+        except RecursionError:
+            hi = mid - 1
+    return lo
+
+
+def _countdown(n):
+    if n == 0:
+        return 0
+    return _countdown_compiled(n - 1) + 1
+
+
+_countdown_compiled = dynjit.compile(_countdown)
+
+
+def _plain_countdown(n):
+    if n == 0:
+        return 0
+    return _plain_countdown(n - 1) + 1
+
+
+def _tensor_countdown(x):
+    if x.sum() <= 0:            # data-dependent: the branch is taken natively, at a graph break
+        return x
+    return _tensor_countdown_compiled(x - 1) * 1
+
+
+_tensor_countdown_compiled = dynjit.compile(_tensor_countdown)
+
+
+def _plain_tensor_countdown(x):
+    if x.sum() <= 0:
+        return x
+    return _plain_tensor_countdown(x - 1) * 1
+
+
+def test_compiled_recursion_goes_about_as_deep_as_plain_python():
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(600)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            plain = _depth(_plain_countdown, lambda n: n, 700)
+            # past the cache limit (a compile per n) it runs plain: 2 frames a level, not 4
+            compiled = _depth(_countdown_compiled, lambda n: n, 700)
+            plain_t = _depth(_plain_tensor_countdown, lambda n: dynjit.full((2,), float(n)), 700)
+            # each level a cache hit with two graph breaks: 6 frames a level, not 8
+            compiled_t = _depth(_tensor_countdown_compiled, lambda n: dynjit.full((2,), float(n)), 700)
+    finally:
+        sys.setrecursionlimit(old)
+    assert compiled >= 0.45 * plain, (compiled, plain)
+    assert compiled_t >= 0.15 * plain_t, (compiled_t, plain_t)
