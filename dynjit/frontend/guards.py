@@ -57,7 +57,7 @@ class Guard(namedtuple("Guard", "source kind expected")):
         return f"Guard({self.source!r}, {self.kind.name}, {_short(self.expected)})"
 
 
-TensorSpec = namedtuple("TensorSpec", "cls np_dtype shape strides requires_grad")
+TensorSpec = namedtuple("TensorSpec", "cls np_dtype shape strides requires_grad inference")
 
 
 class ClassDictSource(Source):
@@ -446,7 +446,7 @@ def _template(g, r):
             sizes = (f"shape {exp.shape}, strides {exp.strides}" if kind is Kind.TENSOR
                      else f"{len(exp.shape)} dimensions")
             return (f"{e}: a {_name(exp.cls)} of dtype {exp.np_dtype}, {sizes}, "
-                    f"requires_grad={exp.requires_grad}")
+                    f"requires_grad={exp.requires_grad}" + (", an inference tensor" if exp.inference else ""))
         # inlined (a guard checks many tensors: a call each would cost more than the checks);
         # dtype by identity first (numpy's builtin dtypes are singletons), equality if not
         dt = r.k(exp.np_dtype)
@@ -456,7 +456,8 @@ def _template(g, r):
             sizes = f"___a.shape == {exp.shape!r} and ___a.strides == {exp.strides!r}"
         else:
             sizes = f"___a.ndim == {len(exp.shape)}"
-        return f"{head} and {sizes} and ___t._requires_grad is {exp.requires_grad!r}"
+        return (f"{head} and {sizes} and ___t._requires_grad is {exp.requires_grad!r} "
+                f"and ___t._is_inference is {exp.inference!r}")
     if kind is Kind.ALIAS:
         return f"{e} is {r.src(exp)}"
     if kind is Kind.DISTINCT:
@@ -519,7 +520,7 @@ class GuardBuilder:
     def tensor(self, source, t):
         # sizes static or dynamic: decided at compile time (finalize)
         self.add(Guard(source, Kind.TENSOR, TensorSpec(type(t), t._data.dtype, t._data.shape, t._data.strides,
-                                                       t._requires_grad)))
+                                                       t._requires_grad, t._is_inference)))
 
     def alias(self, source, other):
         """`source` is the same object as `other` (one object reached two ways)."""
@@ -779,6 +780,8 @@ def _explain(g, ns, r, consts):
             got.append(f"{t._data.ndim} dimensions (compiled for {len(exp.shape)})")
         if t._requires_grad is not exp.requires_grad:
             got.append(f"requires_grad={t._requires_grad} (compiled for {exp.requires_grad})")
+        if t._is_inference is not exp.inference:
+            got.append(f"is_inference={t._is_inference} (compiled for {exp.inference})")
         return GuardFailure(f"{name}: " + ", ".join(got or ["tensor type changed"]), tensor=True)
     if kind is Kind.DISTINCT:
         names = ", ".join(readable_source(s) for s in g.source)

@@ -329,3 +329,25 @@ def test_an_exception_leaving_a_with_block_inside_try_is_caught():
             x = x + 1
         return x * 2
     check(fn)
+
+
+def test_an_inference_tensor_argument_is_guarded_and_traced_as_one():
+    # an in-place op on an inference tensor outside inference mode raises in eager; compiled, the
+    # effects before it must stay (found by the fuzzer: the graph raised before they were replayed)
+    log = {}
+
+    def fn(x):
+        y = x * 2
+        log["before"] = 1
+        x.sub_(dynjit.where(x > 0, x, x))
+        return y
+
+    with dynjit.inference_mode():
+        inference_tensor = dynjit.ones(2)
+    compiled = dynjit.compile(fn)
+    assert same(compiled(dynjit.ones(2)), fn(dynjit.ones(2)))       # compiled for a normal tensor
+    for run in (fn, compiled):
+        log.clear()
+        with pytest.raises(RuntimeError, match="Inplace update to inference tensor"):
+            run(inference_tensor)
+        assert log == {"before": 1}

@@ -167,6 +167,8 @@ def example_like(value):
             arr.flags.writeable = False
     example = Tensor._make(arr)
     example._requires_grad = value._requires_grad
+    if value._is_inference:        # what eager refuses on an inference tensor is refused while tracing
+        example._is_inference = True
     return example
 
 
