@@ -20,8 +20,15 @@ def register_source(filename, src, owner):
 
 def forget_source_with(owner, filename):
     """Drop `filename` from linecache when `owner` is freed (source registered elsewhere)."""
-    weakref.finalize(owner, _forget_source, filename).atexit = False
+    call_when_freed(owner, linecache.cache.pop, filename, None)
 
 
-def _forget_source(filename):
-    linecache.cache.pop(filename, None)
+_pending = set()      # weak references whose callbacks are still to run (lighter than finalize)
+
+
+def call_when_freed(obj, fn, *args):
+    """Call fn(*args) when `obj` is freed (by reference counting or by the collector)."""
+    def freed(ref):
+        _pending.discard(ref)
+        fn(*args)
+    _pending.add(weakref.ref(obj, freed))

@@ -177,10 +177,11 @@ def _release_trace_state(gm, guard):
         code = getattr(getattr(g, "_forward_fn", None), "__code__", None)
         if code is not None:
             forget_source_with(g, code.co_filename)
-        for node in g.graph.nodes:
-            src = node.meta.get("source")
-            if src is not None and weak_ids:
-                node.meta["source"] = weaken_source(src, weak_ids)
+        if weak_ids:
+            for node in g.graph.nodes:
+                src = node.meta.get("source")
+                if src is not None:
+                    node.meta["source"] = weaken_source(src, weak_ids)
         stack.extend(sub for _, sub in g.named_submodules())
 
 

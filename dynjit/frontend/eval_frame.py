@@ -10,8 +10,10 @@ Python (so compiled always equals eager), the reason is counted in
 raised as `dynjit.exc.Unsupported` naming the construct and the user's line.
 """
 import functools
+import gc
 import inspect
 import logging
+import sys
 import threading
 import types
 import warnings
@@ -19,7 +21,7 @@ import weakref
 
 from .. import _jit_callback, config
 from ..exc import Unsupported, InternalError, DynjitError
-from ..utils import counters
+from ..utils import counters, call_when_freed
 from . import resume, tracebacks
 from .bytecode_info import check_python_version
 from .convert_frame import convert, location
@@ -70,8 +72,7 @@ class CompiledFunction:
         _all_compiled.add(self)
         if _recorders:
             _recorders[-1].append(self)
-        # parsed bytecode of the function's code is cached (bytecode_info): forget it with us
-        weakref.finalize(self, _forget_code, fn.__code__).atexit = False
+        _watch_code(fn)
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -168,6 +169,7 @@ class CompiledFunction:
                 return _PLAIN_HOOKED
         if not _accepts(fn, args, kwargs):
             return _PLAIN
+        _sweep_code_cache()
         try:
             dynamic = self._dynamic is True or (self._dynamic is None and self._auto_dynamic)
             entry = convert(fn, args, kwargs, self._backend, self._fullgraph, self._hook, dynamic)
@@ -338,11 +340,39 @@ def _nested(owner, fn, make):
     return wrapped
 
 
-def _forget_code(code):
+_watched = weakref.WeakSet()      # compiled functions' functions: their death may free code
+_sweep_pending = [False]
+
+
+def _watch_code(fn):
+    """bytecode_info caches the parsed bytecode of every code object the frontend reads (the
+    compiled functions', resume functions', inlined functions'): when a compiled function's
+    function dies, its code may be left held by that cache alone; sweep it then."""
+    if fn not in _watched:
+        _watched.add(fn)
+        call_when_freed(fn, _sweep_pending.__setitem__, 0, True)
+
+
+def _sweep_code_cache(*_):
+    """Drop the cached bytecode of code objects nothing but that cache holds any more. Runs
+    when a watched function has died, outside its death (whose other references may not be
+    gone yet): before the next compile, at reset, after a collection."""
+    if not _sweep_pending[0]:
+        return
+    _sweep_pending[0] = False
     from . import bytecode_info
-    info = bytecode_info._cache.get(code)
-    if info is not None and info.code is code:
-        bytecode_info._cache.pop(code, None)
+    cache = bytecode_info._cache
+    items = list(cache.items())
+    while items:
+        code, info = items.pop()
+        # the references left when only the cache holds it: its key, CodeInfo.code, `code`,
+        # getrefcount's argument
+        if info.code is code and sys.getrefcount(code) <= 4:
+            cache.pop(code, None)
+        del code, info
+
+
+gc.callbacks.append(lambda phase, info: phase == "stop" and _sweep_code_cache())
 
 
 def _accepts(fn, args, kwargs):
@@ -510,6 +540,8 @@ def reset():
     """Forget every compiled entry of every compiled function."""
     for c in list(_all_compiled):
         c.reset()
+    _sweep_pending[0] = True
+    _sweep_code_cache()
     from .. import compiled_autograd
     compiled_autograd.reset()
     counters.clear()

@@ -129,11 +129,16 @@ def _module_level(obj):
     return found is obj
 
 
+_MODULE_LEVEL = {}      # id -> a class or function found at module level (held: they live on)
+
+
 def weakly_held(obj):
     """Whether a cache entry that guards `obj`'s identity holds it weakly: a user's object
     (an instance, a function or class defined inside a function). Modules, code, builtins,
     module-level classes and functions, and values that cannot be weakly referenced are
     held as they are."""
+    if _MODULE_LEVEL.get(id(obj)) is obj:
+        return False
     if isinstance(obj, (types.ModuleType, types.CodeType, types.BuiltinFunctionType, types.MethodType,
                         types.MethodWrapperType, types.WrapperDescriptorType, _dtype.dtype)):
         return False
@@ -142,7 +147,10 @@ def weakly_held(obj):
     except TypeError:
         return False
     if isinstance(obj, (type, types.FunctionType)):
-        return not _module_level(obj)
+        if _module_level(obj):
+            _MODULE_LEVEL[id(obj)] = obj
+            return False
+        return True
     if isinstance(obj, enum.Enum):
         return not _module_level(type(obj))
     return True
@@ -288,6 +296,7 @@ class _CodeRenderer:
         self.consts = consts
         self._stash = stash
         self.weak_ids = weak_ids
+        self._any_weak = bool(weak_ids) or isinstance(consts, GuardConsts)
         self.cells = {}           # cell name -> stash key
         self.weak_cells = {}      # cell name -> stash key (a weak reference)
         self.id_cells = {}        # cell name -> id, or tuple of ids
@@ -297,6 +306,8 @@ class _CodeRenderer:
         return cls(output.consts, output.stash, weak_ids)
 
     def _weak_key(self, key):
+        if not self._any_weak:
+            return False
         weak = getattr(self.consts, "weak", None)
         if weak is not None:
             return key in weak
@@ -677,6 +688,9 @@ class GuardBuilder:
         """`K` for the entry: the trace's constants, those in `weak_ids` held weakly (their
         death ends the entry's life), a weakly held class's namespace computed when read."""
         consts = GuardConsts()
+        if not weak_ids:
+            dict.update(consts, self.output.consts)
+            return consts
         weak_classes = {src.proxy_key: src.key for cls, src in self._class_dicts.items()
                         if id(cls) in weak_ids}
         for key, value in self.output.consts.items():
