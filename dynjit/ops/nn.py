@@ -8,16 +8,29 @@ from .registry import register, OTHER, RANDOM
 from .meta import wrap_dim as _dim, float_dtype
 
 
-@register("softmax", OTHER, variants="function, method")
-def softmax(self, dim):
+def _softmax_input(self):
+    """The input as a floating point array (integers in the default dtype, as meta says)."""
     x = np.asarray(self)
     if x.dtype.kind != "f":
-        x = x.astype(np.float32)
+        x = x.astype(_dtype.get_default_dtype().np)
+    return x
+
+
+def _shifted(x, d):
+    """x minus its max along `d` (where that max is finite), in x's dtype."""
+    m = np.max(x, axis=d, keepdims=True)
+    return x - np.where(np.isfinite(m), m, x.dtype.type(0))
+
+
+@register("softmax", OTHER, variants="function, method")
+def softmax(self, dim):
+    x = _softmax_input(self)
     d = _dim(dim, x.ndim)
     if x.ndim == 0:
         return np.ones_like(x)
-    m = np.max(x, axis=d, keepdims=True) if x.size else 0
-    e = np.exp(x - np.where(np.isfinite(m), m, 0))
+    if x.size == 0:
+        return np.empty_like(x)
+    e = np.exp(_shifted(x, d))
     return e / np.sum(e, axis=d, keepdims=True)
 
 
@@ -37,14 +50,13 @@ def _(grad, dim, result):
 
 @register("log_softmax", OTHER, variants="function, method")
 def log_softmax(self, dim):
-    x = np.asarray(self)
-    if x.dtype.kind != "f":
-        x = x.astype(np.float32)
+    x = _softmax_input(self)
     d = _dim(dim, x.ndim)
     if x.ndim == 0:
         return np.zeros_like(x)
-    m = np.max(x, axis=d, keepdims=True) if x.size else 0
-    s = x - np.where(np.isfinite(m), m, 0)
+    if x.size == 0:
+        return np.empty_like(x)
+    s = _shifted(x, d)
     return s - np.log(np.sum(np.exp(s), axis=d, keepdims=True))
 
 
