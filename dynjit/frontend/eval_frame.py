@@ -10,7 +10,6 @@ Python (so compiled always equals eager), the reason is counted in
 raised as `dynjit.exc.Unsupported` naming the construct and the user's line.
 """
 import functools
-import gc
 import inspect
 import logging
 import sys
@@ -356,7 +355,8 @@ def _watch_code(fn):
 def _sweep_code_cache(*_):
     """Drop the cached bytecode of code objects nothing but that cache holds any more. Runs
     when a watched function has died, outside its death (whose other references may not be
-    gone yet): before the next compile, at reset, after a collection."""
+    gone yet): before the next compile, and at reset. (Not from a collector callback: one
+    called at the recursion limit could only fail.)"""
     if not _sweep_pending[0]:
         return
     _sweep_pending[0] = False
@@ -370,9 +370,6 @@ def _sweep_code_cache(*_):
         if info.code is code and sys.getrefcount(code) <= 4:
             cache.pop(code, None)
         del code, info
-
-
-gc.callbacks.append(lambda phase, info: phase == "stop" and _sweep_code_cache())
 
 
 def _accepts(fn, args, kwargs):
