@@ -62,16 +62,24 @@ def _(self, dim, keepdim, dtype):
     return reduced_shape(self.shape, dim, keepdim), accumulate_dtype(self.dtype, dtype)
 
 
+def _sum_to_size_axes(shape, size):
+    """The dims sum_to_size sums (None: none, the input is returned as it is)."""
+    lead = len(shape) - len(size)
+    if lead < 0 or any(s != 1 and s != x for s, x in zip(size, shape[lead:])):
+        raise RuntimeError(f"size {list(size)} is not expandable to size {list(shape)}")
+    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(size) if s == 1 and shape[lead + i] != 1)
+    # as PyTorch's sum_to: a sum whenever a dim is reduced or the size is () (then even of a 0-d input)
+    return axes if axes or not size else None
+
+
 @register("sum_to_size", REDUCTION, variants="method", varargs="size")
 def sum_to_size(self, size):
     size = tuple(size)
-    lead = self.ndim - len(size)
-    if lead < 0 or any(s != 1 and s != x for s, x in zip(size, self.shape[lead:])):
-        raise RuntimeError(f"size {list(size)} is not expandable to size {list(self.shape)}")
-    axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(size)
-                                      if s == 1 and self.shape[lead + i] != 1)
-    out = np.sum(self, axis=axes, keepdims=True) if axes else self
-    return out.reshape(size)
+    axes = _sum_to_size_axes(self.shape, size)
+    if axes is None:
+        return self.reshape(size)
+    # a sum: sum's dtype (integers and bool accumulate in int64, float16 in float32)
+    return np.reshape(sum_op.kernel(self, axes, True, None), size)
 
 
 @sum_to_size.derivative
@@ -82,10 +90,9 @@ def _(grad, self_shape):
 @sum_to_size.meta_fn
 def _(self, size):
     size = tuple(size)
-    lead = len(self.shape) - len(size)
-    if lead < 0 or any(s != 1 and s != x for s, x in zip(size, self.shape[lead:])):
-        raise RuntimeError(f"size {list(size)} is not expandable to size {list(self.shape)}")
-    return size, self.dtype
+    if _sum_to_size_axes(tuple(self.shape), size) is None:
+        return size, self.dtype
+    return size, accumulate_dtype(self.dtype)
 
 
 @register("mean", REDUCTION, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
