@@ -248,7 +248,13 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def equal(input, other):
-    return input.shape == other.shape and bool((input._data == other._data).all())
+    if input.shape != other.shape:
+        return False
+    a, b = input._data, other._data
+    if a.dtype != b.dtype:      # compared in the promoted dtype, as PyTorch does
+        dt = _dtype.promote_types(input.dtype, other.dtype).np
+        a, b = a.astype(dt), b.astype(dt)
+    return bool((a == b).all())
 
 
 def broadcast_tensors(*tensors):

@@ -4,8 +4,11 @@
 mode if there is one (graph tracing records nodes there), else runs it
 eagerly: unwrap tensors, run the numpy kernel, wrap the outputs with the
 registry's dtype rule, and, when grad mode is on and an input requires grad,
-record the backward node. In-place ops run their functional op and write the
-result back; views share storage and a version counter with their base.
+record the backward node. A pointwise kernel runs in PyTorch's computation
+dtype: its tensor operands are converted to it first (numpy would otherwise
+compute in its own promoted dtype: acos of int8 in float16, int64 + float32 in
+float64). In-place ops run their functional op and write the result back;
+views share storage and a version counter with their base.
 """
 import threading
 
@@ -113,8 +116,9 @@ def _unwrap(op, args):
     return vals, tensors
 
 
-def pointwise_dtype(op, args):
-    """Output dtype of a pointwise op under PyTorch promotion."""
+def pointwise_dtypes(op, args):
+    """(computation dtype, output dtype) of a pointwise op under PyTorch promotion: the
+    tensor operands are converted to the first, the kernel's result to the second."""
     dims, zero, scalars = [], [], []
     for i in op.operands:
         a = args[i]
@@ -125,14 +129,37 @@ def pointwise_dtype(op, args):
     d = result_type(dims, zero, scalars)
     rule = op.dtype_rule
     if rule == FLOAT and not d.is_floating_point:
-        return _dtype.get_default_dtype()
-    if rule == BOOL:
-        return _dtype.bool_
-    if rule == KEEP:
+        d = _dtype.get_default_dtype()
+    elif rule == BOOL:
+        return d, _dtype.bool_          # comparisons compare in the promoted dtype
+    elif rule == KEEP:
         for a in args:
             if isinstance(a, Tensor):
-                return _FROM_NP[a._data.dtype]
-    return d
+                d = _FROM_NP[a._data.dtype]
+                break
+    return d, d
+
+
+def pointwise_dtype(op, args):
+    """Output dtype of a pointwise op under PyTorch promotion."""
+    return pointwise_dtypes(op, args)[1]
+
+
+def _convert_operands(op, vals, compute):
+    """Convert the array operands in `vals` (in place) to the computation dtype. KEEP ops
+    (masked_fill) convert what they need themselves: their mask stays bool."""
+    if op.operand_check is not None:
+        op.operand_check(*vals)
+    if op.dtype_rule is KEEP:
+        return
+    np_dtype = compute.np
+    for i in op.operands:
+        a = vals[i]
+        if type(a) is np.ndarray and a.dtype != np_dtype:
+            vals[i] = a.astype(np_dtype)
+
+
+_NP_BOOL = np.dtype(np.bool_)
 
 
 def _as_array(x, np_dtype):
@@ -147,8 +174,10 @@ def run_kernel(op, args):
     """Run the numpy kernel; return (outputs as arrays or a tuple/list of them, tensors)."""
     vals, tensors = _unwrap(op, args)
     if op.kind == POINTWISE:
+        compute, result = pointwise_dtypes(op, args)
+        _convert_operands(op, vals, compute)
         out = op.kernel(*vals)
-        return _as_array(out, pointwise_dtype(op, args).np), tensors
+        return _as_array(out, result.np), tensors
     with np.errstate(all="ignore"):
         out = op.kernel(*vals)
     return out, tensors
@@ -191,11 +220,16 @@ def eager(op, args, kwargs):
             # a scalar keeps the tensor's dtype unless it is of a higher category
             kind = np_dtype.kind
             uniform = kind == "f" or (scalar == 1 and kind in "iu")
-        out = op.kernel(*vals)
-        if uniform and op.dtype_rule is PROMOTE:
-            want = np_dtype
+        rule = op.dtype_rule
+        if uniform and (rule is PROMOTE or (rule is FLOAT and np_dtype is not None and np_dtype.kind == "f")):
+            want = np_dtype         # computed and returned in the operands' own dtype
+        elif uniform and rule is BOOL:
+            want = _NP_BOOL
         else:
-            want = pointwise_dtype(op, args).np
+            compute, result = pointwise_dtypes(op, args)
+            _convert_operands(op, vals, compute)
+            want = result.np
+        out = op.kernel(*vals)
         if type(out) is not np.ndarray or out.dtype != want:
             out = _as_array(out, want)
         result = Tensor._make(out)

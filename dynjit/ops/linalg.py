@@ -276,7 +276,8 @@ def _check_outer(a, b):
 def outer(self, vec2):
     a, b = np.asarray(self), np.asarray(vec2)
     _check_outer(a, b)
-    return np.outer(a, b).astype(_promoted(a, b), copy=False)
+    dt = _promoted(a, b)        # the operands in the result dtype first, as PyTorch computes
+    return np.outer(a.astype(dt, copy=False), b.astype(dt, copy=False))
 
 
 outer.meta_fn(lambda self, vec2: (_check_outer(self, vec2), _dtype.promote_types(self.dtype, vec2.dtype)))
@@ -327,7 +328,9 @@ def einsum_shape(equation, shapes):
 def einsum(equation, operands):
     arrays = [np.asarray(o) for o in operands]
     einsum_shape(equation, [a.shape for a in arrays])
-    return np.asarray(np.einsum(equation, *arrays, optimize=True)).astype(_promoted(*arrays), copy=False)
+    dt = _promoted(*arrays)     # the operands in the result dtype first, as PyTorch computes
+    arrays = [a.astype(dt, copy=False) for a in arrays]
+    return np.asarray(np.einsum(equation, *arrays, optimize=True)).astype(dt, copy=False)
 
 
 @einsum.meta_fn

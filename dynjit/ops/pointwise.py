@@ -1,7 +1,9 @@
 """Pointwise ops: arithmetic, unary math, comparisons, logical ops, where.
 
 Each op broadcasts its tensor operands and follows PyTorch's dtype
-promotion (the dispatcher applies the op's dtype rule to the kernel's output).
+promotion: the dispatcher converts the tensor operands to the computation dtype
+before the kernel runs and applies the op's dtype rule to the kernel's output.
+Python scalars stay Python numbers (numpy treats them as weak, as PyTorch does).
 """
 import inspect
 import math
@@ -324,8 +326,14 @@ def _check_addcdiv(t1, t2):
                                "to a floating point dtype first")
 
 
+def _check_addcdiv_operands(self, tensor1, tensor2, value=1):
+    _check_addcdiv(tensor1, tensor2)
+
+
+# (operand_check: integer tensor1 and tensor2 are an error even where self makes the result
+# floating point and the dispatcher converts them)
 @register("addcdiv", POINTWISE, operands=("self", "tensor1", "tensor2"),
-          variants="function, method", inplace=True)
+          variants="function, method", inplace=True, operand_check=_check_addcdiv_operands)
 @quiet
 def addcdiv(self, tensor1, tensor2, value=1):
     _check_addcdiv(tensor1, tensor2)
@@ -429,8 +437,8 @@ tanh.derivative(lambda grad, result: grad * (1 - result * result))
 
 
 def _sigmoid_kernel(self):
-    # numerically stable for large |x|
-    return np.exp(-np.logaddexp(0, -self)) if self.dtype.kind == "f" else 1 / (1 + np.exp(-self))
+    # numerically stable for large |x| (the dispatcher hands in a floating point array)
+    return np.exp(-np.logaddexp(0, -self))
 
 
 sigmoid = _unary("sigmoid", lambda self: _sigmoid_kernel(np.asarray(self)),
@@ -527,8 +535,7 @@ def _(grad, self, approximate):
 sign = register("sign", POINTWISE, variants="function, method", inplace=True)(lambda self: np.sign(self))
 sign.derivative(lambda grad: grad * 0)
 
-reciprocal = _unary("reciprocal", lambda self: np.reciprocal(np.asarray(self, dtype=np.float64) if np.asarray(self).dtype.kind in "biu" else self),
-                    variants="function, method", inplace=True)
+reciprocal = _unary("reciprocal", lambda self: np.reciprocal(self), variants="function, method", inplace=True)
 reciprocal.derivative(lambda grad, result: -grad * result * result)
 
 square = register("square", POINTWISE, variants="function, method", inplace=True)(

@@ -49,6 +49,10 @@ from it (no layer keeps its own list of op names)::
   see metadata.py).
 - `aliases_input=True`: the output shares storage and version counter with
   input 0 without being a view (`detach`).
+- `operand_check`: for a pointwise op, a function of the kernel's arguments
+  that raises the errors depending on the operands' own dtypes; the dispatcher
+  calls it before it converts the operands to the computation dtype (addcdiv:
+  integer tensor1 and tensor2 are an error even with a float self).
 """
 import inspect
 
@@ -66,7 +70,7 @@ class OpDef:
     def __init__(self, name, kernel, kind, dtype_rule=PROMOTE, tensor_lists=(),
                  differentiable=True, meta=None, nondiff_outputs=(), operands=None, variants="",
                  tags=(), varargs=None, wraps_scalar=None, dim_overload=None, inplace_views=(),
-                 aliases_input=False):
+                 aliases_input=False, operand_check=None):
         if kind not in KINDS:
             raise ValueError(f"unknown op kind {kind!r}")
         if isinstance(variants, str):
@@ -113,6 +117,9 @@ class OpDef:
         self.inplace = None         # for functional ops: the in-place variant
         self.impl = None            # the eager entry (dispatch.install, when registered)
         self.aliases_input = aliases_input  # output shares storage and version counter with input 0
+        # pointwise ops: a check of the operands as given (before the dispatcher converts them
+        # to the computation dtype), for errors that depend on the operands' own dtypes
+        self.operand_check = operand_check
 
     def __repr__(self):
         return f"dynjit.ops.{self.name}"

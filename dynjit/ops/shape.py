@@ -378,10 +378,11 @@ def cat(tensors, dim=0):
     arrays = [np.asarray(a) for a in tensors]
     shape = cat_shape([a.shape for a in arrays], dim)
     dt = _promote_all([_dtype.from_numpy_dtype(a.dtype) for a in arrays]).np
-    nonempty = [a for a in arrays if not _is_legacy_empty(a.shape)]
+    # each input converted to the result dtype (numpy would join int64 and float32 in float64)
+    nonempty = [a.astype(dt, copy=False) for a in arrays if not _is_legacy_empty(a.shape)]
     if not nonempty:
         return np.zeros(shape, dtype=dt)
-    return np.concatenate(nonempty, axis=_dim(dim, len(shape))).astype(dt, copy=False)
+    return np.concatenate(nonempty, axis=_dim(dim, len(shape)))
 
 
 @cat.meta_fn
@@ -424,7 +425,7 @@ def stack(tensors, dim=0):
     arrays = [np.asarray(a) for a in tensors]
     shape = stack_shape([a.shape for a in arrays], dim)
     dt = _promote_all([_dtype.from_numpy_dtype(a.dtype) for a in arrays]).np
-    return np.stack(arrays, axis=dim % len(shape)).astype(dt, copy=False)
+    return np.stack([a.astype(dt, copy=False) for a in arrays], axis=dim % len(shape))
 
 
 @stack.meta_fn
@@ -797,7 +798,15 @@ def _check_bool(dtype, name):
 
 @register("isin", OTHER, differentiable=False)
 def isin(elements, test_elements, invert=False):
-    return np.isin(elements, test_elements, invert=invert)
+    # compared in the promoted dtype, as PyTorch does (numpy compares int64 with float32 in float64)
+    dims, zero, scalars = [], [], []
+    for x in (elements, test_elements):
+        if isinstance(x, np.ndarray):
+            (dims if x.ndim else zero).append(_dtype.from_numpy_dtype(x.dtype))
+        else:
+            scalars.append(x)
+    dt = _dtype.result_type(dims, zero, scalars).np
+    return np.isin(np.asarray(elements, dtype=dt), np.asarray(test_elements, dtype=dt), invert=invert)
 
 
 isin.meta_fn(lambda elements, test_elements, invert: (tuple(np.shape(elements) if not is_tensor_like(elements)

@@ -38,13 +38,9 @@ order). General long float32 sums are not bitwise comparable: numpy sums float32
 pairwise in float32 and the backend accumulates in float64 (more accurately);
 their accuracy is checked in test_jit.py / test_kernels.py with a tolerance.
 
-Where eager's dtype handling is not PyTorch's (eager runs numpy's kernel in
-numpy's own dtype and casts the result: acos of int8 is computed in float16,
-int64 + float32 in float64), the compiled result may equal either eager's or
-eager's on operands converted to the result dtype (PyTorch's rule, which the
-backend implements): see `converted_reference`. softmax/log_softmax results
-must have the dtype of the op's own rule (eager gives float64 for an empty
-float32 input).
+Eager, like the backend, computes in PyTorch's computation dtype (acos of int8 in
+float32, int64 + float32 in float32), and softmax/log_softmax of an empty float32
+input are float32 in both: results are compared with eager's as they are.
 """
 import math
 import warnings
@@ -55,7 +51,7 @@ import pytest
 import dynjit
 from dynjit import _dtype as D
 from dynjit.fx import make_fx
-from dynjit.ops.registry import FLOAT, PROMOTE, registry
+from dynjit.ops.registry import registry
 
 from backends.llvm import compile_graph
 from backends.llvm.lowering import DECOMPOSED, REDUCTIONS
@@ -240,13 +236,10 @@ def _describe(bad, out, ref, inputs, limit=6):
 # -- building the calls ------------------------------------------------------------------------
 
 class Piece:
-    """One call of the op: a name, a function of the graph's inputs, which inputs it reads,
-    which of those are operands that PyTorch converts to the result dtype, and the result
-    dtype the op's registry declares (None: eager's)."""
+    """One call of the op: a name, a function of the graph's inputs, which inputs it reads."""
 
-    def __init__(self, label, fn, reads, convert=(), dtype=None):
-        self.label, self.fn, self.reads, self.convert = label, fn, reads, tuple(convert)
-        self.dtype = dtype
+    def __init__(self, label, fn, reads):
+        self.label, self.fn, self.reads = label, fn, reads
 
 
 def _tensor_params(op):
@@ -313,38 +306,14 @@ def pointwise_case(name, dtypes):
                 def fn(*xs, idx=idx, kwargs=kwargs):
                     return _call(op, dict(zip(tparams, [xs[i] for i in idx])), kwargs)
                 label = f"{name}({gname}{', ' if kwargs else ''}{', '.join(f'{k}={v}' for k, v in kwargs.items())})"
-                pieces.append(Piece(label, fn, idx, [i for i, p in zip(idx, tparams) if p not in BOOL_PARAMS]))
+                pieces.append(Piece(label, fn, idx))
             if n == 2:
                 for s in SCALARS:
                     def fn(*xs, s=s, kwargs=kwargs):
                         return _call(op, {tparams[0]: xs[0], tparams[1]: s}, kwargs)
-                    pieces.append(Piece(f"{name}(lanes, {s!r}{', ' if kwargs else ''}{kwargs or ''})", fn, [0], [0]))
+                    pieces.append(Piece(f"{name}(lanes, {s!r}{', ' if kwargs else ''}{kwargs or ''})", fn, [0]))
     pieces = [p for p in pieces if _eager_ok(p.fn, inputs)]
     return inputs, pieces
-
-
-def converted_reference(op, piece, inputs, eager_out):
-    """Eager on operands converted to the result dtype, or None where that changes nothing.
-
-    Eager runs numpy's kernel in numpy's own dtype and casts the result (so arccos of
-    int8 is computed in float16, int64 + float32 in float64, then rounded to float32);
-    PyTorch, whose semantics dynjit follows and the backend implements, converts the
-    operands to the result dtype first. Where the two differ (an eager bug), the compiled
-    result may be either: eager's (when the node runs eagerly, e.g. float16) or this."""
-    if op.dtype_rule not in (PROMOTE, FLOAT) or not isinstance(eager_out, dynjit.Tensor):
-        return None
-    rdt = eager_out.dtype
-    xs = list(inputs)
-    changed = False
-    for i in piece.convert:
-        if isinstance(xs[i], dynjit.Tensor) and xs[i].dtype != rdt:
-            xs[i] = xs[i].to(rdt)
-            changed = True
-    if not changed:
-        return None
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        return piece.fn(*xs)
 
 
 def run_case(op, inputs, pieces):
@@ -368,20 +337,10 @@ def run_case(op, inputs, pieces):
             if o != r:
                 problems.append(f"{p.label}: {o!r} != eager's {r!r}")
             continue
-        if p.dtype is not None and r.dtype != p.dtype:
-            # eager's dtype is not the one its registry declares (an eager bug: softmax of an
-            # empty float32 tensor is float64): the values of eager's result, in that dtype
-            r = r.to(p.dtype)
-        refs = [r]
-        conv = converted_reference(op, p, inputs, r)
-        if conv is not None:
-            refs.append(conv)
-        results = []
-        for want in refs:
-            scale = scale_of([inputs[i] for i in p.reads], want) if scale_of else None
-            results.append(mismatches(o, want, ulps, scale, zero_sign_free))
-        if not any(not isinstance(b, str) and not len(b) for b in results):
-            problems.append(f"{p.label}: " + _describe(results[0], o, r, [inputs[i] for i in p.reads]))
+        scale = scale_of([inputs[i] for i in p.reads], r) if scale_of else None
+        bad = mismatches(o, r, ulps, scale, zero_sign_free)
+        if isinstance(bad, str) or len(bad):
+            problems.append(f"{p.label}: " + _describe(bad, o, r, [inputs[i] for i in p.reads]))
     assert not problems, "\n".join(problems)
 
 
@@ -508,17 +467,6 @@ def _reduce_calls(op, x_shape, dtype):
     return out
 
 
-def _declared_dtype(op, m, dtype, kwargs):
-    """The result dtype by the op's meta function (its registry entry), or None."""
-    from dynjit.fx.proxy_tensor import TensorMeta
-    try:
-        args = op.normalize((TensorMeta(m.shape, dtype),), dict(kwargs))
-        out = op.meta(list(args))
-    except Exception:
-        return None
-    return out[1] if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], D.dtype) else None
-
-
 def reduction_case(name, dtype):
     op = registry[name]
     rng = np.random.default_rng(7)
@@ -545,10 +493,7 @@ def reduction_case(name, dtype):
 
             def fn(*xs, i=i, kwargs=kwargs):
                 return _call(op, {"self": xs[i]}, kwargs)
-            # softmax's dtype is re-derived by the backend from the op's rule (eager's is wrong
-            # for empty inputs); other reductions keep eager's (the traced graph's)
-            declared = _declared_dtype(op, m, dtype, kwargs) if name in DECOMPOSED else None
-            pieces.append(Piece(f"{name}({label}, {clabel})", fn, [i], [i], declared))
+            pieces.append(Piece(f"{name}({label}, {clabel})", fn, [i]))
     pieces = [p for p in pieces if _eager_ok(p.fn, inputs)]
     return inputs, pieces
 
@@ -604,8 +549,8 @@ def test_float_to_int_casts_agree_with_numpy_in_every_lane(src, dst):
 @pytest.mark.parametrize("shape,dim", [((0, 5), 0), ((5, 0), 1), ((0,), 0), ((2, 0, 3), 1), ((0, 5), 1)])
 def test_reduction_over_an_empty_dim_gives_eagers_empty_result(name, shape, dim):
     """softmax/log_softmax over an empty dim used to raise (their decomposition took amax of
-    the empty dim); every reduction gives eager's result, in the dtype of the op's rule:
-    float32 for float32 input (eager itself returns float64 for an empty softmax)."""
+    the empty dim); every reduction gives eager's result, in eager's dtype: float32 for
+    float32 input."""
     op = registry[name]
     x = dynjit.zeros(*shape)
     kwargs = {"size": (1,) * len(shape)} if "size" in op.params else {"dim": dim} if "dim" in op.params else {}
@@ -616,7 +561,6 @@ def test_reduction_over_an_empty_dim_gives_eagers_empty_result(name, shape, dim)
         gm = make_fx(lambda x: _call(op, {"self": x}, kwargs))(x)
         ref = gm(x)
         out = compile_graph(gm, [x])(x)
-    want = _declared_dtype(op, np.zeros(shape, np.float32), D.float32, kwargs) if name in DECOMPOSED else ref.dtype
-    assert out.dtype == want == D.float32
+    assert out.dtype == ref.dtype == D.float32
     assert tuple(out.shape) == tuple(ref.shape)
-    np.testing.assert_array_equal(out.numpy(), ref.numpy().astype(np.float32))
+    np.testing.assert_array_equal(out.numpy(), ref.numpy())

@@ -3,15 +3,30 @@
 - softmax and log_softmax keep their input's dtype on empty inputs and give the default
   dtype for integers (the dtype their meta function declares).
 - sum_to_size is a sum, of sum's dtype (int64 for integers and bool), as meta says.
+- A pointwise op converts its tensor operands to the computation dtype (PyTorch's
+  promoted dtype) before its numpy kernel runs. numpy would compute in its own promoted
+  dtype and the result be converted afterwards: acos of int8 in float16, int64 + float32
+  in float64, each giving other values than PyTorch's.
 """
+import numpy as np
 import pytest
 
 import dynjit
 from dynjit.ops.meta import TensorMeta
-from dynjit.ops.registry import registry
+from dynjit.ops.registry import registry, POINTWISE, FLOAT, PROMOTE, BOOL
 
 f16, f32, f64 = dynjit.float16, dynjit.float32, dynjit.float64
 i8, i16, i32, i64, u8, b8 = dynjit.int8, dynjit.int16, dynjit.int32, dynjit.int64, dynjit.uint8, dynjit.bool
+
+
+def same_values(a, b):
+    """Same dtype, shape and values (NaN equal to NaN, zeros of the same sign)."""
+    x, y = a.numpy(), b.numpy()
+    if x.dtype != y.dtype or x.shape != y.shape:
+        return False
+    if x.dtype.kind != "f":
+        return bool(np.array_equal(x, y))
+    return bool(np.all((x == y) & (np.signbit(x) == np.signbit(y)) | (np.isnan(x) & np.isnan(y))))
 
 
 @pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
@@ -33,6 +48,159 @@ def test_softmax_of_integers_is_in_the_default_dtype(fn):
         assert out.dtype is f64 and out.dtype is registry[fn].meta([TensorMeta.of(x), 0])[1]
     finally:
         dynjit.set_default_dtype(old)
+
+
+# -- 2. pointwise ops compute in PyTorch's computation dtype ------------------------------------
+
+def _unary_float_ops():
+    return sorted(n for n, op in registry.items()
+                  if op.kind == POINTWISE and op.dtype_rule == FLOAT and op.required == 1)
+
+
+@pytest.mark.parametrize("name", _unary_float_ops())
+@pytest.mark.parametrize("dtype", [i8, u8, b8, i16, i32, i64], ids=lambda d: d.name)
+def test_unary_float_op_of_integers_computes_in_the_default_dtype(name, dtype):
+    """acos of an int8 tensor is acos of its values as float32 (numpy computed int8, uint8
+    and bool in float16 and int32/int64 in float64, then converted the result)."""
+    op = registry[name]
+    vals = [0, 1, 2, 3, 5, 7, 100, 127] if dtype is not b8 else [0, 1]
+    if dtype.is_signed:
+        vals += [-1, -3, -100, -128]
+    x = dynjit.tensor(vals, dtype=dtype)
+    with np.errstate(all="ignore"):
+        out, want = op(x), op(x.to(f32))
+    assert out.dtype is f32
+    assert same_values(out, want), f"{name}({dtype.name}): {out.tolist()} != {want.tolist()}"
+
+
+def test_acos_of_int8_is_computed_in_float32():
+    out = dynjit.tensor([0], dtype=i8).acos()
+    assert out.dtype is f32 and out.item() == float(np.arccos(np.float32(0)))   # not 1.5703125
+
+
+def test_int64_plus_float32_is_computed_in_float32():
+    out = dynjit.tensor([2 ** 24 + 1]) + dynjit.tensor([0.5])
+    assert out.dtype is f32 and out.item() == 16777216.0      # not 16777218.0 (float64, rounded)
+
+
+BIG = 2 ** 24 + 1           # not a float32: becomes 16777216.0 as one
+
+
+def _binary_ops():
+    """Pointwise ops of two tensor operands that promote (comparisons compare in the
+    promoted dtype)."""
+    out = []
+    for n, op in sorted(registry.items()):
+        if op.kind != POINTWISE or op.dtype_rule not in (PROMOTE, FLOAT, BOOL) or op.required != 2:
+            continue
+        if n.startswith("bitwise") or n == "where":
+            continue
+        out.append(n)
+    return out
+
+
+@pytest.mark.parametrize("name", _binary_ops())
+@pytest.mark.parametrize("swap", [False, True])
+def test_binary_op_of_int64_and_float32_computes_in_float32(name, swap):
+    """int64 with float32 is float32 under PyTorch's promotion: the int64 operand is
+    converted to float32 first (numpy computed in float64 and converted the result)."""
+    op = registry[name]
+    a = dynjit.tensor([BIG, BIG, -BIG, 3, 2 ** 40 + 1])
+    b = dynjit.tensor([0.5, 16777216.0, -16777216.0, 1.5, 1099511627776.0])
+    args = (b, a) if swap else (a, b)
+    try:
+        with np.errstate(all="ignore"):
+            out = op(*args)
+    except RuntimeError:
+        pytest.skip(f"{name} rejects int64 with float32")
+    conv = tuple(x.to(f32) for x in args)
+    with np.errstate(all="ignore"):
+        want = op(*conv)
+    assert same_values(out, want), f"{name}{' swapped' if swap else ''}: {out.tolist()} != {want.tolist()}"
+
+
+MIXED_CALLS = {
+    "div_mode-floor": lambda a, b: dynjit.div(a, b, rounding_mode="floor"),
+    "div_mode-trunc": lambda a, b: dynjit.div(a, b, rounding_mode="trunc"),
+    "clamp-min-tensor": lambda a, b: a.clamp(min=b),
+    "clamp-max-tensor": lambda a, b: a.clamp(max=b),
+    "clamp-python-float": lambda a, b: a.clamp(min=0.5),
+    "addcmul": lambda a, b: dynjit.addcmul(b, a, b, value=2),
+    "addcdiv": lambda a, b: dynjit.addcdiv(a, b, b),
+    "lerp": lambda a, b: dynjit.lerp(b, a, 0.25),
+    "where": lambda a, b: dynjit.where(a > 4, a, b),
+    "add-alpha": lambda a, b: a.add(b, alpha=3),
+    "python-float": lambda a, b: a * 1.5,
+}
+
+
+@pytest.mark.parametrize("name", sorted(MIXED_CALLS))
+def test_ops_with_more_operands_compute_in_the_promoted_dtype(name):
+    """The same for ops with other arguments: the result is what it is on operands
+    converted to the result dtype first."""
+    a = dynjit.tensor([BIG, BIG, -BIG, 3, 2 ** 40 + 1])
+    b = dynjit.tensor([0.5, 16777216.0, -16777216.0, 1.5, 1099511627776.0])
+    fn = MIXED_CALLS[name]
+    with np.errstate(all="ignore"):
+        out = fn(a, b)
+        want = fn(a.to(out.dtype) if out.dtype.is_floating_point else a, b)
+    assert out.dtype is f32
+    assert same_values(out, want), f"{name}: {out.tolist()} != {want.tolist()}"
+
+
+def test_comparison_of_int64_and_float32_compares_in_float32():
+    a, b = dynjit.tensor([BIG]), dynjit.tensor([16777216.0])
+    assert (a == b).item() and not (a != b).item() and (a <= b).item() and not (a > b).item()
+    assert (a == 16777216.0).item()         # a Python float makes the computation float32 too
+
+
+def test_equal_compares_in_the_promoted_dtype():
+    assert dynjit.equal(dynjit.tensor([BIG]), dynjit.tensor([16777216.0]))
+    assert not dynjit.equal(dynjit.tensor([BIG]), dynjit.tensor([BIG - 1]))
+    assert not dynjit.equal(dynjit.tensor([1, 2]), dynjit.tensor([1.0]))
+
+
+def test_isin_compares_in_the_promoted_dtype():
+    assert dynjit.ops.isin(dynjit.tensor([BIG]), dynjit.tensor([16777216.0])).tolist() == [True]
+    assert dynjit.ops.isin(dynjit.tensor([BIG]), dynjit.tensor([BIG - 1])).tolist() == [False]
+    half = dynjit.tensor([2 ** 24 + 0.5], dtype=f64)
+    assert dynjit.ops.isin(half, dynjit.tensor([16777216.0])).tolist() == [False]      # in float64
+
+
+def test_where_converts_each_branch_directly_to_the_result_dtype():
+    # 2**60 + 2**36 + 1 rounds up to 2**60 + 2**37 as float32; through float64 (exactly
+    # halfway then) it rounded to even: 2**60
+    big = 2 ** 60 + 2 ** 36 + 1
+    out = dynjit.where(dynjit.tensor([True]), dynjit.tensor([big]), dynjit.tensor([1.0]))
+    assert out.dtype is f32 and out.item() == 2.0 ** 60 + 2.0 ** 37
+
+
+@pytest.mark.parametrize("fn", [lambda a, b: dynjit.cat([a, b]), lambda a, b: dynjit.stack([a, b[:1]])])
+def test_cat_and_stack_convert_each_input_directly_to_the_result_dtype(fn):
+    big = 2 ** 60 + 2 ** 36 + 1
+    out = fn(dynjit.tensor([big]), dynjit.tensor([1.0]))
+    assert out.dtype is f32 and out.reshape(-1)[0].item() == 2.0 ** 60 + 2.0 ** 37
+
+
+@pytest.mark.parametrize("fn", [lambda a, b: dynjit.outer(a, b), lambda a, b: dynjit.einsum("i,j->ij", a, b)])
+def test_outer_and_einsum_convert_their_operands_to_the_result_dtype_first(fn):
+    # int64 2049 is 2048 as float16: PyTorch computes 2048 * 1.5 = 3072 (numpy 3073.5 -> 3074)
+    out = fn(dynjit.tensor([2049]), dynjit.tensor([1.5], dtype=f16))
+    assert out.dtype is f16 and out.item() == 3072.0
+
+
+def test_in_place_ops_compute_in_the_promoted_dtype():
+    x = dynjit.tensor([0.5])
+    x.add_(dynjit.tensor([BIG]))
+    assert x.item() == 16777216.0
+    y = dynjit.tensor([16777216.0])
+    y.mul_(dynjit.tensor([BIG]) * 0 + 1)
+    assert y.item() == 16777216.0
+
+
+def test_addcdiv_still_rejects_integer_tensors_with_a_float_self():
+    with pytest.raises(RuntimeError, match="Integer division with addcdiv"):
+        dynjit.zeros(2).addcdiv(dynjit.tensor([1, 2]), dynjit.tensor([1, 1]))
 
 
 # -- 3. sum_to_size and the other integer reductions: PyTorch's dtype, as meta declares ---------
