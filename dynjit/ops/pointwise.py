@@ -3,7 +3,9 @@
 Each op broadcasts its tensor operands and follows PyTorch's dtype
 promotion: the dispatcher converts the tensor operands to the computation dtype
 before the kernel runs and applies the op's dtype rule to the kernel's output.
-Python scalars stay Python numbers (numpy treats them as weak, as PyTorch does).
+Python scalars stay Python numbers (numpy treats them as weak, as PyTorch does);
+scalar arguments that are not operands (alpha, value) are converted to the result
+dtype as PyTorch converts them (`scalar_to`).
 """
 import inspect
 import math
@@ -21,6 +23,58 @@ LN10 = math.log(10.0)
 
 def _is_float_tensor(x):
     return hasattr(x, "_data") and x.dtype.is_floating_point
+
+
+# the C++ names PyTorch's conversion errors use
+_C_TYPE = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
+           "int64": "int64_t", "float16": "c10::Half", "float32": "float", "float64": "double"}
+
+
+def scalar_to(value, np_dtype):
+    """A Python number (or a one-element array) as a numpy scalar of `np_dtype`, converted
+    as PyTorch converts a Scalar argument (alpha, a fill value ...): a float is truncated
+    towards zero for an integer dtype; a value outside the dtype's range (NaN or an
+    infinity for an integer dtype) is an error, except that a negative int wraps into an
+    unsigned dtype (-1 is 255 as uint8) and any value converts to bool."""
+    limits = _LIMITS.get(np_dtype)
+    if limits is None:
+        limits = _LIMITS[np_dtype] = _limits(np.dtype(np_dtype))
+    kind, lo, hi, make = limits
+    if not isinstance(value, (bool, int, float)):
+        value = value.item()            # a numpy scalar or one-element array
+    if kind == "b":
+        return make(bool(value))
+    if kind == "f":
+        f = float(value)
+        if not lo <= f <= hi and math.isfinite(f):      # NaN and the infinities convert
+            raise _overflow(np_dtype)
+        return make(f)
+    if isinstance(value, float):
+        if not lo <= value <= hi:       # also NaN and the infinities
+            raise _overflow(np_dtype)
+        return make(int(value))
+    v = int(value)
+    if kind == "u" and v < 0 and -v <= hi:
+        return make(v + hi + 1)
+    if not lo <= v <= hi:
+        raise _overflow(np_dtype)
+    return make(v)
+
+
+_LIMITS = {}    # numpy dtype -> (kind, lowest, highest, scalar type)
+
+
+def _limits(np_dtype):
+    kind = np_dtype.kind
+    if kind == "b":
+        return kind, 0, 1, np_dtype.type
+    info = np.finfo(np_dtype) if kind == "f" else np.iinfo(np_dtype)
+    conv = float if kind == "f" else int
+    return kind, conv(info.min), conv(info.max), np_dtype.type
+
+
+def _overflow(np_dtype):
+    return RuntimeError(f"value cannot be converted to type {_C_TYPE[np.dtype(np_dtype).name]} without overflow")
 
 
 # Kernels not wrapped in `quiet` (add, mul, ... kept free of per-call cost) can still
@@ -309,7 +363,16 @@ def _(grad, self, other, needs):
           variants="function, method", inplace=True)
 @quiet
 def addcmul(self, tensor1, tensor2, value=1):
+    # `value` in the result dtype, as PyTorch converts it (0.5 is 0 for integers)
+    value = scalar_to(value, np.result_type(self, tensor1, tensor2))
     return np.add(self, np.multiply(np.multiply(tensor1, tensor2), value))
+
+
+@addcmul.meta_fn
+def _(self, tensor1, tensor2, value):
+    shape, dtype = pointwise_meta(addcmul, (self, tensor1, tensor2, value))
+    scalar_to(value, dtype.np)
+    return shape, dtype
 
 
 @addcmul.derivative
@@ -337,13 +400,16 @@ def _check_addcdiv_operands(self, tensor1, tensor2, value=1):
 @quiet
 def addcdiv(self, tensor1, tensor2, value=1):
     _check_addcdiv(tensor1, tensor2)
+    value = scalar_to(value, np.result_type(self, tensor1, tensor2))
     return np.add(self, np.multiply(np.true_divide(tensor1, tensor2), value))
 
 
 @addcdiv.meta_fn
 def _(self, tensor1, tensor2, value):
     _check_addcdiv(tensor1, tensor2)
-    return pointwise_meta(addcdiv, (self, tensor1, tensor2, value))
+    shape, dtype = pointwise_meta(addcdiv, (self, tensor1, tensor2, value))
+    scalar_to(value, dtype.np)
+    return shape, dtype
 
 
 @addcdiv.derivative
@@ -638,7 +704,10 @@ def _check_fill_value(value):
 def masked_fill(self, mask, value):
     _check_bool_mask(np.asarray(mask).dtype, "masked_fill(): the mask")
     _check_fill_value(value)
-    return np.where(mask, value, self)
+    self = np.asarray(self)
+    # the value in self's dtype first (as PyTorch converts it): np.where(mask, 2.5, int64)
+    # would compute in float64 and lose the low bits of large integers
+    return np.where(mask, scalar_to(value, self.dtype), self)
 
 
 @masked_fill.meta_fn
@@ -646,6 +715,8 @@ def _(self, mask, value):
     _check_bool_mask(mask.dtype, "masked_fill(): the mask")
     if hasattr(value, "shape") and len(value.shape):
         _check_fill_value(np.empty(value.shape))
+    if isinstance(value, (bool, int, float)):
+        scalar_to(value, self.dtype.np)
     return pointwise_meta(masked_fill, (self, mask, value))
 
 

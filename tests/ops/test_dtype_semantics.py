@@ -7,7 +7,11 @@
   promoted dtype) before its numpy kernel runs. numpy would compute in its own promoted
   dtype and the result be converted afterwards: acos of int8 in float16, int64 + float32
   in float64, each giving other values than PyTorch's.
+- Scalar arguments that are not operands (masked_fill's value, addcmul's value) are
+  converted to the tensor's dtype as PyTorch converts them, not mixed in through float64.
 """
+import math
+
 import numpy as np
 import pytest
 
@@ -239,3 +243,58 @@ def test_integer_sums_and_products_accumulate_in_int64(name, dtype):
     x = dynjit.ones(3, 4, dtype=dtype)
     out = getattr(x, name)(0) if name.startswith("cum") else getattr(x, name)()
     assert out.dtype is i64
+
+
+# -- 4. a Python scalar meets an integer tensor in the tensor's dtype -------------------------
+
+def test_masked_fill_of_int64_keeps_the_low_bits():
+    x = dynjit.tensor([2 ** 62 + 1, 2 ** 62 + 3])
+    out = x.masked_fill(dynjit.tensor([False, True]), 2.5)
+    assert out.dtype is i64 and out.tolist() == [2 ** 62 + 1, 2]        # the fill value truncated
+    x.masked_fill_(dynjit.tensor([True, False]), -7.9)
+    assert x.tolist() == [-7, 2 ** 62 + 3]
+
+
+@pytest.mark.parametrize("dtype,value,want", [
+    (i8, 2.5, 2), (i8, -2.5, -2), (i8, True, 1), (i8, -0.0, 0), (u8, -1, 255), (u8, -255, 1),
+    (b8, 2.5, True), (b8, math.nan, True), (b8, 0.0, False), (b8, 300, True),
+    (f16, math.inf, math.inf), (f32, 2 ** 62 + 1, float(np.float32(2 ** 62))),
+])
+def test_masked_fill_converts_the_value_as_pytorch_does(dtype, value, want):
+    out = dynjit.zeros(1, dtype=dtype).masked_fill(dynjit.tensor([True]), value)
+    assert out.dtype is dtype and out.tolist() == [want]
+
+
+@pytest.mark.parametrize("dtype,value,ctype", [
+    (i8, 300, "int8_t"), (i8, 127.5, "int8_t"), (i8, math.nan, "int8_t"), (i8, -math.inf, "int8_t"),
+    (u8, -256, "uint8_t"), (u8, -1.5, "uint8_t"), (f16, 65505.0, "c10::Half"), (f32, 1e300, "float"),
+    (i64, 1e19, "int64_t"),
+])
+def test_masked_fill_rejects_a_value_the_dtype_cannot_hold(dtype, value, ctype):
+    x = dynjit.zeros(1, dtype=dtype)
+    msg = f"value cannot be converted to type {ctype} without overflow"
+    with pytest.raises(RuntimeError, match=msg):
+        x.masked_fill(dynjit.tensor([True]), value)
+    with pytest.raises(RuntimeError, match=msg):
+        registry["masked_fill"].meta([TensorMeta.of(x), TensorMeta((1,), b8), value])
+
+
+def test_masked_fill_with_a_tensor_value_converts_it_to_self_dtype():
+    x = dynjit.tensor([2 ** 62 + 1, 5])
+    out = x.masked_fill(dynjit.tensor([False, True]), dynjit.tensor(2.5))
+    assert out.tolist() == [2 ** 62 + 1, 2]
+    with pytest.raises(RuntimeError, match="int8_t without overflow"):
+        dynjit.zeros(1, dtype=i8).masked_fill(dynjit.tensor([True]), dynjit.tensor(300))
+
+
+def test_addcmul_value_is_converted_to_the_integer_dtype():
+    one = dynjit.tensor([1], dtype=i8)
+    # PyTorch: value 1.5 is 1 for int8: 1 + 3 * 1 * 1 = 4 (numpy: 1 + 4.5 in float64 -> 5)
+    assert dynjit.addcmul(one, one * 3, one, value=1.5).tolist() == [4]
+    big = dynjit.tensor([2 ** 62 + 1])
+    out = dynjit.addcmul(big, dynjit.tensor([1]), dynjit.tensor([1]), value=1.5)
+    assert out.dtype is i64 and out.tolist() == [2 ** 62 + 2]
+    u = dynjit.tensor([1], dtype=u8)
+    assert dynjit.addcmul(u, u, u, value=-2).tolist() == [255]             # -2 wraps to 254
+    with pytest.raises(RuntimeError, match="int8_t without overflow"):
+        dynjit.addcmul(one, one, one, value=300)
