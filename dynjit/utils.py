@@ -23,12 +23,13 @@ def forget_source_with(owner, filename):
     call_when_freed(owner, linecache.cache.pop, filename, None)
 
 
-_pending = set()      # weak references whose callbacks are still to run (lighter than finalize)
+_pending = {}      # id -> weak reference whose callback is still to run (lighter than finalize)
 
 
 def call_when_freed(obj, fn, *args):
     """Call fn(*args) when `obj` is freed (by reference counting or by the collector)."""
     def freed(ref):
-        _pending.discard(ref)
+        _pending.pop(id(ref), None)
         fn(*args)
-    _pending.add(weakref.ref(obj, freed))
+    ref = weakref.ref(obj, freed)       # (weak references to one object are equal: keyed by id)
+    _pending[id(ref)] = ref

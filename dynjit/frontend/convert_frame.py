@@ -9,6 +9,7 @@ instruction natively and resuming the rest of the frame in a resume function
 that goes through the JIT again (see resume.py).
 """
 import inspect
+import linecache
 import logging
 import types
 import weakref
@@ -128,7 +129,9 @@ def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=
             gm = GraphModule(output.submodules, output.graph)
             if graph_code_log.isEnabledFor(logging.DEBUG):
                 graph_code_log.debug("graph for %s:\n%s", fn.__qualname__, gm.print_readable(print_output=False))
+            lines_before = _generated_sources()
             compiled = _jit_callback.run_without(call_backend, backend, gm, list(output.example_inputs))
+            backend_sources = _generated_sources() - lines_before
     guard = output.guards.compile(signature, fn)
     ns = namespace(fn, guard.consts)
     if compiled is not None:
@@ -144,6 +147,10 @@ def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=
     counters["stats"]["frames_converted"] += 1
     if gm is not None:
         _release_trace_state(gm, guard)
+        # what the backend put in linecache (its graphs' and wrappers' source) belongs to the
+        # callable it made, which this entry owns: it leaves linecache with the entry
+        for filename in backend_sources:
+            forget_source_with(transformed, filename)
     entry = CompiledEntry(guard, transformed, gm, ops)
     entry.break_fn = break_fn
     entry.dynamic = output.dynamic and not output.shape_specialized
@@ -156,7 +163,14 @@ def check_outputs_once(backend, compiled, n_outputs, namespace, name):
     puts `compiled` itself in its place, so later calls cost nothing; a wrong result raises
     BackendCompilerFailed naming the backend, what it returned and what was expected."""
     def first_call(*args):
+        lines_before = _generated_sources()
         out = compiled(*args)
+        # a backend may compile on its callable's first call (aot): that source, too, leaves
+        # linecache with the entry
+        owner = namespace.get("___transformed")
+        if owner is not None:
+            for filename in _generated_sources() - lines_before:
+                forget_source_with(owner, filename)
         err = contract_error(backend, out, n_outputs)
         if err is not None:
             raise err
@@ -164,6 +178,10 @@ def check_outputs_once(backend, compiled, n_outputs, namespace, name):
         return out
     first_call.compiled = compiled
     return first_call
+
+
+def _generated_sources():
+    return {name for name in list(linecache.cache) if name.startswith("<dynjit-")}
 
 
 def _release_trace_state(gm, guard):
