@@ -7,6 +7,7 @@ import numpy as np
 from .. import _dtype
 from .registry import register, EXTERN
 from .meta import broadcast_shapes
+from .pointwise import scalar_to
 
 
 def _name(d):
@@ -228,10 +229,23 @@ def _check_addmm(self, mat1, mat2):
 def addmm(self, mat1, mat2, beta=1, alpha=1):
     _check_addmm(np.asarray(self), np.asarray(mat1), np.asarray(mat2))
     prod = np.asarray(mat1) @ np.asarray(mat2)
-    return (self if beta == 1 else np.multiply(self, beta)) + (prod if alpha == 1 else prod * alpha)
+    # beta and alpha in the operands' dtype, as PyTorch converts them (0.5 is 0 for integers)
+    if not (type(alpha) is int and alpha == 1):
+        prod = prod * scalar_to(alpha, prod.dtype)
+    if type(beta) is int and beta == 1:
+        return self + prod
+    beta = scalar_to(beta, prod.dtype)
+    if beta == 0:           # as in PyTorch, self is then ignored: its NaN and inf do not propagate
+        return np.broadcast_to(prod, np.broadcast_shapes(np.shape(self), prod.shape)).copy()
+    return np.multiply(self, beta) + prod
 
 
-addmm.meta_fn(lambda self, mat1, mat2, beta, alpha: (_check_addmm(self, mat1, mat2), mat1.dtype))
+@addmm.meta_fn
+def _(self, mat1, mat2, beta, alpha):
+    shape = _check_addmm(self, mat1, mat2)
+    scalar_to(beta, mat1.dtype.np)
+    scalar_to(alpha, mat1.dtype.np)
+    return shape, mat1.dtype
 
 
 @addmm.derivative

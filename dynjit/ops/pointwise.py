@@ -77,6 +77,40 @@ def _overflow(np_dtype):
     return RuntimeError(f"value cannot be converted to type {_C_TYPE[np.dtype(np_dtype).name]} without overflow")
 
 
+def check_float_only(name, dtype):
+    """PyTorch implements some ops (leaky_relu, elu, lerp) for floating point tensors only."""
+    if isinstance(dtype, np.dtype):
+        if dtype.kind == "f":
+            return
+        dtype = _dtype.from_numpy_dtype(dtype)
+    elif dtype.is_floating_point:
+        return
+    raise NotImplementedError(f'"{name}" not implemented for \'{dtype.name}\': {name} needs a floating '
+                              "point tensor; convert it with .float() or .double()")
+
+
+def _check_alpha(alpha, result, name="alpha"):
+    """PyTorch's alpha_check: for a result of numpy dtype `result`, `alpha` may be a
+    float only if the result is floating point, a bool only if the result is bool."""
+    kind = result.kind
+    if isinstance(alpha, (bool, np.bool_)):
+        if kind != "b":
+            raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+    elif isinstance(alpha, (float, np.floating)) and kind != "f":
+        raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number.")
+
+
+def _scaled(x, other, alpha):
+    """`x * alpha` for `add(other, x, alpha=alpha)` (`x` is the scaled operand): alpha
+    checked and converted to the result dtype, so that the product stays in it."""
+    result = np.result_type(x, other)
+    _check_alpha(alpha, result)
+    a = scalar_to(alpha, result)
+    if isinstance(x, np.ndarray):
+        return np.multiply(x, a)
+    return x * a.item()         # a Python scalar stays weak
+
+
 # Kernels not wrapped in `quiet` (add, mul, ... kept free of per-call cost) can still
 # meet inf * 0 or overflow: numpy's warnings from dynjit's op modules are dropped.
 warnings.filterwarnings("ignore", r"(invalid value|divide by zero|overflow|underflow) encountered",
@@ -139,9 +173,21 @@ def quiet(kernel):
 @register("add", POINTWISE, variants="function, method", inplace=True, wraps_scalar="other")
 def add(self, other, alpha=1):
     try:
-        return np.add(self, other if alpha == 1 else np.multiply(other, alpha))
+        return np.add(self, other if type(alpha) is int and alpha == 1 else _scaled(other, self, alpha))
     except ValueError as e:
         raise clear_broadcast_error(e, self, other) from None
+
+
+def _alpha_meta(op):
+    def meta(self, other, alpha):
+        if _is_bool(self) and _is_bool(other) and op is not add:
+            raise RuntimeError(_SUB_BOOL)
+        shape, dtype = pointwise_meta(op, (self, other, alpha))
+        if not (type(alpha) is int and alpha == 1):
+            _check_alpha(alpha, dtype.np)
+            scalar_to(alpha, dtype.np)
+        return shape, dtype
+    return meta
 
 
 @add.derivative
@@ -160,7 +206,11 @@ def _is_bool(x):
 @register("sub", POINTWISE, variants="function, method", inplace=True, wraps_scalar="other")
 def sub(self, other, alpha=1):
     try:
-        return np.subtract(self, other if alpha == 1 else np.multiply(other, alpha))
+        if type(alpha) is int and alpha == 1:
+            return np.subtract(self, other)
+        if _is_bool(self) and _is_bool(other):
+            raise RuntimeError(_SUB_BOOL)       # before alpha's check, as PyTorch does
+        return np.subtract(self, _scaled(other, self, alpha))
     except ValueError as e:
         raise clear_broadcast_error(e, self, other) from None
     except TypeError:
@@ -169,11 +219,8 @@ def sub(self, other, alpha=1):
         raise
 
 
-@sub.meta_fn
-def _(self, other, alpha):
-    if _is_bool(self) and _is_bool(other):
-        raise RuntimeError(_SUB_BOOL)
-    return pointwise_meta(sub, (self, other, alpha))
+add.meta_fn(_alpha_meta(add))
+sub.meta_fn(_alpha_meta(sub))
 
 
 @sub.derivative
@@ -186,10 +233,10 @@ def _(grad, alpha):
 def rsub(self, other, alpha=1):
     if _is_bool(self) and _is_bool(other):
         raise RuntimeError(_SUB_BOOL)
-    return np.subtract(other, self if alpha == 1 else np.multiply(self, alpha))
+    return np.subtract(other, self if type(alpha) is int and alpha == 1 else _scaled(self, other, alpha))
 
 
-rsub.meta_fn(sub._meta)
+rsub.meta_fn(_alpha_meta(rsub))
 
 
 @rsub.derivative
@@ -336,10 +383,23 @@ def _(grad, self, other):
     return grad * mask, grad * (1 - mask)
 
 
-@register("lerp", POINTWISE, variants="function, method", inplace=True)
+# As in PyTorch the weight takes no part in promotion: the result has the dtype of self
+# and end, and integer self and end are an error (not a float result).
+@register("lerp", POINTWISE, operands=("self", "end"), variants="function, method", inplace=True)
 @quiet
 def lerp(self, end, weight):
+    dt = np.result_type(self, end)
+    check_float_only("lerp", dt)
+    if isinstance(weight, np.ndarray) and weight.dtype != dt:
+        weight = weight.astype(dt)
     return self + np.multiply(weight, np.subtract(end, self))
+
+
+@lerp.meta_fn
+def _(self, end, weight):
+    shape, dtype = pointwise_meta(lerp, (self, end, weight))
+    check_float_only("lerp", dtype)
+    return shape, dtype
 
 
 @lerp.derivative
@@ -539,7 +599,18 @@ def _(grad, self, beta, threshold):
 
 @register("leaky_relu", POINTWISE, inplace=True)
 def leaky_relu(self, negative_slope=0.01):
+    check_float_only("leaky_relu", self.dtype)
     return np.where(self > 0, self, np.multiply(self, negative_slope))
+
+
+def _float_only_meta(op):
+    def meta(self, *rest):
+        check_float_only(op.name, self.dtype)
+        return pointwise_meta(op, (self,) + rest)
+    return meta
+
+
+leaky_relu.meta_fn(_float_only_meta(leaky_relu))
 
 
 @leaky_relu.derivative
@@ -550,7 +621,11 @@ def _(grad, self, negative_slope):
 @register("elu", POINTWISE, inplace=True)
 @quiet
 def elu(self, alpha=1.0):
+    check_float_only("elu", self.dtype)
     return np.where(self > 0, self, alpha * np.expm1(np.minimum(self, 0)))
+
+
+elu.meta_fn(_float_only_meta(elu))
 
 
 @elu.derivative

@@ -9,6 +9,12 @@
   in float64, each giving other values than PyTorch's.
 - Scalar arguments that are not operands (masked_fill's value, addcmul's value) are
   converted to the tensor's dtype as PyTorch converts them, not mixed in through float64.
+- A fractional factor on integer tensors (add's alpha, leaky_relu's slope) is PyTorch's
+  error, never a float64 computation truncated back to integers; addmm's beta and alpha
+  are converted to the operands' dtype.
+- Every op's result has the dtype its meta function declares, for float32, float16,
+  integer and bool inputs and for empty and size-1 ones (not only the float64 samples
+  that test_op_meta.py runs).
 """
 import math
 
@@ -16,8 +22,10 @@ import numpy as np
 import pytest
 
 import dynjit
-from dynjit.ops.meta import TensorMeta
+from dynjit.ops.meta import TensorMeta, DataDependentOutputError
 from dynjit.ops.registry import registry, POINTWISE, FLOAT, PROMOTE, BOOL
+
+from opinfo_samples import SAMPLES, NC, C, S, materialize
 
 f16, f32, f64 = dynjit.float16, dynjit.float32, dynjit.float64
 i8, i16, i32, i64, u8, b8 = dynjit.int8, dynjit.int16, dynjit.int32, dynjit.int64, dynjit.uint8, dynjit.bool
@@ -31,6 +39,87 @@ def same_values(a, b):
     if x.dtype.kind != "f":
         return bool(np.array_equal(x, y))
     return bool(np.all((x == y) & (np.signbit(x) == np.signbit(y)) | (np.isnan(x) & np.isnan(y))))
+
+
+# -- 1. eager's dtype is meta's, whatever the dtype and size of the inputs ---------------------
+
+VARIANT_DTYPES = (np.float32, np.float16, np.int8, np.uint8, np.int32, np.int64, np.bool_)
+
+
+def _transform(v, fn):
+    if isinstance(v, NC):
+        return NC(fn(v.arr))
+    if isinstance(v, C):
+        return C(fn(v.arr))
+    if isinstance(v, np.ndarray):
+        return fn(v)
+    if isinstance(v, list):
+        return [_transform(x, fn) for x in v]
+    if isinstance(v, tuple) and any(isinstance(x, (np.ndarray, NC, C)) for x in v):
+        return tuple(_transform(x, fn) for x in v)
+    return v
+
+
+def _variants(sample):
+    """The sample with its float arrays as each dtype: as they are, empty (every dim 0)
+    and of size 1 (every dim 1)."""
+    for dt in VARIANT_DTYPES:
+        forms = {
+            "as": lambda a, dt=dt: a.astype(dt),
+            "empty": lambda a, dt=dt: np.zeros((0,) * a.ndim, dtype=dt) if a.ndim else a.astype(dt),
+            "size1": lambda a, dt=dt: np.ones((1,) * a.ndim, dtype=dt),
+        }
+        for form, f in forms.items():
+            def g(a, f=f):
+                with np.errstate(all="ignore"):
+                    return f(a) if a.dtype.kind == "f" else a
+            yield f"{form} {np.dtype(dt).name}", S(*_transform(list(sample.args), g),
+                                                 **{k: _transform(v, g) for k, v in sample.kwargs.items()})
+
+
+def _metas(v):
+    if isinstance(v, dynjit.Tensor):
+        return TensorMeta.of(v)
+    if isinstance(v, list):
+        return [_metas(x) for x in v]
+    return v
+
+
+def _describe(out):
+    if isinstance(out, (tuple, list)):
+        return [_describe(o) for o in out]
+    return tuple(out.shape), out.dtype
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_eager_dtype_is_the_declared_dtype_for_every_input_dtype_and_size(name):
+    """Where both run, eager's result has meta's shape and dtype (softmax of an empty float32
+    tensor was float64, sum_to_size of int8 int64 while meta said int8, addmm of int8 with
+    a float beta float64). Whether the two raise alike is test_op_errors.py's concern."""
+    op = registry[name]
+    bad = []
+    for i, sample in enumerate(SAMPLES[name]):
+        for label, variant in _variants(sample):
+            try:
+                leaves, build = materialize(variant)
+                args, kwargs = build(leaves)
+            except Exception:
+                continue
+            try:
+                meta = op.meta([_metas(a) for a in args], {k: _metas(v) for k, v in kwargs.items()})
+            except DataDependentOutputError:
+                continue
+            except Exception:
+                continue
+            try:
+                with np.errstate(all="ignore"):
+                    dynjit.manual_seed(0)
+                    eager = _describe(op(*args, **kwargs))
+            except Exception:
+                continue
+            if meta != eager:
+                bad.append(f"sample {i} {sample} {label}: meta {meta}, eager {eager}")
+    assert not bad, "\n".join(bad)
 
 
 @pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
@@ -298,3 +387,105 @@ def test_addcmul_value_is_converted_to_the_integer_dtype():
     assert dynjit.addcmul(u, u, u, value=-2).tolist() == [255]             # -2 wraps to 254
     with pytest.raises(RuntimeError, match="int8_t without overflow"):
         dynjit.addcmul(one, one, one, value=300)
+
+
+# -- 5. fractional factors on integer tensors ----------------------------------------------------
+
+ALPHA_INT = "For integral input tensors, argument alpha must not be a floating point number."
+ALPHA_BOOL = "Boolean alpha only supported for Boolean results."
+
+
+def _ints(dtype=i8, vals=(-128,)):
+    return dynjit.tensor(list(vals), dtype=dtype)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: _ints().add(_ints(), alpha=-0.5),
+    lambda: _ints().sub(_ints(), alpha=-0.5),
+    lambda: _ints().add(_ints(), alpha=2.0),
+    lambda: dynjit.ops.rsub(_ints(), _ints(), alpha=0.5),
+    lambda: _ints().add(2, alpha=0.5),
+    lambda: dynjit.tensor([True]).add(dynjit.tensor([True]), alpha=0.5),
+    lambda: _ints().add_(_ints(), alpha=0.5),
+    lambda: _ints(i64).sub_(_ints(i64), alpha=1.0),
+], ids=["add", "sub", "add-2.0", "rsub", "scalar-other", "bool", "add_", "sub_"])
+def test_float_alpha_on_integers_is_an_error(call):
+    """add(int8(-128), int8(-128), alpha=-0.5) gave -64 (computed in float64, truncated)."""
+    with pytest.raises(RuntimeError, match=ALPHA_INT):
+        call()
+
+
+def test_float_alpha_error_in_meta_too():
+    m = TensorMeta((2,), i8)
+    for name in ("add", "sub", "rsub"):
+        with pytest.raises(RuntimeError, match=ALPHA_INT):
+            registry[name].meta([m, m], {"alpha": 0.5})
+        with pytest.raises(RuntimeError, match=ALPHA_BOOL):
+            registry[name].meta([m, m], {"alpha": True})
+        assert registry[name].meta([m, m], {"alpha": 2}) == ((2,), i8)
+        assert registry[name].meta([m, TensorMeta((2,), f32)], {"alpha": 0.5}) == ((2,), f32)
+
+
+def test_alpha_rules_like_pytorch():
+    with pytest.raises(RuntimeError, match=ALPHA_BOOL):
+        _ints().add(_ints(), alpha=True)
+    t = dynjit.tensor([True])
+    assert t.add(t, alpha=2).tolist() == [True] and t.add(t, alpha=True).dtype is b8
+    assert _ints(i8, [3]).add(_ints(i8, [2]), alpha=-2).tolist() == [-1]
+    # a float operand makes the result float: a float alpha is fine
+    assert _ints(i8, [1]).add(dynjit.tensor([1.0]), alpha=-0.5).tolist() == [0.5]
+    assert _ints(i8, [1]).add(2.5, alpha=2).tolist() == [6.0]
+    with pytest.raises(RuntimeError, match="int8_t without overflow"):
+        _ints().add(_ints(), alpha=300)
+
+
+@pytest.mark.parametrize("name,call", [
+    ("leaky_relu", lambda x: dynjit.nn.functional.leaky_relu(x, 0.2)),
+    ("leaky_relu", lambda x: dynjit.nn.functional.leaky_relu(x, 2)),
+    ("elu", lambda x: dynjit.nn.functional.elu(x)),
+    ("lerp", lambda x: dynjit.lerp(x, x, 0.5)),
+    ("lerp", lambda x: dynjit.lerp(x, x, x)),
+])
+@pytest.mark.parametrize("dtype", [i8, u8, i64, b8], ids=lambda d: d.name)
+def test_float_only_activations_reject_integer_tensors(name, call, dtype):
+    """PyTorch implements leaky_relu, elu and lerp for floating point tensors only
+    ('"leaky_relu_cpu" not implemented for ...'); eager computed x * 0.2 in float64 and
+    truncated it back to the integer dtype."""
+    x = dynjit.tensor([-3 if dtype.is_signed else 3, 0, 5], dtype=dtype)
+    with pytest.raises(NotImplementedError, match=f'"{name}" not implemented for \'{dtype.name}\''):
+        call(x)
+    with pytest.raises(RuntimeError):       # NotImplementedError is a RuntimeError, as in PyTorch
+        call(x)
+
+
+@pytest.mark.parametrize("name,args", [
+    ("leaky_relu", [TensorMeta((3,), i8), 0.2]), ("elu", [TensorMeta((3,), i64)]),
+    ("lerp", [TensorMeta((3,), i8), TensorMeta((3,), i8), 0.5]),
+])
+def test_float_only_activations_meta_rejects_integers(name, args):
+    with pytest.raises(NotImplementedError, match=f'"{name}" not implemented'):
+        registry[name].meta(args)
+
+
+def test_lerp_weight_takes_no_part_in_promotion():
+    a, b = dynjit.tensor([1.0, 2.0]), dynjit.tensor([3.0, 6.0])
+    w = dynjit.tensor([0.25, 0.5], dtype=f64)
+    out = dynjit.lerp(a, b, w)
+    assert out.dtype is f32 and out.tolist() == [1.5, 4.0]
+    assert dynjit.lerp(a, b, 0.5).dtype is f32
+
+
+def test_addmm_converts_beta_and_alpha_to_the_integer_dtype():
+    one = dynjit.ones(2, 2, dtype=i8)
+    # PyTorch: beta 0.5 -> 0 and alpha 2: 0 * 1 + 2 * (1 @ 1) = 4 (eager gave float64 5.0)
+    out = dynjit.addmm(one, one, one, beta=0.5, alpha=2)
+    assert out.dtype is i8 and out.tolist() == [[4, 4], [4, 4]]
+    assert dynjit.addmm(one, one, one, alpha=0.5).tolist() == [[1, 1], [1, 1]]
+    with pytest.raises(RuntimeError, match="int8_t without overflow"):
+        dynjit.addmm(one, one, one, beta=300)
+
+
+def test_addmm_with_beta_zero_ignores_self():
+    nan = dynjit.tensor([[math.nan, math.inf]])
+    out = dynjit.addmm(nan, dynjit.ones(1, 1), dynjit.ones(1, 2), beta=0)
+    assert out.tolist() == [[1.0, 1.0]]
