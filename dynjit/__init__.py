@@ -30,6 +30,7 @@ from . import exc, utils, config  # noqa: E402
 from . import fx, backends  # noqa: E402
 from . import nn, optim  # noqa: E402
 from . import func  # noqa: E402,F401  (torch.func: vmap, grad, jacrev, functionalize)
+from . import profiler  # noqa: E402,F401
 from . import compiled_autograd  # noqa: E402,F401
 from .control_flow import cond  # noqa: E402,F401  (torch.cond; map is dynjit.control_flow.map)
 from .frontend import (compile, optimize, optimize_assert, disable, reset, graph_break, explain,  # noqa: E402

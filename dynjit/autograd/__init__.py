@@ -185,3 +185,4 @@ class _ExecutionEngine:
 
 
 Variable._execution_engine = _ExecutionEngine()
+from . import profiler  # noqa: E402,F401

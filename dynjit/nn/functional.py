@@ -555,3 +555,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
+
+
+from ._functional_conv import *  # noqa: E402,F401,F403  (conv, pooling, fold/unfold)
+from . import _functional_conv  # noqa: E402
+__all__ += _functional_conv.__all__

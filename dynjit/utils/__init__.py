@@ -33,3 +33,15 @@ def call_when_freed(obj, fn, *args):
         fn(*args)
     ref = weakref.ref(obj, freed)       # (weak references to one object are equal: keyed by id)
     _pending[id(ref)] = ref
+
+
+_SUBMODULES = ("data", "checkpoint")
+
+
+def __getattr__(name):
+    # torch.utils.data and torch.utils.checkpoint are reachable as attributes; importing them
+    # lazily keeps the frontend's early `from .. import utils` light
+    if name in _SUBMODULES:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

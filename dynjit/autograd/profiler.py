@@ -1,0 +1,1 @@
+"""The autograd profiler (torch.autograd.profiler)."""

@@ -1,0 +1,2 @@
+"""Convolution, pooling, fold and unfold as functions (part of dynjit.nn.functional)."""
+__all__ = []

@@ -1,0 +1,2 @@
+"""Convolution layers (torch.nn.Conv*d, ConvTranspose*d, Fold, Unfold)."""
+__all__ = []

@@ -1,0 +1,1 @@
+"""Sequence packing and padding (torch.nn.utils.rnn)."""

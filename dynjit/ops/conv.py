@@ -1,0 +1,1 @@
+"""Convolution and pooling ops: kernels, derivatives and meta functions."""

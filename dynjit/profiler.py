@@ -1,0 +1,1 @@
+"""dynjit.profiler: the op profiler (torch.profiler)."""

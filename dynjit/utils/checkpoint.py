@@ -1,0 +1,1 @@
+"""dynjit.utils.checkpoint: activation checkpointing (torch.utils.checkpoint)."""

@@ -1,0 +1,1 @@
+"""dynjit.utils.data: datasets, samplers and DataLoader (torch.utils.data)."""
