@@ -27,7 +27,7 @@ from . import random
 from math import inf, nan, pi, e  # noqa: E402
 __version__ = "0.1.0"
 from . import exc, utils, config  # noqa: E402
-from . import fx, backends  # noqa: E402
+from . import fx, compiler, backends  # noqa: E402
 from . import nn, optim  # noqa: E402
 from . import func  # noqa: E402,F401  (torch.func: vmap, grad, jacrev, functionalize)
 from . import profiler  # noqa: E402,F401

@@ -46,7 +46,7 @@ def _bench(args):
 
 
 def _backends(args):
-    from .backends import list_backends
+    from .compiler import list_backends
     for name in list_backends():
         print(name)
     return 0

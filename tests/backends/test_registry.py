@@ -9,8 +9,8 @@ import textwrap
 import pytest
 
 import dynjit
-from dynjit.backends import register_backend, lookup_backend, list_backends, call_backend
-from dynjit.backends import registry
+from dynjit.compiler import register_backend, lookup_backend, list_backends, call_backend
+from dynjit.compiler import registry
 from dynjit.exc import BackendCompilerFailed, InvalidBackend
 from dynjit.fx import make_fx
 
@@ -77,7 +77,8 @@ def test_lookup_of_a_callable_returns_it():
 
 
 def test_unknown_backend_lists_the_known_ones():
-    with pytest.raises(InvalidBackend, match=r"Invalid backend: 'no_such_backend'.*known: .*aot_eager.*eager"):
+    with pytest.raises(InvalidBackend, match=r"Invalid backend: 'no_such_backend', see `dynjit.compiler"
+                                             r".list_backends\(\)`.*known: .*aot_eager.*eager"):
         lookup_backend("no_such_backend")
     with pytest.raises(InvalidBackend, match="Invalid backend: 'no_such_backend'"):
         dynjit.compile(lambda x: x, backend="no_such_backend")
