@@ -12,7 +12,8 @@ from collections import defaultdict
 
 from ..autograd.grad_mode import no_grad
 from ..nn.modules.hooks import HookDict, add_hook
-from ..tensor import Tensor
+from .._dtype import float64
+from ..tensor import Tensor, tensor
 
 
 class _RequiredParameter:
@@ -23,6 +24,29 @@ class _RequiredParameter:
 
 
 required = _RequiredParameter()
+
+
+def _check_at_least(name, value, low=0.0):
+    """PyTorch's hyperparameter check: 'Invalid <name>: <value>' when value < low."""
+    if not low <= value:
+        raise ValueError(f"Invalid {name}: {value}")
+
+
+def _check_betas(betas):
+    for i, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"Invalid beta parameter at index {i}: {beta}")
+
+
+def _new_step_count():
+    """The 'step' entry of a parameter's state: a float64 0-d tensor, so that updates
+    computed from it are tensor ops (in float64, as Python floats would be) and a
+    compiled step does not depend on, and is not recompiled for, the step's value."""
+    return tensor(0.0, dtype=float64)
+
+
+def _signed_grad(p, maximize):
+    return -p.grad if maximize else p.grad
 
 
 class Optimizer:
