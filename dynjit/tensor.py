@@ -44,6 +44,8 @@ class Tensor:
     _is_param = False
     _meta_ops = ()              # inverses of the in-place view ops applied to this tensor (ops.metadata)
     _src_meta = 0               # a view: len(source._meta_ops) when it was made
+    _fw_grads = None            # forward AD: {level: tangent} (autograd.forward_ad)
+    _fw_nondiff_view = False    # forward AD: a view that does not share its base's tangent
     __array_priority__ = 1000   # numpy scalars defer to Tensor's reflected ops
 
     def __init__(self, data=None, *, dtype=None, requires_grad=False):

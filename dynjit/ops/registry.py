@@ -109,6 +109,7 @@ class OpDef:
         self.varargs = varargs
         self.wraps_scalar = wraps_scalar
         self.derivative_fn = None
+        self.jvp_fn = None          # forward-mode rule (see `jvp`); None: derived from `derivative`
         self.saved = ()
         self.shape_params = ()
         self.saves_result = False
@@ -143,6 +144,16 @@ class OpDef:
         self.derivative_fn = fn
         if _backward_class_factory is not None:
             self.backward_cls = _backward_class_factory(self)
+        return fn
+
+    def jvp(self, fn):
+        """Declare the op's forward-mode rule: `fn(tangents, result, *args)` gets, per op
+        parameter, the input's tangent (None where it has none, a list for tensor-list
+        parameters), the op's output and its arguments, and returns the output's tangent
+        (one per output for several; None for a zero or non-differentiable one), written with
+        registered ops. Ops without one get the linearization of their `derivative`
+        (dynjit.autograd.forward_ad), views the same view of the tangent."""
+        self.jvp_fn = fn
         return fn
 
     def meta_fn(self, fn):

@@ -1,0 +1,486 @@
+"""Forward-mode automatic differentiation (PyTorch's torch.autograd.forward_ad).
+
+Inside `dual_level()`, `make_dual(primal, tangent)` gives a tensor that carries a
+tangent; every op called on it computes its output's tangent (the Jacobian-vector
+product) alongside its value, and `unpack_dual(t)` reads both.
+
+How tangents flow: a dual level is a dispatch mode (dynjit.ops.dispatch), so
+the one dispatcher hands it every op while the level is active and nothing
+changes (not even a check) when none is. For each op the level runs the op,
+then computes the output tangents from the inputs' tangents with
+
+- the op's JVP rule from the registry (`@op.jvp`) when it declares one;
+- for view ops: the same view of the input's tangent (the tangent of a view is a
+  view of the tangent);
+- otherwise the linearization of the op's backward formula: for the backward
+  `u -> J^T u` (linear in u), `J t = d/du <J^T u, t>`, one reverse pass through
+  the formula, which is written with registered ops and so differentiable.
+
+In-place ops update the tangent in place (a view's tangent is a view of its
+base's tangent, so the base sees the update); a tensor without a tangent that an
+in-place op writes a dual value into gets one (a view's base gets a zero
+tangent first). Tangents are kept per level on the tensor (`_fw_grads`) and are
+dropped when the level exits.
+
+Levels nest internally (dynjit.func's jvp of jvp: each level is a mode, the
+inner level's tangent computations run through the outer one), but, as in
+PyTorch, the public `enter_dual_level` refuses a second level.
+"""
+import weakref
+from collections import namedtuple
+
+import numpy as np
+
+from ..ops import dispatch as _dispatch
+from ..ops.dispatch import DispatchMode
+from ..ops.registry import registry as R
+from ..ops.vocab import INPLACE, VIEW
+from ..tensor import Tensor
+from .grad_mode import enable_grad, no_grad
+
+__all__ = ["dual_level", "make_dual", "unpack_dual", "enter_dual_level", "exit_dual_level",
+           "UnpackedDualTensor"]
+
+_levels = []            # the active _Level objects, outermost first
+_current_level = -1     # PyTorch's module attribute: the innermost level, -1 when none
+_fwd_grad_enabled = [True]
+
+
+class UnpackedDualTensor(namedtuple("UnpackedDualTensor", ["primal", "tangent"])):
+    """What unpack_dual returns: the primal (a new view each call) and the tangent (None
+    when the tensor has none at the level)."""
+
+
+# -- levels ----------------------------------------------------------------------------
+
+class _Level(DispatchMode):
+    """One dual level: the dispatch mode that computes tangents, and the tensors holding a
+    tangent at this level (weakly, to clear them at exit)."""
+
+    def __init__(self, index):
+        self.index = index
+        self.holders = {}       # id(tensor) -> weakref to it
+
+    def remember(self, t):
+        self.holders[id(t)] = weakref.ref(t)
+
+    def clear(self):
+        for ref in self.holders.values():
+            t = ref()
+            if t is not None and t._fw_grads is not None:
+                t._fw_grads.pop(self.index, None)
+                if not t._fw_grads:
+                    t._fw_grads = None
+        self.holders.clear()
+
+    def __dispatch__(self, op, args, kwargs):
+        if not _fwd_grad_enabled[0]:
+            return op(*args, **kwargs)
+        return _run_with_tangents(self, op, args, kwargs)
+
+
+def _enter(allow_nested):
+    global _current_level
+    if _levels and not allow_nested:
+        raise RuntimeError("Nested forward mode AD is not supported at the moment")
+    level = _Level(len(_levels))
+    _levels.append(level)
+    _dispatch._modes.append(level)
+    _current_level = level.index
+    return level
+
+
+def _exit(level):
+    global _current_level
+    if not _levels or _levels[-1] is not level:
+        raise RuntimeError("Trying to exit a forward AD level that was not the last one created. "
+                           "This is not supported.")
+    _levels.pop()
+    modes = _dispatch._modes
+    for i in range(len(modes) - 1, -1, -1):
+        if modes[i] is level:
+            del modes[i]
+            break
+    level.clear()
+    _current_level = len(_levels) - 1
+
+
+def enter_dual_level():
+    """Enter a new forward-grad level and return its index (PyTorch allows only one)."""
+    return _enter(False).index
+
+
+def exit_dual_level(*, level=None):
+    """Exit the innermost forward-grad level (which must be `level` when given), deleting
+    every tangent set at it."""
+    if not _levels:
+        raise RuntimeError("Trying to exit a forward AD level that was not the last one created. "
+                           "This is not supported.")
+    if level is not None and level != _levels[-1].index:
+        raise RuntimeError("Trying to exit a forward AD level that was not the last one created. "
+                           "This is not supported.")
+    _exit(_levels[-1])
+
+
+class dual_level:
+    """Context manager of a forward-AD level: `with dual_level() as level:`; on exit every
+    tangent set inside is deleted."""
+
+    def __enter__(self):
+        return enter_dual_level()
+
+    def __exit__(self, *exc):
+        exit_dual_level()
+        return False
+
+
+class _nested_level:
+    """A level that may sit inside another (dynjit.func's transforms nest)."""
+
+    def __enter__(self):
+        self.level = _enter(True)
+        return self.level.index
+
+    def __exit__(self, *exc):
+        _exit(self.level)
+        return False
+
+
+def _is_fwd_grad_enabled():
+    return _fwd_grad_enabled[0]
+
+
+class _set_fwd_grad_enabled:
+    """Turn forward-grad computation on or off (PyTorch's private helper): usable as a
+    plain call or as a context manager that restores the previous state."""
+
+    def __init__(self, mode):
+        self.prev = _fwd_grad_enabled[0]
+        _fwd_grad_enabled[0] = bool(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _fwd_grad_enabled[0] = self.prev
+        return False
+
+
+def _level_object(level):
+    if level is None:
+        if not _levels:
+            return None
+        return _levels[-1]
+    if not 0 <= level < len(_levels):
+        return None
+    return _levels[level]
+
+
+# -- reading and writing tangents ------------------------------------------------------
+
+def get_tangent(t, level):
+    """The tangent of tensor `t` at `level` (a _Level), or None. A forward-differentiable
+    view without one of its own takes the view of its base's tangent."""
+    g = t._fw_grads
+    if g is not None:
+        tangent = g.get(level.index)
+        if tangent is not None:
+            return tangent
+    base = t._base
+    if base is None or t._fw_nondiff_view or t._view_of is None:
+        return None
+    if base._fw_grads is None or level.index not in base._fw_grads:
+        return None
+    tangent = _replay_view(t, level)
+    if tangent is not None:
+        set_tangent(t, tangent, level)
+    return tangent
+
+
+def _replay_view(t, level):
+    """The view of the base's tangent that corresponds to view `t` (None when a link of the
+    chain is not forward differentiable)."""
+    view_of = t._view_of
+    if view_of is None:
+        return None
+    src, op, rest, multi, i = view_of
+    src_tangent = get_tangent(src, level)
+    if src_tangent is None:
+        return None
+    out = _plain(op, (src_tangent,) + tuple(rest))
+    return out[i] if multi else out
+
+
+def set_tangent(t, tangent, level):
+    if t._fw_grads is None:
+        t._fw_grads = {}
+    t._fw_grads[level.index] = tangent
+    level.remember(t)
+
+
+def _plain(op, args):
+    """Call `op` through the modes below the current one (the dispatcher has popped the
+    level that is computing tangents)."""
+    return op(*args)
+
+
+# -- make_dual / unpack_dual -----------------------------------------------------------
+
+def _size_message(primal, tangent):
+    return ("Trying to set a forward gradient that has a different size than that of the "
+            f"original Tensor, this is not supported. Tensor is of size {list(primal.shape)} while "
+            f"the given forward gradient is of size {list(tangent.shape)}.")
+
+
+def make_dual(tensor, tangent, *, level=None):
+    """A new tensor that is a view of `tensor` (its value) carrying `tangent` at `level`
+    (default: the innermost one). Gradients of the result flow back to `tensor`."""
+    lvl = _level_object(level)
+    if lvl is None:
+        if level is None:
+            raise RuntimeError("To create a dual Tensor, you need to first enter a dual level: "
+                               "use `with forward_ad.dual_level():` or `enter_dual_level()`.")
+        raise RuntimeError(f"Trying to create a dual Tensor for forward AD but no level "
+                           f"{level} exists, make sure to enter_dual_level() first.")
+    if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
+        raise TypeError("make_dual(): expected tensor and tangent to be Tensors, got "
+                        f"{type(tensor).__name__} and {type(tangent).__name__}")
+    if not (tensor.dtype.is_floating_point or tensor.dtype.is_complex):
+        raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
+    if not (tangent.dtype.is_floating_point or tangent.dtype.is_complex):
+        raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype}")
+    if tangent._data.shape != tensor._data.shape:
+        raise RuntimeError(_size_message(tensor, tangent))
+    if tangent._fw_grads is not None and tangent._fw_grads.get(lvl.index) is not None:
+        raise RuntimeError("Expected tangent to not be a dual tensor at the same level: the given "
+                           "tangent has a forward gradient at the same level as the one being set. "
+                           "This is not supported.")
+    if tangent.dtype is not tensor.dtype:
+        raise RuntimeError(f"Trying to set a forward gradient that has a different dtype than that "
+                           f"of the original Tensor: {tensor.dtype} and {tangent.dtype}.")
+    dual = _alias(tensor, lvl)
+    set_tangent(dual, tangent, lvl)
+    return dual
+
+
+def _alias(tensor, lvl):
+    """A view of `tensor` made below `lvl` (so it gets no tangent from it) and marked as not
+    forward differentiable: in-place changes to it change `tensor`'s values, not its tangent.
+    In inference mode (no views there) a plain tensor sharing the memory."""
+    from .grad_mode import state
+    if state.inference:
+        out = Tensor._make(tensor._data)
+        out._version_counter = tensor._version_counter
+        return out
+    modes = _dispatch._modes
+    i = modes.index(lvl)
+    above = modes[i:]
+    del modes[i:]
+    try:
+        out = R["view"](tensor, tuple(tensor._data.shape))
+    finally:
+        modes.extend(above)
+    out._fw_nondiff_view = True
+    return out
+
+
+def unpack_dual(tensor, *, level=None):
+    """(primal, tangent) of `tensor` at `level` (default: the innermost): the primal is a new
+    view without the tangent, the tangent is the tensor given to make_dual (or the one an op
+    computed), None when there is none."""
+    if not isinstance(tensor, Tensor):
+        return UnpackedDualTensor(tensor, None)
+    lvl = _level_object(level)
+    if lvl is None:
+        return UnpackedDualTensor(tensor, None)
+    return UnpackedDualTensor(_alias(tensor, lvl), get_tangent(tensor, lvl))
+
+
+# -- tangents through one op -----------------------------------------------------------
+
+def _tensor_inputs_with_tangents(op, args, level):
+    """Per op parameter, the tangent (a list for tensor-list parameters), and whether any."""
+    tangents = [None] * len(args)
+    lists = op.tensor_lists
+    found = False
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            t = get_tangent(a, level)
+            if t is not None:
+                tangents[i] = t
+                found = True
+        elif lists and i in lists:
+            ts = [get_tangent(x, level) if isinstance(x, Tensor) else None for x in a]
+            if any(t is not None for t in ts):
+                tangents[i] = ts
+                found = True
+    return tangents, found
+
+
+def _run_with_tangents(level, op, args, kwargs):
+    args = op.normalize(args, kwargs)
+    tangents, found = _tensor_inputs_with_tangents(op, args, level)
+    if op.kind is INPLACE:
+        return _inplace_with_tangents(level, op, args, tangents, found)
+    result = op(*args)
+    if not found or op.backward_cls is None and op.jvp_fn is None and op.kind is not VIEW:
+        if found and op.differentiable and op.kind is not VIEW and _has_float(result):
+            raise NotImplementedError(f"Trying to use forward AD with {op.name} that does not "
+                                      "support it because it has no derivative formula.")
+        return result
+    out_tangents = op_jvp(op, args, tangents, result)
+    _attach(level, result, out_tangents, op)
+    return result
+
+
+def _has_float(result):
+    outs = result if isinstance(result, (tuple, list)) else (result,)
+    return any(isinstance(o, Tensor) and o.dtype.is_floating_point for o in outs)
+
+
+def _attach(level, result, out_tangents, op):
+    if isinstance(result, Tensor):
+        t = _fit(out_tangents, result)
+        if t is not None:
+            set_tangent(result, t, level)
+        return
+    nondiff = op.nondiff_outputs
+    for k, o in enumerate(result):
+        if isinstance(o, Tensor) and k not in nondiff and out_tangents is not None:
+            t = _fit(out_tangents[k], o)
+            if t is not None:
+                set_tangent(o, t, level)
+
+
+def _fit(tangent, like):
+    """The tangent shaped and typed like its primal (None for integral primals)."""
+    if tangent is None or not (like.dtype.is_floating_point or like.dtype.is_complex):
+        return None
+    if tangent._data.shape != like._data.shape:
+        tangent = R["clone"](R["expand"](tangent, tuple(like._data.shape)))
+    if tangent.dtype is not like.dtype:
+        tangent = R["to_dtype"](tangent, like.dtype)
+    return tangent
+
+
+def op_jvp(op, args, tangents, result):
+    """The output tangent(s) of `op` at `args` (its output `result`) for the input
+    `tangents` (per parameter, None where zero)."""
+    if op.jvp_fn is not None:
+        return op.jvp_fn(tangents, result, *args)
+    if op.kind is VIEW:
+        if tangents[0] is None:
+            return None
+        return op(tangents[0], *args[1:])
+    return _jvp_by_double_vjp(op, args, tangents, result)
+
+
+def _zeros_like(t):
+    return R["zeros"](tuple(t._data.shape), t.dtype)
+
+
+def _jvp_by_double_vjp(op, args, tangents, result):
+    """J t as d/du <J^T u, t>: the backward formula run on a cotangent u that requires
+    grad, dotted with the tangents, differentiated with respect to u."""
+    from . import grad as autograd_grad
+    from .graph import reduce_grad
+    outs = result if isinstance(result, (tuple, list)) else (result,)
+    diff = [isinstance(o, Tensor) and o.dtype.is_floating_point and k not in op.nondiff_outputs
+            for k, o in enumerate(outs)]
+    us = [R["zeros"](tuple(o._data.shape), o.dtype).requires_grad_(True) if d else None
+          for o, d in zip(outs, diff)]
+    needs = tuple(t is not None and (not isinstance(t, list) or any(x is not None for x in t))
+                  for t in tangents)
+    values = []
+    for p in op.derivative_params:
+        if p == "result":
+            values.append(result)
+        elif p == "needs":
+            values.append(needs)
+        elif p in op.index:
+            values.append(args[op.index[p]])
+        else:       # <param>_shape
+            values.append(tuple(args[op.index[p[:-6]]]._data.shape))
+    with enable_grad():
+        if isinstance(result, (tuple, list)):
+            g = [u if u is not None else _zeros_like(o) for u, o in zip(us, outs)]
+        else:
+            g = us[0]
+        grads = op.derivative_fn(g, *values)
+        if not isinstance(grads, tuple):
+            grads = (grads,)
+        total = None
+        for i, t in enumerate(tangents):
+            if t is None or i >= len(grads) or grads[i] is None:
+                continue
+            pairs = zip(grads[i], t) if isinstance(t, list) else [(grads[i], t)]
+            for gi, ti in pairs:
+                if gi is None or ti is None:
+                    continue
+                gi = reduce_grad(gi, tuple(ti._data.shape), ti.dtype)
+                term = R["sum"](R["mul"](gi, ti))
+                total = term if total is None else R["add"](total, term)
+        wanted = [u for u in us if u is not None]
+        if total is None or not total._requires_grad:
+            jv = [None] * len(wanted)
+        else:
+            jv = autograd_grad([total], wanted, allow_unused=True)
+    it = iter(jv)
+    per_out = [next(it) if u is not None else None for u in us]
+    per_out = [None if j is None else R["detach"](j) if not _outer_tangent(j) else j
+               for j in per_out]
+    per_out = [j if j is not None or u is None else _zeros_like(u) for j, u in zip(per_out, us)]
+    if isinstance(result, (tuple, list)):
+        return per_out
+    return per_out[0]
+
+
+def _outer_tangent(t):
+    return t._fw_grads is not None
+
+
+# -- in-place ops ----------------------------------------------------------------------
+
+def _inplace_with_tangents(level, op, args, tangents, found):
+    self = args[0]
+    if not found:
+        return op(*args)
+    fop = op.functional
+    old = R["clone"](self) if tangents[0] is not None or _needs_old(fop) else self
+    op(*args)
+    fargs = (old,) + tuple(args[1:])
+    new_tangent = op_jvp(fop, fargs, tangents, self)
+    _write_tangent(level, self, new_tangent)
+    return self
+
+
+def _needs_old(fop):
+    return True
+
+
+def _write_tangent(level, self, new_tangent):
+    """Update self's tangent in place with `new_tangent` (giving self, or its base, one when
+    it has none)."""
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
+        return
+    current = get_tangent(self, level)
+    if current is None and self._base is not None and not self._fw_nondiff_view \
+            and self._view_of is not None:
+        base = self._base
+        if get_tangent(base, level) is None:
+            set_tangent(base, _zeros_like(base), level)
+        current = get_tangent(self, level)
+    if new_tangent is None:
+        new_tangent = _zeros_like(self)
+    if current is None:
+        set_tangent(self, R["clone"](_fit(new_tangent, self)), level)
+        return
+    with no_grad():
+        R["copy_"](current, new_tangent)
+
+
+def _tangent_repr(t):
+    """', tangent=...' for printing a tensor that has a tangent at the innermost level."""
+    if t._fw_grads is None or not _levels:
+        return None
+    return t._fw_grads.get(_levels[-1].index)
