@@ -149,4 +149,8 @@ def tensor_repr(t):
         suffixes.append(f"grad_fn=<{name}>")
     elif t._requires_grad:
         suffixes.append("requires_grad=True")
+    if t._fw_grads:     # forward AD: the tangent at the innermost level that set one
+        tangent = t._fw_grads[max(t._fw_grads)]
+        suffixes.append("tangent=" + (repr(tangent.item()) if tangent._data.ndim == 0
+                                      else tensor_repr(tangent)))
     return _add_suffixes(prefix + body, suffixes, indent)
