@@ -4,7 +4,8 @@ from ._dtype import (dtype, float16, float32, float64, half, float, double, int8
                      int64, uint8, long, int, get_default_dtype, set_default_dtype)
 from ._dtype import bool_ as bool  # noqa: A001  (PyTorch's name)
 from . import ops
-from .tensor import Tensor, Size, tensor, as_tensor, from_numpy, is_tensor, device
+from .tensor import (Tensor, Size, tensor, as_tensor, from_numpy, is_tensor, device,
+                     get_default_device, set_default_device)
 from . import autograd
 # ops imports nothing above it: hand the dispatcher the tensor class and autograd's entry
 # points, once, before any op runs (docs/architecture.md)
@@ -29,6 +30,8 @@ __version__ = "0.1.0"
 from . import exc, utils, config  # noqa: E402
 from . import fx, compiler, backends  # noqa: E402
 from . import nn, optim  # noqa: E402
+from . import cuda, accelerator, amp  # noqa: E402,F401  (CPU-only device queries, torch's names)
+from .amp import autocast  # noqa: E402,F401
 from . import func  # noqa: E402,F401  (torch.func: vmap, grad, jacrev, functionalize)
 from . import profiler  # noqa: E402,F401
 from . import compiled_autograd  # noqa: E402,F401

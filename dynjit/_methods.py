@@ -12,7 +12,7 @@ from .autograd import backward as _backward, graph as _graph
 from .ops.registry import registry as R, with_variant, METHOD
 from .ops.dispatch import dispatch
 from .ops.reductions import normalize_dims
-from .tensor import Tensor
+from .tensor import Tensor, check_device
 
 
 def _method(op):
@@ -254,6 +254,7 @@ def _new_factory(op_name):
     op = R[op_name]
 
     def method(self, *args, dtype=None, requires_grad=False, device=None, **kwargs):
+        check_device(device)
         if op_name == "full":
             size, value = args if len(args) == 2 else (args[0], kwargs.pop("fill_value"))
             out = dispatch(op, (tuple(size), value, dtype or self.dtype), {})

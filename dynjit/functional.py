@@ -3,7 +3,7 @@ from . import _dtype
 from ._methods import _sizes, numpy_names
 from .ops.registry import registry as R, with_variant, FUNCTION
 from .ops.dispatch import dispatch
-from .tensor import Tensor
+from .tensor import Tensor, check_device
 
 __all__ = []
 
@@ -62,9 +62,7 @@ def _factory(op_name):
            generator=None, pin_memory=False, memory_format=None):
         if out is not None:
             _no_out()
-        if device is not None:
-            from .tensor import device as _device
-            _device(device)
+        check_device(device)
         t = dispatch(op, (_sizes(size), dtype), {})
         if requires_grad:
             t.requires_grad_(True)
@@ -81,26 +79,31 @@ randn = _factory("randn")
 
 
 def full(size, fill_value, *, dtype=None, requires_grad=False, device=None):
+    check_device(device)
     t = dispatch(R["full"], (tuple(size), fill_value, dtype), {})
     return t.requires_grad_(True) if requires_grad else t
 
 
 def arange(start, end=None, step=1, *, dtype=None, requires_grad=False, device=None):
+    check_device(device)
     t = dispatch(R["arange"], (start, end, step, dtype), {})
     return t.requires_grad_(True) if requires_grad else t
 
 
 def linspace(start, end, steps, *, dtype=None, requires_grad=False, device=None):
+    check_device(device)
     t = dispatch(R["linspace"], (start, end, steps, dtype), {})
     return t.requires_grad_(True) if requires_grad else t
 
 
 def eye(n, m=None, *, dtype=None, requires_grad=False, device=None):
+    check_device(device)
     t = dispatch(R["eye"], (n, m, dtype), {})
     return t.requires_grad_(True) if requires_grad else t
 
 
 def randint(low, high=None, size=None, *, dtype=None, requires_grad=False, device=None, generator=None):
+    check_device(device)
     if size is None:
         low, high, size = 0, low, high
     if high is None:
@@ -109,6 +112,7 @@ def randint(low, high=None, size=None, *, dtype=None, requires_grad=False, devic
 
 
 def randperm(n, *, dtype=None, device=None, generator=None, requires_grad=False):
+    check_device(device)
     return dispatch(R["randperm"], (n, dtype), {})
 
 
@@ -116,6 +120,7 @@ def _like(op_name):
     op = R[op_name]
 
     def fn(input, dtype=None, *, requires_grad=False, device=None, memory_format=None, layout=None):
+        check_device(device)
         t = dispatch(op, (tuple(input.shape), dtype or input.dtype), {})
         return t.requires_grad_(True) if requires_grad else t
     fn.__name__ = op_name + "_like"
@@ -130,6 +135,7 @@ randn_like = _like("randn")
 
 
 def full_like(input, fill_value, *, dtype=None, requires_grad=False, device=None):
+    check_device(device)
     t = dispatch(R["full"], (tuple(input.shape), fill_value, dtype or input.dtype), {})
     return t.requires_grad_(True) if requires_grad else t
 

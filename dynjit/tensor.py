@@ -4,6 +4,8 @@ Every math method goes through the op dispatcher (dynjit.ops.dispatch); this
 module only holds state, properties, Python protocol methods and the
 conversion helpers. Views share their base's numpy memory and version counter.
 """
+import builtins
+
 import numpy as np
 
 from . import _dtype
@@ -121,11 +123,21 @@ class Tensor:
 
     @property
     def device(self):
-        return device("cpu")
+        return _CPU
 
-    @property
-    def is_cuda(self):
-        return False
+    def get_device(self):
+        return -1           # PyTorch's answer for a CPU tensor
+
+    is_cpu = property(lambda self: True)
+    is_cuda = property(lambda self: False)
+    is_xpu = property(lambda self: False)
+    is_mps = property(lambda self: False)
+    is_meta = property(lambda self: False)
+    is_ipu = property(lambda self: False)
+    is_hpu = property(lambda self: False)
+    is_mkldnn = property(lambda self: False)
+    is_vulkan = property(lambda self: False)
+    is_quantized = property(lambda self: False)
 
     @property
     def layout(self):
@@ -417,21 +429,41 @@ class Tensor:
                 value = tensor(value, dtype=self.dtype)
             dispatch(_index_put_, (self, list(idx), value), {})
 
-    def to(self, *args, dtype=None, copy=False, **kwargs):
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
+        """to(dtype), to(device), to(device, dtype), to(other): the CPU is the only device, so
+        only the dtype can change (a copy when `copy=True` or when the dtype changes)."""
         for a in args:
             if isinstance(a, _dtype.dtype):
                 dtype = a
             elif isinstance(a, Tensor):
                 dtype = a.dtype
+            elif isinstance(a, builtins.bool):
+                non_blocking = a
+            elif isinstance(a, (str, _device_class, builtins.int)):
+                device = a
+            else:
+                raise TypeError(f"to() received an invalid combination of arguments - got "
+                                f"{builtins.type(a).__name__}; expected a dtype, a device (or a "
+                                "device string such as 'cpu') or a tensor")
+        if device is not None:
+            check_device(device)
         if dtype is None or dtype is self.dtype:
             return self.clone() if copy else self
         return dispatch(_ops["to_dtype"], (self, _dtype.to_dtype(dtype)), {})
 
-    def cpu(self):
+    def cpu(self, memory_format=None):
         return self
 
-    def cuda(self, *a, **k):
-        raise RuntimeError("dynjit runs on the CPU only; there is no CUDA device")
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        raise RuntimeError(_not_cpu_message("cuda" if device is None else f"cuda:{device}" if
+                                            isinstance(device, builtins.int) else str(device)))
+
+    def pin_memory(self, device=None):
+        raise RuntimeError("Cannot access accelerator device when none is available: pinned memory "
+                           "is for copies to an accelerator, and dynjit runs on the CPU only.")
+
+    def is_pinned(self, device=None):
+        return False
 
     def float(self):
         return self.to(_dtype.float32)
@@ -481,27 +513,107 @@ class Size(tuple):
         return Size(tuple(self) + tuple(other))
 
 
+_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
+                 "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
+
+
 class device:
-    def __init__(self, kind="cpu", index=None):
-        if isinstance(kind, device):
-            kind = kind.type
-        kind = str(kind)
-        if kind.split(":")[0] != "cpu":
-            raise RuntimeError(f"dynjit runs on the CPU only; device {kind!r} is not available")
-        self.type = "cpu"
-        self.index = None
+    """A device, as torch.device: `device("cpu")`, `device("cpu:0")`, `device("cpu", 0)`.
+
+    dynjit computes on the CPU only: naming another device (`"cuda"`, `"mps"`, ...) raises
+    a RuntimeError that says so and how to choose the device portably."""
+    __slots__ = ("_type", "_index")
+
+    def __init__(self, type, index=None):
+        if isinstance(type, device):
+            if index is not None:
+                raise TypeError("device(): a device object takes no index")
+            type, index = type.type, type.index
+        elif isinstance(type, builtins.int) and not isinstance(type, builtins.bool):
+            raise RuntimeError(f"device({type}): a bare index names an accelerator device; "
+                               f"{_CPU_ONLY} Use device('cpu').")
+        elif not isinstance(type, str):
+            raise TypeError(f"device() expects a string or a device, got {builtins.type(type).__name__}")
+        kind, colon, idx = type.partition(":")
+        if colon:
+            if index is not None:
+                raise RuntimeError(f"device(): type (string) must not include an index because index "
+                                   f"was passed explicitly: {type}")
+            if not idx.isdigit() or (len(idx) > 1 and idx[0] == "0"):
+                raise RuntimeError(f"Invalid device string: '{type}'")
+            index = builtins.int(idx)
+        if kind not in _DEVICE_TYPES:
+            raise RuntimeError(f"Expected one of {', '.join(_DEVICE_TYPES)} device type at start of "
+                               f"device string: {type}")
+        if kind != "cpu":
+            raise RuntimeError(_not_cpu_message(type if colon else kind if index is None else f"{kind}:{index}"))
+        if index is not None:
+            if not isinstance(index, builtins.int) or isinstance(index, builtins.bool) or index < 0:
+                raise RuntimeError(f"Device index must not be negative (or not an int): {index!r}")
+            if index != 0:
+                raise RuntimeError(f"dynjit has one CPU device, cpu:0; there is no cpu:{index}")
+        object.__setattr__(self, "_type", kind)
+        object.__setattr__(self, "_index", index)
+
+    type = property(lambda self: self._type)
+    index = property(lambda self: self._index)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"device.{name} is read-only")
 
     def __repr__(self):
-        return "device(type='cpu')"
-
-    def __eq__(self, other):
-        return isinstance(other, (device, str)) and str(other).split(":")[0] == "cpu"
-
-    def __hash__(self):
-        return hash("cpu")
+        if self._index is None:
+            return f"device(type='{self._type}')"
+        return f"device(type='{self._type}', index={self._index})"
 
     def __str__(self):
-        return "cpu"
+        return self._type if self._index is None else f"{self._type}:{self._index}"
+
+    def __eq__(self, other):
+        if not isinstance(other, device):
+            return NotImplemented
+        return (self._type, self._index) == (other._type, other._index)
+
+    def __hash__(self):
+        return hash((self._type, self._index))
+
+    def __reduce__(self):
+        return (device, (self._type, self._index))
+
+    def __enter__(self):        # `with dynjit.device("cpu"):` sets nothing: the CPU is the only device
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_CPU_ONLY = "dynjit runs on the CPU only (it computes with numpy); there is no accelerator."
+
+
+def _not_cpu_message(name):
+    return (f"dynjit runs on the CPU only; device '{name}' is not available. Use device='cpu', or "
+            "choose the device portably: device = \"cuda\" if dynjit.cuda.is_available() else \"cpu\" "
+            "(dynjit.cuda.is_available() is False).")
+
+
+def check_device(dev):
+    """The device `dev` names (a device, a string such as "cpu" or "cpu:0", or None for the
+    CPU), raising dynjit's CPU-only error for any other device."""
+    if dev is None:
+        return _CPU
+    return dev if isinstance(dev, device) else device(dev)
+
+
+_CPU = device("cpu")
+_device_class = device      # (Tensor.to has a parameter named device)
+
+
+def get_default_device():
+    return _CPU
+
+
+def set_default_device(dev):
+    check_device(dev)
 
 
 class _Storage:
@@ -566,15 +678,17 @@ def _unwrap_nested(data):
     return data
 
 
-def tensor(data, dtype=None, device=None, requires_grad=False):
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new leaf tensor holding a copy of `data` (nested lists, numbers, arrays)."""
+    check_device(device)
     t = Tensor._make(_to_array(data, dtype))
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
-def as_tensor(data, dtype=None):
+def as_tensor(data, dtype=None, device=None):
+    check_device(device)
     if isinstance(data, Tensor) and (dtype is None or data.dtype is dtype):
         return data
     return tensor(data, dtype=dtype)
