@@ -11,14 +11,8 @@ from .nadam import NAdam
 from .radam import RAdam
 from .rmsprop import RMSprop
 from .lbfgs import LBFGS
+from . import lr_scheduler
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adadelta", "Adagrad", "Adamax", "NAdam", "RAdam", "RMSprop",
            "LBFGS", "lr_scheduler"]
 
-
-def __getattr__(name):
-    # lr_scheduler is imported on first use (it needs nothing at import time)
-    if name == "lr_scheduler":
-        from . import lr_scheduler
-        return lr_scheduler
-    raise AttributeError(f"module 'dynjit.optim' has no attribute {name!r}")
