@@ -484,3 +484,97 @@ def _tangent_repr(t):
     if t._fw_grads is None or not _levels:
         return None
     return t._fw_grads.get(_levels[-1].index)
+
+
+# -- custom Functions ------------------------------------------------------------------
+
+def _levels_with_tangents(args):
+    """The active levels at which some tensor argument has a tangent, innermost first."""
+    found = []
+    for level in reversed(_levels):
+        if any(isinstance(a, Tensor) and get_tangent(a, level) is not None for a in args):
+            found.append(level)
+    return found
+
+
+class _below:
+    """Run ops with `level` and the levels inside it removed from the dispatch-mode stack
+    (a custom Function's jvp at `level` is seen by the outer levels only)."""
+
+    def __init__(self, level):
+        self.level = level
+
+    def __enter__(self):
+        modes = _dispatch._modes
+        i = modes.index(self.level) if self.level in modes else len(modes)
+        self.above = modes[i:]
+        del modes[i:]
+
+    def __exit__(self, *exc):
+        _dispatch._modes.extend(self.above)
+        return False
+
+
+_NOT_INPLACE = ("An inplace custom Function is not modifying the forward mode gradients inplace. "
+                "If the forward is modifying an input inplace, then the jvp function must modify "
+                "the corresponding gradient inplace.")
+_NOT_A_VIEW = ("A custom Function's forward is returning a view (or an input as-is) but the jvp is "
+               "not returning a view.")
+_NOT_SAME_BASE = ("A custom Function is returning a view but the jvp is not returning a view of the "
+                  "same base as the given grad input.")
+_NOT_VIEW_OF_INPUT = ("A custom Function is returning a view but the jvp is not returning a view of "
+                      "the given grad input.")
+
+
+def _custom_function_jvp(cls, ctx, args, raw_outputs, wrapped, levels):
+    """Give the outputs of a custom Function call their tangents from `cls.jvp`, at each
+    level where an input has one, checking the rules PyTorch checks (an input modified in
+    place has its tangent modified in place; a view's tangent is a view of the input's)."""
+    outs = wrapped if isinstance(wrapped, tuple) else (wrapped,)
+    dirty = {id(t) for t in ctx.dirty_tensors}
+    for level in levels:
+        in_tangents = []
+        for a in args:
+            if isinstance(a, Tensor):
+                t = get_tangent(a, level)
+                if t is None and (a.dtype.is_floating_point or a.dtype.is_complex):
+                    t = _zeros_like(a)
+                in_tangents.append(t)
+            else:
+                in_tangents.append(None)
+        ctx._saved_override = tuple(getattr(ctx, "saved_for_forward", ()) or ())
+        try:
+            with _below(level):
+                result = cls.jvp(ctx, *in_tangents)
+        finally:
+            ctx._saved_override = None
+        if not isinstance(result, tuple):
+            result = (result,)
+        if len(result) != len(outs):
+            raise RuntimeError(f"{cls.__name__}.jvp returned {len(result)} tangents, but forward "
+                               f"returned {len(outs)} outputs")
+        for raw, out, rt in zip(raw_outputs, outs, result):
+            if not isinstance(out, Tensor) or rt is None:
+                continue
+            source = next((j for j, a in enumerate(args) if a is raw), None)
+            if source is not None and id(raw) in dirty:
+                if rt is not in_tangents[source]:
+                    raise RuntimeError(_NOT_INPLACE)
+                if get_tangent(out, level) is not rt:
+                    set_tangent(out, rt, level)
+                continue
+            if source is None and out._base is not None:
+                source = next((j for j, a in enumerate(args) if isinstance(a, Tensor)
+                               and np.may_share_memory(a._data, out._data)), None)
+            if source is not None:
+                if rt._base is None:
+                    raise RuntimeError(_NOT_A_VIEW)
+                given = in_tangents[source]
+                expected = given._base if given._base is not None else given
+                if rt._base is not expected:
+                    raise RuntimeError(_NOT_SAME_BASE if given._base is not None else _NOT_VIEW_OF_INPUT)
+            if not (out.dtype.is_floating_point or out.dtype.is_complex):
+                continue
+            if rt._data.shape != out._data.shape:
+                raise RuntimeError(_size_message(out, rt))
+            set_tangent(out, rt, level)

@@ -27,6 +27,10 @@ class FunctionCtx:
         self.to_save = tensors
 
     def save_for_forward(self, *tensors):
+        for t in tensors:
+            if t is not None and not isinstance(t, _graph.Tensor):
+                raise TypeError(f"save_for_forward expects all arguments to be tensors; you should "
+                                f"save non-tensors as attributes on ctx, got {type(t).__name__}")
         self.saved_for_forward = tensors
 
     def mark_dirty(self, *tensors):
@@ -213,7 +217,8 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
 
     @staticmethod
     def jvp(ctx, *grad_inputs):
-        raise NotImplementedError("forward-mode AD (jvp) is not supported by dynjit")
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function "
+                                  "to use it with forward mode AD.")
 
     @classmethod
     def apply(cls, *args, **kwargs):
@@ -269,12 +274,19 @@ def _apply_eager(cls, args, kwargs, forward_hook=None):
     ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
     is_differentiable = _grad_state.enabled and any(ctx.needs_input_grad)
     forward = cls.forward if forward_hook is None else forward_hook(cls.forward)
-    with no_grad():
+    from . import forward_ad
+    levels = forward_ad._levels_with_tangents(args) if forward_ad._levels else ()
+    with no_grad(), forward_ad._set_fwd_grad_enabled(False if levels else forward_ad._fwd_grad_enabled[0]):
         if uses_setup_context(cls):
             outputs = forward(*args)
             cls.setup_context(ctx, args, outputs)
         else:
             outputs = forward(ctx, *args)
+    if levels:
+        inputs_as_given = outputs if isinstance(outputs, tuple) else (outputs,)
+        wrapped = _wrap_outputs(ctx, args, outputs, is_differentiable)
+        forward_ad._custom_function_jvp(cls, ctx, args, inputs_as_given, wrapped, levels)
+        return wrapped
     return _wrap_outputs(ctx, args, outputs, is_differentiable)
 
 

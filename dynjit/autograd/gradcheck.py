@@ -105,9 +105,14 @@ def _validate_inputs(inputs):
     return wrt
 
 
-def _check(func, inputs, wrt, eps, atol, rtol, nondet_tol):
+def _check(func, inputs, wrt, eps, atol, rtol, nondet_tol, check_forward_ad=False,
+           check_backward_ad=True):
     outputs = _flat_outputs(func(*inputs))
     numerical = _numerical_jacobian(func, inputs, wrt, eps, reference=outputs)
+    if check_forward_ad:
+        _check_forward_ad(func, inputs, numerical, outputs, atol, rtol)
+    if not check_backward_ad:
+        return
     for j, out in enumerate(outputs):
         if out._requires_grad:
             continue
@@ -133,6 +138,74 @@ def _check(func, inputs, wrt, eps, atol, rtol, nondet_tol):
                     "Backward is not reentrant, i.e., running backward with same input and grad_output "
                     "multiple times gives different values, although analytical gradient matches "
                     f"numerical gradient.The tolerance for nondeterminism was {nondet_tol}.")
+
+
+def _forward_inputs(inputs):
+    """The inputs as forward AD's check passes them: tensors detached (not requiring grad)."""
+    return [t.detach() if isinstance(t, Tensor) else t for t in inputs]
+
+
+def _diff_positions(inputs):
+    return [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t._requires_grad]
+
+
+def _forward_jacobian(func, inputs):
+    """J[k][j] = d out_j / d input_k (out_size x in_size), one forward-mode pass per
+    element of each differentiable input (its one-hot tangent, the others' zero)."""
+    from . import forward_ad as fwAD
+    jac = []
+    for i in _diff_positions(inputs):
+        size = inputs[i]._data.size
+        cols = []
+        for e in range(size):
+            with fwAD.dual_level():
+                ins = _forward_inputs(inputs)
+                for p in _diff_positions(inputs):    # every differentiable input is dual
+                    tangent = np.zeros(inputs[p]._data.shape, dtype=inputs[p].dtype.np)
+                    if p == i:
+                        tangent.reshape(-1)[e] = 1
+                    ins[p] = fwAD.make_dual(ins[p], Tensor._make(tangent))
+                outs = _flat_outputs(func(*ins))
+                col = []
+                for o in outs:
+                    t = fwAD.unpack_dual(o).tangent
+                    col.append(np.zeros(o._data.size) if t is None
+                               else t._data.astype(np.float64).reshape(-1))
+            cols.append(col)
+        jac.append(cols)
+    return jac
+
+
+def _check_forward_ad(func, inputs, numerical, outputs, atol, rtol):
+    forward = _forward_jacobian(func, inputs)
+    for k, (i, cols) in enumerate(zip(_diff_positions(inputs), forward)):
+        for j in range(len(outputs)):
+            n = numerical[k][j]
+            if n is None or not cols:
+                continue
+            a = np.stack([c[j] for c in cols], axis=1)
+            if not np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
+                raise GradcheckError(f"Jacobian computed with forward mode mismatch for output {j} "
+                                     f"with respect to input {i},\nnumerical:{n}\nanalytical:{a}\n")
+
+
+def _check_undefined_forward(func, inputs):
+    """Forward AD must cope with inputs whose tangent is zero: with a zero tangent on one
+    differentiable input at a time (given as a zero tensor, twice, as PyTorch checks a plain
+    and an efficient zero), every output tangent is undefined or zero."""
+    from . import forward_ad as fwAD
+    for i in _diff_positions(inputs):
+        for _ in range(2):
+            with fwAD.dual_level():
+                ins = _forward_inputs(inputs)
+                zero = Tensor._make(np.zeros(inputs[i]._data.shape, dtype=inputs[i].dtype.np))
+                ins[i] = fwAD.make_dual(ins[i], zero)
+                for o in _flat_outputs(func(*ins)):
+                    t = fwAD.unpack_dual(o).tangent
+                    if t is not None and np.any(t._data != 0):
+                        raise GradcheckError("Expected all output tangents to be undefined or zero "
+                                             "when all input tangents are undefined or zero. "
+                                             + _UNDEFINED_NOTE)
 
 
 def _warn_undefined_grad_check():
@@ -182,19 +255,25 @@ def _check_undefined_grad(func, inputs, wrt):
 
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
               nondet_tol=0.0, check_undefined_grad=True, fast_mode=False, check_batched_grad=False,
-              check_grad_dtypes=False, masked=None):
+              check_grad_dtypes=False, masked=None, check_forward_ad=False, check_backward_ad=True,
+              check_batched_forward_grad=False):
     """True if the analytical Jacobian of `func` at `inputs` matches finite differences.
 
     A failed check raises GradcheckError, or returns False with raise_exception=False;
     invalid inputs, and errors raised by `func` itself, always raise. (`fast_mode`
     is accepted and runs the full check.) With `check_undefined_grad`, backward must
-    also cope with undefined (None) output gradients."""
+    also cope with undefined (None) output gradients. `check_forward_ad` also compares
+    the Jacobian forward-mode AD gives (dynjit.autograd.forward_ad), a column per input
+    element; `check_backward_ad=False` skips the reverse-mode comparison.
+    (`check_batched_forward_grad` is accepted and not checked.)"""
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     wrt = _validate_inputs(inputs)
     try:
-        _check(func, inputs, wrt, eps, atol, rtol, nondet_tol)
-        if check_undefined_grad:
+        _check(func, inputs, wrt, eps, atol, rtol, nondet_tol, check_forward_ad, check_backward_ad)
+        if check_undefined_grad and check_backward_ad:
             _check_undefined_grad(func, inputs, wrt)
+        if check_undefined_grad and check_forward_ad:
+            _check_undefined_forward(func, inputs)
     except GradcheckError:
         if raise_exception:
             raise
