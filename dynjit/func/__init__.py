@@ -1,5 +1,6 @@
 """Function transforms (PyTorch's torch.func / functorch): `vmap`, `grad`,
-`grad_and_value`, `vjp`, `jacrev`, `functionalize`.
+`grad_and_value`, `vjp`, `jacrev`, `functionalize`, and forward mode: `jvp`,
+`jacfwd`, `linearize`, `hessian` (forward-over-reverse).
 
 They are written with dynjit's own ops and autograd engine, so that tracing a
 transformed function (make_fx) records the ops the transform runs: vmap's
@@ -9,5 +10,7 @@ ops of functionalize.
 from ._vmap import vmap
 from ._eager_transforms import vjp, grad, grad_and_value, jacrev
 from ._functionalize import functionalize
+from ._forward_transforms import jvp, jacfwd, linearize, hessian
 
-__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jacrev", "functionalize"]
+__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jacrev", "functionalize", "jvp", "jacfwd",
+           "linearize", "hessian"]

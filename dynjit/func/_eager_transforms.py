@@ -32,7 +32,16 @@ def _alias_for_grad(p):
         raise RuntimeError(f"only floating point Tensors can be differentiated, got {p.dtype.name}")
     if p._requires_grad and _grad_state.enabled:
         return R["view"](p, tuple(p._data.shape)), True     # keeps p's history
-    return R["detach"](p).requires_grad_(True), False
+    alias = R["detach"](p).requires_grad_(True)
+    if p._fw_grads:
+        # inside jvp/jacfwd (hessian is jacfwd of jacrev): the alias keeps p's tangents, so
+        # the reverse pass is differentiated forward
+        from ..autograd import forward_ad
+        for level in forward_ad._levels:
+            tangent = forward_ad.get_tangent(p, level)
+            if tangent is not None:
+                forward_ad.set_tangent(alias, tangent, level)
+    return alias, False
 
 
 def vjp(func, *primals, has_aux=False):
