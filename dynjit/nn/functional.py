@@ -17,7 +17,10 @@ __all__ = [
     "normalize", "pad", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss",
     "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
     "cosine_similarity", "pairwise_distance", "interpolate", "upsample", "upsample_nearest",
-    "upsample_bilinear",
+    "upsample_bilinear", "scaled_dot_product_attention", "multi_head_attention_forward", "group_norm",
+    "instance_norm", "rms_norm", "local_response_norm", "dropout1d", "dropout2d", "dropout3d",
+    "alpha_dropout", "pixel_shuffle", "pixel_unshuffle", "triplet_margin_loss", "margin_ranking_loss",
+    "cosine_embedding_loss",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -473,6 +476,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     wshape = [1] * input.ndim
     wshape[class_dim] = n_classes
     if target.dtype.is_floating_point:
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
         if tuple(target.shape) != tuple(input.shape):
             raise RuntimeError(f"cross_entropy: class-probability targets must have the input's shape "
                                f"{list(input.shape)}, got {list(target.shape)}")
@@ -488,7 +493,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     valid = (target != ignore_index).to(logp.dtype)
     per_class = logp if weight is None else logp * weight.reshape(wshape)
     smooth = -per_class.sum(class_dim) * valid
-    if reduction == "sum":
+    if reduction == "none":
+        pass
+    elif reduction == "sum":
         smooth = smooth.sum()
     elif weight is None:
         smooth = smooth.sum() / valid.sum()
@@ -548,13 +555,460 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    num = (x1 * x2).sum(dim)
-    den = _op("sqrt", _op("clamp", (x1 * x1).sum(dim) * (x2 * x2).sum(dim), eps * eps, None))
-    return num / den
+    """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) along dim, x1 and x2 broadcast
+    (PyTorch's formula: each norm is clamped on its own)."""
+    n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
+    n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
+    """||x1 - x2 + eps||_p over the last dim of the broadcast inputs."""
+    diff = x1 - x2 + eps
+    if diff.ndim == 0:
+        return _op("abs", diff)
+    return diff.norm(p, -1, keepdim=keepdim)
+
+
+# -- attention --------------------------------------------------------------------------
+
+def _attention_bias(attn_mask, dtype):
+    """A float mask to add to attention scores: bool masks become 0 (attend) / -inf (don't)."""
+    if attn_mask.dtype.name == "bool":
+        return _fn.where(attn_mask, 0.0, float("-inf")).to(dtype)
+    if not attn_mask.dtype.is_floating_point:
+        raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                           f"attn_mask.dtype: {attn_mask.dtype.name} and  query.dtype: {dtype.name} instead.")
+    return attn_mask
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, enable_gqa=False):
+    """softmax(query @ key^T * scale + mask) @ value over the last two dims (..., L, E) x
+    (..., S, E) x (..., S, Ev) -> (..., L, Ev), as torch's math backend: a bool mask says
+    where to attend, a float mask is added to the scores; a query row that may attend to
+    nothing gives zeros (not NaN); enable_gqa repeats each key/value head for the
+    query heads that share it (dim -3)."""
+    if query.dtype != key.dtype or query.dtype != value.dtype:
+        raise RuntimeError("Expected query, key, and value to have the same dtype, but got query.dtype: "
+                           f"{query.dtype.name} key.dtype: {key.dtype.name} and value.dtype: "
+                           f"{value.dtype.name} instead.")
+    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+        raise RuntimeError("scaled_dot_product_attention expects query, key and value with at least 2 dims "
+                           f"(..., L, E), got {query.ndim}, {key.ndim} and {value.ndim}")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    if key.shape[-2] != value.shape[-2]:
+        raise RuntimeError(f"scaled_dot_product_attention: key and value must have the same sequence length "
+                           f"(dim -2), got {key.shape[-2]} and {value.shape[-2]}")
+    if query.shape[-1] != key.shape[-1]:
+        raise RuntimeError(f"scaled_dot_product_attention: query and key must have the same embedding size "
+                           f"(dim -1), got {query.shape[-1]} and {key.shape[-1]}")
+    if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and query.shape[-3] != key.shape[-3]:
+        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+        if hk != hv or hq % hk:
+            raise RuntimeError("Number of heads in key and value must divide the number of heads in query")
+        key, value = _repeat_heads(key, hq // hk), _repeat_heads(value, hq // hk)
+    L, S = query.shape[-2], key.shape[-2]
+    scale_factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = _fn.matmul(query, key.transpose(-2, -1)) * scale_factor
+    masked = is_causal or attn_mask is not None
+    if is_causal:
+        attn_mask = _fn.ones((L, S), dtype=_bool()).tril()
+    if attn_mask is not None:
+        scores = scores + _attention_bias(attn_mask, query.dtype)
+    if masked:
+        # a row that may attend to nothing: softmax of zeros (finite gradients), then zeroed
+        attends = (scores != float("-inf")).any(-1, keepdim=True)
+        scores = _fn.where(attends, scores, 0.0)
+        weights = _fn.where(attends, softmax(scores, -1), 0.0)
+    else:
+        weights = softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, True)
+    return _fn.matmul(weights, value)
+
+
+def _bool():
+    from .. import _dtype
+    return _dtype.bool_
+
+
+def _repeat_heads(x, n):
+    """(..., H, S, E) -> (..., H * n, S, E), each head repeated n times in a row."""
+    shape = tuple(x.shape)
+    expanded = x.unsqueeze(-3).expand(shape[:-2] + (n,) + shape[-2:])
+    return expanded.reshape(shape[:-3] + (shape[-3] * n,) + shape[-2:])
+
+
+def _mha_mask(mask, name, dtype):
+    """MultiheadAttention's masks as a float bias: there a bool True means "do not attend"
+    (the opposite of scaled_dot_product_attention's bool mask)."""
+    if mask is None:
+        return None
+    if mask.dtype.name == "bool":
+        return _fn.where(mask, float("-inf"), 0.0).to(dtype)
+    if not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    return mask
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
+                                 in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight,
+                                 out_proj_bias, training=True, key_padding_mask=None, need_weights=True,
+                                 attn_mask=None, use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None, static_v=None,
+                                 average_attn_weights=True, is_causal=False):
+    """Multi-head attention on (L, N, E) query and (S, N, Ek/Ev) key/value (or unbatched
+    (L, E), (S, E)), as torch.nn.functional.multi_head_attention_forward. Returns the
+    output (L, N, E) and, if need_weights, the attention weights (N, L, S) averaged over
+    heads (or (N, H, L, S) when average_attn_weights is False)."""
+    if static_k is not None or static_v is not None:
+        raise NotImplementedError("multi_head_attention_forward: static_k/static_v are not supported by dynjit")
+    batched = query.ndim == 3
+    if query.ndim not in (2, 3) or key.ndim != query.ndim or value.ndim != query.ndim:
+        raise AssertionError("query should be unbatched 2D or batched 3D tensor but received "
+                             f"{query.ndim}-D query tensor" if query.ndim not in (2, 3) else
+                             f"For {'batched (3-D)' if batched else 'unbatched (2-D)'} `query`, expected "
+                             f"`key` and `value` to be {query.ndim}-D but found {key.ndim}-D and "
+                             f"{value.ndim}-D tensors respectively")
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer "
+                           "module method `generate_square_subsequent_mask` to create this mask.")
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    if embed_dim % num_heads:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    head_dim = embed_dim // num_heads
+    if key.shape[:2] != value.shape[:2]:
+        raise AssertionError(f"key shape {tuple(key.shape)} does not match value shape {tuple(value.shape)}")
+    # input projections
+    if use_separate_proj_weight:
+        bq = bk = bv = None
+        if in_proj_bias is not None:
+            bq, bk, bv = in_proj_bias.chunk(3)
+        q = linear(query, q_proj_weight, bq)
+        k = linear(key, k_proj_weight, bk)
+        v = linear(value, v_proj_weight, bv)
+    else:
+        wq, wk, wv = in_proj_weight.chunk(3)
+        bq = bk = bv = None
+        if in_proj_bias is not None:
+            bq, bk, bv = in_proj_bias.chunk(3)
+        q, k, v = linear(query, wq, bq), linear(key, wk, bk), linear(value, wv, bv)
+    attn_mask = _mha_mask(attn_mask, "attn_mask", q.dtype)
+    key_padding_mask = _mha_mask(key_padding_mask, "key_padding_mask", q.dtype)
+    if attn_mask is not None:
+        if attn_mask.ndim == 2:
+            if tuple(attn_mask.shape) != (tgt_len, key.shape[0]):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                                   f"{(tgt_len, key.shape[0])}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.ndim == 3:
+            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, key.shape[0]):
+                raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                                   f"{(bsz * num_heads, tgt_len, key.shape[0])}.")
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
+    if bias_k is not None and bias_v is not None:
+        k = _fn.cat([k, bias_k.reshape(1, 1, embed_dim).expand((1, bsz, embed_dim))])
+        v = _fn.cat([v, bias_v.reshape(1, 1, embed_dim).expand((1, bsz, embed_dim))])
+        attn_mask = None if attn_mask is None else pad(attn_mask, (0, 1))
+        key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, 1))
+    elif bias_k is not None or bias_v is not None:
+        raise AssertionError("bias_k and bias_v must both be given or both be None")
+    # (len, N, E) -> (N * heads, len, head_dim)
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    if add_zero_attn:
+        k = _fn.cat([k, _fn.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype)], 1)
+        v = _fn.cat([v, _fn.zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype)], 1)
+        attn_mask = None if attn_mask is None else pad(attn_mask, (0, 1))
+        key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, 1))
+    src_len = k.shape[1]
+    if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (bsz, src_len):
+            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                                 f"{tuple(key_padding_mask.shape)}")
+        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand((bsz, num_heads, 1, src_len))
+        kpm = kpm.reshape(bsz * num_heads, 1, src_len)
+        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+    if not training:
+        dropout_p = 0.0
+    if need_weights:
+        scores = _fn.matmul(q * (1.0 / math.sqrt(head_dim)), k.transpose(-2, -1))
+        if attn_mask is not None:
+            scores = scores + attn_mask
+        weights = softmax(scores, -1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, dropout_p)
+        out = _fn.matmul(weights, v)
+    else:
+        if attn_mask is not None:
+            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len) if attn_mask.shape[0] != 1 \
+                else attn_mask.unsqueeze(0)
+        out = scaled_dot_product_attention(q.reshape(bsz, num_heads, tgt_len, head_dim),
+                                           k.reshape(bsz, num_heads, src_len, head_dim),
+                                           v.reshape(bsz, num_heads, src_len, head_dim), attn_mask, dropout_p)
+        out = out.reshape(bsz * num_heads, tgt_len, head_dim)
+        weights = None
+    out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+    if weights is not None:
+        weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(1)
+        if not batched:
+            weights = weights.squeeze(0)
+    if not batched:
+        out = out.squeeze(1)
+    return out, weights
+
+
+# -- more normalizations ------------------------------------------------------------------
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalize each group of num_groups consecutive channels of (N, C, *) over the group's
+    channels and all spatial positions, then scale and shift per channel."""
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError("Expected number of channels in input to be divisible by num_groups, but got input "
+                           f"of shape {list(input.shape)} and num_groups={num_groups}")
+    grouped = input.reshape(n, num_groups, -1)
+    var, mean = dispatch(_R["var_mean"], (grouped, (2,), 0, True), {})
+    out = ((grouped - mean) * _op("rsqrt", var + eps)).reshape(tuple(input.shape))
+    return _channel_affine(out, weight, bias)
+
+
+def _channel_affine(out, weight, bias):
+    shape = (1, out.shape[1]) + (1,) * (out.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Normalize each (sample, channel) of (N, C, *) over its spatial positions. With
+    use_input_stats the running statistics (if given) are updated with the batch average of
+    the instances' mean and unbiased variance; otherwise they normalize."""
+    if input.ndim < 3:
+        raise ValueError(f"instance_norm expects an input (N, C, *) with spatial dims, got shape "
+                         f"{list(input.shape)}")
+    dims = tuple(range(2, input.ndim))
+    if use_input_stats:
+        spatial = input.numel() // (input.shape[0] * input.shape[1]) if input.numel() else 0
+        if spatial <= 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                             f"{list(input.shape)}")
+        var, mean = dispatch(_R["var_mean"], (input, dims, 0, True), {})
+        if running_mean is not None:
+            from ..autograd.grad_mode import no_grad
+            with no_grad():
+                flat_mean = mean.detach().reshape(input.shape[0], input.shape[1]).mean(0)
+                flat_var = var.detach().reshape(input.shape[0], input.shape[1]).mean(0)
+                running_mean.mul_(1 - momentum).add_(flat_mean * momentum)
+                running_var.mul_(1 - momentum).add_(flat_var * (momentum * spatial / (spatial - 1)))
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is false")
+        shape = (1, input.shape[1]) + (1,) * (input.ndim - 2)
+        mean, var = running_mean.reshape(shape), running_var.reshape(shape)
+    return _channel_affine((input - mean) * _op("rsqrt", var + eps), weight, bias)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """input / sqrt(mean(input^2 over the trailing normalized_shape dims) + eps) * weight;
+    eps None means the dtype's machine epsilon (as PyTorch)."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    k = len(normalized_shape)
+    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != normalized_shape:
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+                           f"[*{', '.join(map(str, normalized_shape))}], but got input of size"
+                           f"{list(input.shape)}")
+    if eps is None:
+        import numpy as np
+        eps = float(np.finfo(input.dtype.np).eps) if input.dtype.is_floating_point else 1.1920928955078125e-07
+    dims = tuple(range(input.ndim - k, input.ndim))
+    out = input * _op("rsqrt", (input * input).mean(dims, keepdim=True) + eps)
+    return out if weight is None else out * weight
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """input / (k + alpha / size * sum of input^2 over `size` neighbouring channels)^beta,
+    the window centred on each channel and zero-padded at the ends (as PyTorch)."""
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")
+    if input.numel() == 0:
+        return input
+    c = input.shape[1]
+    sq = (input * input).movedim(1, -1)
+    padded = pad(sq, (size // 2, (size - 1) // 2))
+    window = padded.narrow(-1, 0, c)
+    for i in range(1, size):
+        window = window + padded.narrow(-1, i, c)
+    div = (window.movedim(-1, 1) * (alpha / size) + k) ** beta
+    return input / div
+
+
+# -- channel dropout and alpha dropout -------------------------------------------------
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _feature_dropout(input, p, training, inplace, batched_ndim, name):
+    """Zero whole channels (dim 1 of a batched input, dim 0 of an unbatched one) with
+    probability p and scale the kept ones by 1/(1-p)."""
+    _check_p(p)
+    if input.ndim not in (batched_ndim - 1, batched_ndim):
+        raise RuntimeError(f"{name}: Expected {batched_ndim - 1}D or {batched_ndim}D input, but received a "
+                           f"{input.ndim}D input. {name} expects input of shape (N, C, ...) or (C, ...)")
+    if not training or p == 0.0:
+        return input
+    lead = 2 if input.ndim == batched_ndim else 1
+    mask_shape = tuple(input.shape[:lead]) + (1,) * (input.ndim - lead)
+    keep = dispatch(_R["native_dropout"], (_fn.ones(mask_shape, dtype=input.dtype), p, True), {})[0]
+    out = input * keep
+    return _inplace(input, out) if inplace else out
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Channel dropout for (N, C, L) or (C, L) inputs."""
+    return _feature_dropout(input, p, training, inplace, 3, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Channel dropout for (N, C, H, W) or (C, H, W) inputs (3D inputs taken as unbatched)."""
+    return _feature_dropout(input, p, training, inplace, 4, "dropout2d")
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Channel dropout for (N, C, D, H, W) or (C, D, H, W) inputs."""
+    return _feature_dropout(input, p, training, inplace, 5, "dropout3d")
+
+
+_SELU_ALPHA_PRIME = -1.7580993408473766     # -scale * alpha of SELU
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps SELU's zero mean and unit variance: dropped elements are set to
+    SELU's negative saturation value, then all are affinely rescaled (Klambauer et al.)."""
+    _check_p(p)
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        out = input * 0.0
+        return _inplace(input, out) if inplace else out
+    keep = dispatch(_R["bernoulli"], (_fn.ones(tuple(input.shape), dtype=input.dtype), 1 - p), {})
+    a = ((1 - p) * (1 + p * _SELU_ALPHA_PRIME ** 2)) ** -0.5
+    b = -a * _SELU_ALPHA_PRIME * p
+    out = (input * keep + _SELU_ALPHA_PRIME * (1 - keep)) * a + b
+    return _inplace(input, out) if inplace else out
+
+
+# -- pixel shuffle -------------------------------------------------------------------
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C * r^2, H, W) -> (*, C, H * r, W * r)."""
+    r = int(upscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    *batch, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+                           f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    batch = tuple(batch)
+    nb = len(batch)
+    x = input.reshape(batch + (c // (r * r), r, r, h, w))
+    x = x.permute(tuple(range(nb)) + (nb, nb + 3, nb + 1, nb + 4, nb + 2))
+    return x.reshape(batch + (c // (r * r), h * r, w * r))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H * r, W * r) -> (*, C * r^2, H, W)."""
+    r = int(downscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *batch, c, h, w = input.shape
+    if h % r:
+        raise RuntimeError("pixel_unshuffle expects height to be divisible by downscale_factor, but "
+                           f"input.size(-2)={h} is not divisible by {r}")
+    if w % r:
+        raise RuntimeError("pixel_unshuffle expects width to be divisible by downscale_factor, but "
+                           f"input.size(-1)={w} is not divisible by {r}")
+    batch = tuple(batch)
+    nb = len(batch)
+    x = input.reshape(batch + (c, h // r, r, w // r, r))
+    x = x.permute(tuple(range(nb)) + (nb, nb + 2, nb + 4, nb + 1, nb + 3))
+    return x.reshape(batch + (c * r * r, h // r, w // r))
+
+
+# -- distance and margin losses -------------------------------------------------------
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    """max(d(anchor, positive) - d(anchor, negative) + margin, 0) with d = pairwise_distance;
+    with swap, d(anchor, negative) is replaced by d(positive, negative) where smaller."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if not (anchor.ndim == positive.ndim == negative.ndim):
+        raise RuntimeError("The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and "
+                           f"negative {negative.ndim}D inputs")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = _fn.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0.0), reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    """max(0, -target * (input1 - input2) + margin)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if not (input1.ndim == input2.ndim == target.ndim):
+        raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {tuple(input1.shape)}, input2: {tuple(input2.shape)}, target: "
+                           f"{tuple(target.shape)} ")
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0.0), reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1
+    (cos computed over the last dim with 1e-12 added to the squared norms, as PyTorch)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if input1.ndim not in (1, 2) or tuple(input1.shape) != tuple(input2.shape):
+        raise RuntimeError(f"cosine_embedding_loss expects 1D or 2D inputs of the same shape, got "
+                           f"{list(input1.shape)} and {list(input2.shape)}")
+    if target.ndim != input1.ndim - 1:
+        raise RuntimeError(f"{input1.ndim}D target tensor expects {input1.ndim - 1}D input tensors, but found "
+                           f"inputs with sizes {list(input1.shape)} and {list(input2.shape)}.")
+    eps = 1e-12
+    prod = (input1 * input2).sum(-1)
+    mag = ((input1 * input1).sum(-1) + eps) * ((input2 * input2).sum(-1) + eps)
+    cos = prod / _op("sqrt", mag)
+    loss = _fn.where(target == 1, 1 - cos, 0.0) + _fn.where(target == -1, (cos - margin).clamp_min(0.0), 0.0)
+    return _reduce(loss, reduction)
 
 
 from ._functional_conv import *  # noqa: E402,F401,F403  (conv, pooling, fold/unfold)

@@ -312,3 +312,50 @@ upsample_nearest3d = _register_upsample("upsample_nearest3d", "nearest", 3)
 upsample_linear1d = _register_upsample("upsample_linear1d", "linear", 1)
 upsample_bilinear2d = _register_upsample("upsample_bilinear2d", "linear", 2)
 upsample_trilinear3d = _register_upsample("upsample_trilinear3d", "linear", 3)
+
+
+# -- multinomial -----------------------------------------------------------------------
+
+def _multinomial_check(shape, num_samples, replacement):
+    if len(shape) not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and num_samples > shape[-1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+
+
+@register("multinomial", OTHER, differentiable=False, variants="function, method", tags=(RANDOM,))
+def multinomial(self, num_samples, replacement=False):
+    """Indices drawn from each row of the non-negative weights `self` (rows need not sum to 1),
+    with or without replacement, from dynjit's generator."""
+    p = np.asarray(self)
+    _multinomial_check(p.shape, num_samples, replacement)
+    if p.dtype.kind != "f":
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{_dtype.from_numpy_dtype(p.dtype).name}")
+    rows = p.reshape(-1, p.shape[-1]).astype(np.float64)
+    if not np.all(np.isfinite(rows)) or np.any(rows < 0):
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    sums = rows.sum(axis=1)
+    if np.any(sums <= 0):
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    gen = default_generator.np
+    if not replacement:
+        # as PyTorch's CPU kernel: the num_samples largest p / Exp(1) draws (zero weights last)
+        keys = rows / gen.standard_exponential(rows.shape)
+        out = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
+    else:
+        cdf = np.cumsum(rows / sums[:, None], axis=1)
+        u = gen.random((rows.shape[0], num_samples))
+        out = np.stack([np.searchsorted(c, ui, side="right") for c, ui in zip(cdf, u)])
+        out = np.minimum(out, rows.shape[1] - 1)
+    return out.astype(np.int64).reshape(p.shape[:-1] + (num_samples,))
+
+
+@multinomial.meta_fn
+def _(self, num_samples, replacement):
+    _multinomial_check(tuple(self.shape), num_samples, replacement)
+    if not self.dtype.is_floating_point:
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: {self.dtype.name}")
+    return tuple(self.shape[:-1]) + (num_samples,), _dtype.int64

@@ -3,22 +3,31 @@ from .module import Module
 from .linear import Identity, Linear, Bilinear
 from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict
 from .activation import (ReLU, ReLU6, LeakyReLU, ELU, GELU, SiLU, Mish, Sigmoid, Tanh, Softplus,
-                         Hardtanh, Threshold, LogSigmoid, Softmax, LogSoftmax, Softmin)
-from .dropout import Dropout
+                         Hardtanh, Threshold, LogSigmoid, Softmax, LogSoftmax, Softmin, MultiheadAttention)
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout
 from .flatten import Flatten, Unflatten
-from .normalization import LayerNorm
-from .batchnorm import BatchNorm1d, BatchNorm2d
+from .normalization import LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from .pixelshuffle import PixelShuffle, PixelUnshuffle
+from .distance import PairwiseDistance, CosineSimilarity
+from .transformer import (Transformer, TransformerEncoder, TransformerDecoder, TransformerEncoderLayer,
+                          TransformerDecoderLayer)
 from .sparse import Embedding
 from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d
 from .loss import (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, NLLLoss, CrossEntropyLoss, BCELoss,
-                   BCEWithLogitsLoss, KLDivLoss)
+                   BCEWithLogitsLoss, KLDivLoss, TripletMarginLoss, MarginRankingLoss, CosineEmbeddingLoss)
 __all__ = ["Module", "Identity", "Linear", "Bilinear", "Sequential", "ModuleList", "ModuleDict",
            "ParameterList", "ParameterDict", "ReLU", "ReLU6", "LeakyReLU", "ELU", "GELU", "SiLU", "Mish",
            "Sigmoid", "Tanh", "Softplus", "Hardtanh", "Threshold", "LogSigmoid", "Softmax",
            "LogSoftmax", "Softmin", "Dropout", "Flatten", "Unflatten", "LayerNorm", "BatchNorm1d",
            "BatchNorm2d", "Embedding", "Upsample", "UpsamplingNearest2d",
            "UpsamplingBilinear2d", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss",
-           "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss"]
+           "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "MultiheadAttention",
+           "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "GroupNorm", "RMSNorm", "LocalResponseNorm",
+           "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "PixelShuffle", "PixelUnshuffle",
+           "PairwiseDistance", "CosineSimilarity", "Transformer", "TransformerEncoder", "TransformerDecoder",
+           "TransformerEncoderLayer", "TransformerDecoderLayer", "TripletMarginLoss", "MarginRankingLoss",
+           "CosineEmbeddingLoss"]
 from .conv import *  # noqa: E402,F401,F403
 from .pooling import *  # noqa: E402,F401,F403
 from .rnn import *  # noqa: E402,F401,F403

@@ -83,3 +83,54 @@ class BatchNorm1d(_BatchNorm):
 class BatchNorm2d(_BatchNorm):
     """Input (N, C, H, W)."""
     _expected_dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Input (N, C, D, H, W)."""
+    _expected_dims = (5,)
+
+
+class _InstanceNorm(_BatchNorm):
+    """Per-sample, per-channel normalization over the spatial dims (torch.nn.InstanceNorm*d).
+    Unbatched inputs (one dim fewer) are accepted."""
+    _batched_dims = 3
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
+                 device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+
+    def forward(self, input):
+        import warnings
+        if input.ndim not in (self._batched_dims - 1, self._batched_dims):
+            raise ValueError(f"expected {self._batched_dims - 1}D or {self._batched_dims}D input "
+                             f"(got {input.ndim}D input)")
+        feature_dim = input.ndim - (self._batched_dims - 1)
+        if input.shape[feature_dim] != self.num_features:
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={feature_dim} to match num_features "
+                                 f"({self.num_features}), but got: {input.shape[feature_dim]}.")
+            warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You can silence "
+                          "this warning by not passing in num_features, which is not used because affine=False",
+                          stacklevel=2)
+        unbatched = input.ndim == self._batched_dims - 1
+        if unbatched:
+            input = input.unsqueeze(0)
+        out = F.instance_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              0.1 if self.momentum is None else self.momentum, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Input (N, C, L) or (C, L)."""
+    _batched_dims = 3
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Input (N, C, H, W) or (C, H, W)."""
+    _batched_dims = 4
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Input (N, C, D, H, W) or (C, D, H, W)."""
+    _batched_dims = 5
