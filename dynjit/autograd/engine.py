@@ -356,6 +356,12 @@ def current_graph_task_id():
     return _state.tasks[-1].id if _state.tasks else -1
 
 
+def is_checkpoint_valid():
+    """False inside a backward pass limited to some inputs (autograd.grad, backward(inputs=)),
+    or nested in one: the reentrant checkpoint cannot run there (torch.autograd._is_checkpoint_valid)."""
+    return all(task.needed is None for task in _state.tasks)
+
+
 def current_autograd_node():
     """The node whose hooks or backward are running now, or None."""
     return _state.tasks[-1].current_node if _state.tasks else None
