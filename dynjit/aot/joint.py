@@ -93,7 +93,8 @@ class TracedFunction:
     set_back      -- (placeholder, forward output): inputs set_() gave other memory
     mutation_ops  -- (placeholder, op name) for inputs written with autograd
                      recording (checked as eager checks in-place writes)
-    grad_inputs   -- placeholders that receive gradients, in joint-output order
+    grad_inputs   -- placeholders that receive gradients, in joint-output order (the only
+                     inputs the backward node has edges to)
     bw_copy_back  -- placeholders the backward writes (extra backward outputs)
     program, out_values, out_spec -- how to build the user's outputs (see
                      runtime.build_outputs)
@@ -503,6 +504,13 @@ class _JointTrace:
                 grads = autograd_grad([self.fw_tensors[j] for j in diff],
                                       [self.grad_leaves[k] for k in tr.grad_inputs],
                                       tangents, allow_unused=True)
+        # An input that requires grad but that no differentiable output depends on (one the
+        # function detaches, as truncated BPTT does with its carried hidden state) gets no
+        # gradient and no autograd edge, as in eager: an edge would make the backward run
+        # the input's own grad_fn, whose saved values an earlier backward may have freed.
+        kept = [(k, g) for k, g in zip(tr.grad_inputs, grads) if g is not None]
+        tr.grad_inputs = [k for k, _ in kept]
+        grads = [g for _, g in kept]
         for k, t in enumerate(self.inner):
             entry = tracer.meta_mutations.get(id(t))
             if entry is not None and len(entry[1]) != meta_before.get(id(t), 0):

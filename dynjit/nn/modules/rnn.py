@@ -164,6 +164,7 @@ class RNNBase(Module):
         real_hidden_size = proj_size if proj_size > 0 else hidden_size
         self._flat_weights_names = []
         self._all_weights = []
+        self._weight_roles = []       # per layer and direction: (w_ih, w_hh, b_ih, b_hh, w_hr) names
         for layer in range(num_layers):
             layer_input_size = input_size if layer == 0 else real_hidden_size * num_directions
             for direction in range(num_directions):
@@ -181,6 +182,10 @@ class RNNBase(Module):
                     names.append(name)
                 self._flat_weights_names.extend(names)
                 self._all_weights.append(names)
+                roles = dict(zip((base for base, _ in shapes), names))
+                self._weight_roles.append(tuple(roles.get(base) for base in
+                                                ("weight_ih", "weight_hh", "bias_ih", "bias_hh",
+                                                 "weight_hr")))
         self.reset_parameters()
 
     @property
@@ -262,8 +267,8 @@ class RNNBase(Module):
             if hx is not None:
                 hx = self.permute_hidden(hx, sorted_indices)
         else:
-            name = self._name()
             if input.dim() not in (2, 3):
+                name = self._name()
                 what = " tensor" if name == "RNN" else ""
                 raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D{what} instead")
             is_batched = input.dim() == 3
@@ -327,9 +332,10 @@ class RNNBase(Module):
         for layer in range(self.num_layers):
             direction_outputs = []
             for direction in range(num_directions):
-                names = self._all_weights[layer * num_directions + direction]
-                params = {n.split("_l")[0]: getattr(self, n) for n in names}
-                gi = F.linear(layer_input, params["weight_ih"], params.get("bias_ih"))
+                w_ih, w_hh, b_ih, b_hh, w_hr = (
+                    None if name is None else getattr(self, name)
+                    for name in self._weight_roles[layer * num_directions + direction])
+                gi = F.linear(layer_input, w_ih, b_ih)
                 if packed:
                     gi_steps = list(gi.split(batch_sizes, 0))
                 else:
@@ -339,7 +345,7 @@ class RNNBase(Module):
                     state = (hx[0][index], hx[1][index])
                 else:
                     state = hx[index]
-                weights = (params["weight_hh"], params.get("bias_hh"), params.get("weight_hr"))
+                weights = (w_hh, b_hh, w_hr)
                 outputs, state = _run_direction(step, gi_steps, state, weights, batch_sizes,
                                                 reverse=direction == 1)
                 if is_lstm:
