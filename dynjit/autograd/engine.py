@@ -40,6 +40,8 @@ class _EngineState(threading.local):
 
 
 _state = _EngineState()
+# the active autograd profilers: observer(node) is a context manager around the node's run
+node_observers = []
 # One backward pass at a time across threads (a thread's reentrant passes nest inside
 # its own): passes over a shared graph or into the same leaves' .grad then give the
 # results they give one after another, as PyTorch guarantees.
@@ -264,7 +266,11 @@ def _evaluate(task, node, grads):
             return None
         grads = _call_tensor_pre_hooks(node, grads, task.retained)
         grads = _call_pre_hooks(node, grads)
-        outs = node.apply(grads)
+        if node_observers:
+            with node_observers[-1](node):
+                outs = node.apply(grads)
+        else:
+            outs = node.apply(grads)
         if not node._is_accumulate and len(outs) != len(node.next_functions):
             raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
                                f"(expected {len(node.next_functions)}, got {len(outs)})")
