@@ -12,6 +12,8 @@ then computes the output tangents from the inputs' tangents with
 - the op's JVP rule from the registry (`@op.jvp`) when it declares one;
 - for view ops: the same view of the input's tangent (the tangent of a view is a
   view of the tangent);
+- for pointwise ops: the backward formula applied to the tangents (a pointwise op's
+  Jacobian is diagonal, hence its own transpose);
 - otherwise the linearization of the op's backward formula: for the backward
   `u -> J^T u` (linear in u), `J t = d/du <J^T u, t>`, one reverse pass through
   the formula, which is written with registered ops and so differentiable.
@@ -34,7 +36,7 @@ import numpy as np
 from ..ops import dispatch as _dispatch
 from ..ops.dispatch import DispatchMode
 from ..ops.registry import registry as R
-from ..ops.vocab import INPLACE, VIEW
+from ..ops.vocab import INPLACE, POINTWISE, VIEW
 from ..tensor import Tensor
 from .grad_mode import enable_grad, no_grad
 
@@ -372,7 +374,52 @@ def op_jvp(op, args, tangents, result):
         if tangents[0] is None:
             return None
         return op(tangents[0], *args[1:])
+    if op.kind is POINTWISE:
+        return _jvp_pointwise(op, args, tangents, result)
     return _jvp_by_double_vjp(op, args, tangents, result)
+
+
+def _derivative_values(op, args, result, needs):
+    """What the op's backward formula reads, from the call itself."""
+    values = []
+    for p in op.derivative_params:
+        if p == "result":
+            values.append(result)
+        elif p == "needs":
+            values.append(needs)
+        elif p in op.index:
+            values.append(args[op.index[p]])
+        else:       # <param>_shape
+            values.append(tuple(args[op.index[p[:-6]]]._data.shape))
+    return values
+
+
+def _jvp_pointwise(op, args, tangents, result):
+    """A pointwise op's Jacobian is diagonal (after broadcasting), so it equals its
+    transpose: the backward formula applied to each input's tangent (broadcast to the
+    output's shape) is that input's term of the JVP. No reverse pass needed."""
+    total = None
+    shape = tuple(result._data.shape)
+    for i, t in enumerate(tangents):
+        if t is None:
+            continue
+        needs = tuple(j == i for j in range(op.nparams))
+        if tuple(t._data.shape) != shape:
+            t = R["expand"](t, shape)
+        if t.dtype is not result.dtype:
+            t = R["to_dtype"](t, result.dtype)
+        grads = op.derivative_fn(t, *_derivative_values(op, args, result, needs))
+        if not isinstance(grads, tuple):
+            grads = (grads,)
+        g = grads[i] if i < len(grads) else None
+        if g is None:
+            continue
+        if tuple(g._data.shape) != shape:
+            # the formula reduces this input's gradient itself (masked_fill's 0-d value):
+            # not the diagonal form, so take the general route
+            return _jvp_by_double_vjp(op, args, tangents, result)
+        total = g if total is None else R["add"](total, g)
+    return total
 
 
 def _zeros_like(t):
@@ -391,16 +438,7 @@ def _jvp_by_double_vjp(op, args, tangents, result):
           for o, d in zip(outs, diff)]
     needs = tuple(t is not None and (not isinstance(t, list) or any(x is not None for x in t))
                   for t in tangents)
-    values = []
-    for p in op.derivative_params:
-        if p == "result":
-            values.append(result)
-        elif p == "needs":
-            values.append(needs)
-        elif p in op.index:
-            values.append(args[op.index[p]])
-        else:       # <param>_shape
-            values.append(tuple(args[op.index[p[:-6]]]._data.shape))
+    values = _derivative_values(op, args, result, needs)
     with enable_grad():
         if isinstance(result, (tuple, list)):
             g = [u if u is not None else _zeros_like(o) for u, o in zip(us, outs)]

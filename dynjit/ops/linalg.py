@@ -5,7 +5,7 @@ import string
 import numpy as np
 
 from .. import _dtype
-from .registry import register, EXTERN
+from .registry import register, EXTERN, bilinear_jvp
 from .meta import broadcast_shapes
 from .pointwise import scalar_to
 
@@ -67,6 +67,7 @@ def _(self, other):
     return matmul_shape(self.shape, other.shape), self.dtype
 
 
+matmul.jvp(bilinear_jvp(matmul))     # forward mode
 @matmul.derivative
 def _(grad, self, other, needs):
     a, b = self, other
@@ -112,6 +113,7 @@ def _(self, mat2):
     return matmul_shape(self.shape, mat2.shape, "mm"), self.dtype
 
 
+mm.jvp(bilinear_jvp(mm))     # forward mode
 @mm.derivative
 def _(grad, self, mat2, needs):
     return (grad.mm(mat2.t()) if needs[0] else None), (self.t().mm(grad) if needs[1] else None)
@@ -142,6 +144,7 @@ def mv(self, vec):
 mv.meta_fn(lambda self, vec: (_check_mv(self, vec), self.dtype))
 
 
+mv.jvp(bilinear_jvp(mv))     # forward mode
 @mv.derivative
 def _(grad, self, vec, needs):
     return (grad.outer(vec) if needs[0] else None), (self.t().mv(grad) if needs[1] else None)
@@ -157,6 +160,7 @@ def bmm(self, mat2):
 bmm.meta_fn(lambda self, mat2: (_check_bmm(self, mat2), self.dtype))
 
 
+bmm.jvp(bilinear_jvp(bmm))     # forward mode
 @bmm.derivative
 def _(grad, self, mat2, needs):
     return (grad.bmm(mat2.transpose(1, 2)) if needs[0] else None), \
@@ -276,6 +280,7 @@ def dot(self, other):
 dot.meta_fn(lambda self, other: (_check_dot(self, other), self.dtype))
 
 
+dot.jvp(bilinear_jvp(dot))     # forward mode
 dot.derivative(lambda grad, self, other: (grad * other, grad * self))
 
 
@@ -297,6 +302,7 @@ def outer(self, vec2):
 outer.meta_fn(lambda self, vec2: (_check_outer(self, vec2), _dtype.promote_types(self.dtype, vec2.dtype)))
 
 
+outer.jvp(bilinear_jvp(outer))     # forward mode
 @outer.derivative
 def _(grad, self, vec2, needs):
     return ((grad * vec2).sum(1) if needs[0] else None,

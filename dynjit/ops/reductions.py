@@ -10,7 +10,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import _dtype
-from .registry import register, REDUCTION, NONE_DIM_REDUCES_ALL
+from .registry import register, REDUCTION, NONE_DIM_REDUCES_ALL, linear_jvp
 from .pointwise import where
 from .dispatch import grad_state as _grad_state
 from .meta import normalize_dims, reduced_shape, accumulate_dtype, float_dtype, same_as
@@ -52,6 +52,7 @@ def sum_op(self, dim=None, keepdim=False, dtype=None):
     return total if out != np.float16 else np.asarray(total).astype(out)
 
 
+sum_op.jvp(linear_jvp(sum_op))     # forward mode
 @sum_op.derivative
 def _(grad, self_shape, dim, keepdim):
     return _unreduce(grad, self_shape, dim, keepdim)
@@ -82,6 +83,7 @@ def sum_to_size(self, size):
     return np.reshape(sum_op.kernel(self, axes, True, None), size)
 
 
+sum_to_size.jvp(linear_jvp(sum_to_size))     # forward mode
 @sum_to_size.derivative
 def _(grad, self_shape):
     return grad.expand(self_shape)
@@ -114,6 +116,7 @@ def _wide(np_dtype):
     return np.float32 if np_dtype == np.float16 else np_dtype
 
 
+mean.jvp(linear_jvp(mean))     # forward mode
 @mean.derivative
 def _(grad, self_shape, dim, keepdim):
     n = 1
@@ -591,6 +594,7 @@ def _(self, dim, dtype):
     return tuple(self.shape), accumulate_dtype(self.dtype, dtype)
 
 
+cumsum.jvp(linear_jvp(cumsum))     # forward mode
 @cumsum.derivative
 def _(grad, self, dim):
     if self.ndim == 0:

@@ -227,6 +227,33 @@ def _add(op):
     return op
 
 
+def linear_jvp(op):
+    """The JVP rule of an op linear in its first argument: the op applied to the tangent
+    (sum, cat's list, clone, gather, ...)."""
+    def rule(tangents, result, first, *rest):
+        t = tangents[0]
+        if t is None:
+            return None
+        if isinstance(t, list):      # a tensor list: zeros stand for the tensors without one
+            t = [x if x is not None else registry["zeros"](tuple(a._data.shape), a.dtype)
+                 for x, a in zip(t, first)]
+        return op(t, *rest)
+    return rule
+
+
+def bilinear_jvp(op):
+    """The JVP rule of an op bilinear in its first two arguments (matmul, mm, dot, ...):
+    op(t_a, b) + op(a, t_b)."""
+    def rule(tangents, result, a, b, *rest):
+        ta, tb = tangents[0], tangents[1]
+        left = op(ta, b, *rest) if ta is not None else None
+        right = op(a, tb, *rest) if tb is not None else None
+        if left is None or right is None:
+            return left if right is None else right
+        return registry["add"](left, right)
+    return rule
+
+
 def with_variant(variant):
     """The names of the ops that declare `variant` (FUNCTION or METHOD), in registry order."""
     return tuple(n for n, op in registry.items() if variant in op.variants)

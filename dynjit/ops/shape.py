@@ -6,7 +6,7 @@ clone, contiguous copies, dtype conversion.
 import numpy as np
 
 from .. import _dtype
-from .registry import register, VIEW, OTHER
+from .registry import register, VIEW, OTHER, linear_jvp
 from .meta import (normalize_dims, wrap_dim, same_as, describe, dummy, is_tensor_like,
                    DataDependentOutputError)
 
@@ -226,6 +226,7 @@ def index(self, indices):
         raise _index_error(e, self.ndim) from None
 
 
+index.jvp(linear_jvp(index))     # forward mode
 index.derivative(lambda grad, self_shape, indices: index_backward(grad, self_shape, tuple(indices), True))
 
 
@@ -391,6 +392,7 @@ def _(tensors, dim):
     return shape, _promote_all([t.dtype for t in tensors])
 
 
+cat.jvp(linear_jvp(cat))     # forward mode
 @cat.derivative
 def _(grad, tensors, dim):
     grads, start = [], 0
@@ -433,6 +435,7 @@ def _(tensors, dim):
     return stack_shape([tuple(t.shape) for t in tensors], dim), _promote_all([t.dtype for t in tensors])
 
 
+stack.jvp(linear_jvp(stack))     # forward mode
 @stack.derivative
 def _(grad, tensors, dim):
     return (list(grad.unbind(dim)),)
@@ -443,6 +446,7 @@ def clone(self, memory_format=None):
     return np.array(self, copy=True)
 
 
+clone.jvp(linear_jvp(clone))     # forward mode
 clone.derivative(lambda grad: grad)
 clone.meta_fn(lambda self, memory_format=None: same_as(self))
 
@@ -452,6 +456,7 @@ def to_dtype(self, dtype):
     return np.asarray(self).astype(_dtype.to_dtype(dtype).np)
 
 
+to_dtype.jvp(linear_jvp(to_dtype))     # forward mode
 to_dtype.derivative(lambda grad: grad)
 to_dtype.meta_fn(lambda self, dtype: same_as(self, _dtype.to_dtype(dtype)))
 
@@ -461,6 +466,7 @@ def contiguous_copy(self):
     return np.array(self, copy=True, order="C")
 
 
+contiguous_copy.jvp(linear_jvp(contiguous_copy))     # forward mode
 contiguous_copy.derivative(lambda grad: grad)
 contiguous_copy.meta_fn(same_as)
 
@@ -471,6 +477,7 @@ def flip(self, dims):
     return np.flip(self, axis=axes).copy() if axes else np.array(self, copy=True)
 
 
+flip.jvp(linear_jvp(flip))     # forward mode
 flip.derivative(lambda grad, dims: grad.flip(dims))
 
 
@@ -507,6 +514,7 @@ def _(self, shifts, dims):
     return same_as(self)
 
 
+roll.jvp(linear_jvp(roll))     # forward mode
 @roll.derivative
 def _(grad, shifts, dims):
     neg = tuple(-s for s in shifts) if isinstance(shifts, (tuple, list)) else -shifts
@@ -533,6 +541,7 @@ def repeat(self, repeats):
 repeat.meta_fn(lambda self, repeats: (repeat_shape(self.shape, repeats), self.dtype))
 
 
+repeat.jvp(linear_jvp(repeat))     # forward mode
 @repeat.derivative
 def _(grad, self_shape, repeats):
     repeats = tuple(repeats)
@@ -563,6 +572,7 @@ def _(self, diagonal):
     return same_as(self)
 
 
+tril.jvp(linear_jvp(tril))     # forward mode
 tril.derivative(lambda grad, diagonal: grad.tril(diagonal))
 
 
@@ -578,6 +588,7 @@ def _(self, diagonal):
     return same_as(self)
 
 
+triu.jvp(linear_jvp(triu))     # forward mode
 triu.derivative(lambda grad, diagonal: grad.triu(diagonal))
 
 
@@ -630,6 +641,7 @@ def _(self, dim, index):
     return tuple(index.shape), self.dtype
 
 
+gather.jvp(linear_jvp(gather))     # forward mode
 @gather.derivative
 def _(grad, self_shape, dim, index):
     from .factories import zeros
@@ -723,6 +735,7 @@ index_select.meta_fn(lambda self, dim, index: (_index_select_shape(self.shape, d
                                                 self.dtype))
 
 
+index_select.jvp(linear_jvp(index_select))     # forward mode
 @index_select.derivative
 def _(grad, self_shape, dim, index):
     if not self_shape:
@@ -784,6 +797,7 @@ def _(self, mask):
     raise DataDependentOutputError("masked_select: the output's length is the number of True elements in the mask")
 
 
+masked_select.jvp(linear_jvp(masked_select))     # forward mode
 @masked_select.derivative
 def _(grad, self_shape, mask):
     from .meta import broadcast_shapes
@@ -834,6 +848,7 @@ def _(self, src):
 
 
 copy.derivative(lambda grad: (None, grad))
+copy.jvp(lambda tangents, result, self, src: tangents[1])     # src's tangent (expanded)
 
 
 def _check_fill_value(value):
@@ -855,6 +870,7 @@ def _(self, value):
 
 
 fill.derivative(lambda grad: (None, grad.sum()))
+fill.jvp(lambda tangents, result, self, value: tangents[1])   # a 0-d value's tangent, expanded
 
 
 @register("zero", OTHER, variants="function", inplace=True)
@@ -864,6 +880,7 @@ def zero(self):
 
 zero.meta_fn(same_as)
 zero.derivative(lambda grad: grad * 0)
+zero.jvp(lambda tangents, result, self: None)                 # constant
 
 
 @register("diagonal", VIEW, variants="function, method")
