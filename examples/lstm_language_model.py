@@ -61,6 +61,7 @@ def main(steps=60, backend=None, batch_size=8, bptt=16, seed=0, lr=0.01, clip=0.
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
 
     def train_step(inputs, targets, hidden):
+        hidden = tuple(h.detach() for h in hidden)   # truncated BPTT: no gradient into past steps
         optimizer.zero_grad()
         logits, hidden = model(inputs, hidden)
         loss = criterion(logits.view(-1, len(vocab)), targets.reshape(-1))
@@ -81,7 +82,6 @@ def main(steps=60, backend=None, batch_size=8, bptt=16, seed=0, lr=0.01, clip=0.
         inputs = data[position: position + bptt]
         targets = data[position + 1: position + 1 + bptt]
         position += bptt
-        hidden = tuple(h.detach() for h in hidden)   # truncated BPTT
         loss, hidden = step_fn(inputs, targets, hidden)
         losses.append(loss.item())
         if log_every and (step + 1) % log_every == 0:
