@@ -37,6 +37,10 @@ from .irutil import (F32, F64, I1, I8, I8P, I16, I32, I64, VOID, Ops, const, ele
 from .kernel import postorder
 
 VECTOR_BYTES = 64      # elements per vector step: two AVX2 registers' worth of the widest type
+# vector steps per iteration of a loop over a row that reduces: one accumulator each, so that
+# several independent add / max chains hide the instruction latency (a single chain made a
+# row max or a float64-accumulated sum latency-bound)
+REDUCTION_UNROLL = 4
 
 
 def vector_width(kernel):
@@ -407,12 +411,13 @@ class Scope:
     """One loop level: where its values are emitted (`block`), its memo, its indices.
     Values in a scope of `width` W > 1 are vectors whose lanes run along dim `vdim`
     (the innermost vectorized loop at or above this scope)."""
-    __slots__ = ("parent", "level", "width", "vdim", "block", "memo", "index")
+    __slots__ = ("parent", "level", "width", "vdim", "block", "memo", "index", "part")
 
-    def __init__(self, parent, level, width, block, dim=None, index=None, vdim=None):
+    def __init__(self, parent, level, width, block, dim=None, index=None, vdim=None, part=0):
         self.parent = parent
         self.level = level
         self.width = width
+        self.part = part          # which of an unrolled loop's independent accumulators this step uses
         self.vdim = vdim
         self.block = block
         self.memo = {}
@@ -514,7 +519,11 @@ class KernelCodegen:
         reduced loop is vectorized and lanes are combined after each pass."""
         return bool(self.kept) and (not self.red or self.kept[-1] > self.red[-1])
 
-    def loop_nest(self, dims, parent, body, vector):
+    def loop_nest(self, dims, parent, body, vector, unroll=1):
+        """Loops over `dims` around `body(scope)`; the last dim vectorized when `vector`. With
+        `unroll` > 1 the vector loop makes `unroll` steps per iteration, scope.part 0, 1, ...:
+        reductions keep one accumulator per part, so that `unroll` independent chains hide
+        the latency of each add / max (one chain waits 3-4 cycles per vector)."""
         if not dims:
             body(parent)
             return
@@ -526,17 +535,24 @@ class KernelCodegen:
             lo, hi = const(I64, 0), const(I64, self.k.shape[d])
         if len(dims) == 1 and vector and self._vector_width(d) > 1:
             w = self._vector_width(d)
-            rest = self.emit_loop(lo, hi, w, lambda i: body(self._scope(parent, level, d, i, w, d)))
+            rest = lo
+            if unroll > 1 and self.k.shape[d] >= 2 * w:
+                def unrolled(i):
+                    for u in range(unroll):
+                        iu = i if u == 0 else self.b.add(i, const(I64, u * w))
+                        body(self._scope(parent, level, d, iu, w, d, u))
+                rest = self.emit_loop(lo, hi, unroll * w, unrolled)
+            rest = self.emit_loop(rest, hi, w, lambda i: body(self._scope(parent, level, d, i, w, d)))
             self.emit_loop(rest, hi, 1, lambda i: body(self._scope(parent, level, d, i, 1, None)))
         else:
             self.emit_loop(lo, hi, 1, lambda i: self.loop_nest(
-                dims[1:], self._scope(parent, level, d, i, parent.width, parent.vdim), body, vector))
+                dims[1:], self._scope(parent, level, d, i, parent.width, parent.vdim), body, vector, unroll))
 
     def _vector_width(self, d):
         return self.width if self.k.shape[d] >= self.width else 1
 
-    def _scope(self, parent, level, dim, index, width, vdim):
-        return Scope(parent, level, width, self.b.block, dim, index, vdim)
+    def _scope(self, parent, level, dim, index, width, vdim, part=0):
+        return Scope(parent, level, width, self.b.block, dim, index, vdim, part)
 
     def emit_loop(self, lo, hi, step, body):
         """for (i = lo; i + step <= hi; i += step) body(i); returns i after the loop."""
@@ -586,6 +602,7 @@ class KernelCodegen:
             r_width = pscope.width
         else:
             r_width = self._vector_width(self.red[-1]) if self.red else 1
+        unroll = REDUCTION_UNROLL if r_width > 1 and not self.outer else 1
         partial_of = {id(r): op for r, op in k.partials}
         stash_stores, stash_loads = self._stash_plan(reductions, s_stores)
         for p in range(passes):
@@ -596,11 +613,12 @@ class KernelCodegen:
             for r in reds:
                 acc_t = value_type(r.params["acc"])
                 slots = []
-                for w in ((r_width, 1) if r_width > 1 and not self.outer else (r_width,)):
+                for w, part in ([(r_width, u) for u in range(unroll)] + [(1, 0)] if r_width > 1 and not self.outer
+                                else [(r_width, 0)]):
                     ty = vector_of(acc_t, w)
                     slot = self._alloca(ty)
                     self.b.store(_identity(r.op, r.params["acc"], ty), slot)
-                    slots.append((w, slot))
+                    slots.append(((w, part), slot))
                 accs[id(r)] = dict(slots)
 
             def body(scope, reds=reds, stores=stores, accs=accs, reloads=reloads):
@@ -609,20 +627,23 @@ class KernelCodegen:
                 for r in reds:
                     acc_dt = r.params["acc"]
                     x = cast(self.ops, self.value(r.args[0], scope), r.args[0].dtype, acc_dt)
-                    slot = accs[id(r)][scope.width]
+                    slot = accs[id(r)][scope.width, scope.part]
                     self.b.store(_combine(self.ops, r.op, acc_dt, self.b.load(slot), x), slot)
                 self.store_all(stores, scope)
-            self.loop_nest(self.red, pscope, body, vector=not self.outer)
+            self.loop_nest(self.red, pscope, body, vector=not self.outer, unroll=unroll)
             pscope.block = self.b.block
             for r in reds:
                 acc_dt = r.params["acc"]
                 slots = accs[id(r)]
                 if self.outer:
-                    acc = self.b.load(slots[r_width])
+                    acc = self.b.load(slots[r_width, 0])
                 else:
-                    acc = self.b.load(slots[1])
+                    acc = self.b.load(slots[1, 0])
                 if r_width > 1 and not self.outer:
-                    for lane in self.ops.lanes(self.b.load(slots[r_width])):
+                    vec = self.b.load(slots[r_width, 0])
+                    for u in range(1, unroll):
+                        vec = _combine(self.ops, r.op, acc_dt, vec, self.b.load(slots[r_width, u]))
+                    for lane in self.ops.lanes(vec):
                         acc = _combine(self.ops, r.op, acc_dt, acc, lane)
                 if id(r) in partial_of:
                     self._store_partial(acc, partial_of[id(r)])

@@ -41,7 +41,7 @@ from .threads import split_ranges
 REDUCTIONS = {"sum": "sum", "mean": "sum", "prod": "prod", "amax": "max", "amin": "min",
               "max": "max", "min": "min", "sum_to_size": "sum"}
 COPY_OPS = ("to_dtype", "clone", "contiguous_copy")
-DECOMPOSED = ("softmax", "log_softmax")        # spelled as reductions + pointwise ops (see decompose)
+DECOMPOSED = ("softmax", "log_softmax", "var", "var_mean")   # spelled as reductions + pointwise ops (decompose)
 ALIAS_OPS = ("detach",)
 
 # a kernel runs on several threads when (elements x cost per element) is at least this
@@ -737,23 +737,114 @@ def _math_count(kernel):
 # -- decompositions ----------------------------------------------------------------------
 
 def decompose(graph):
-    """A copy of the graph with softmax / log_softmax spelled as the reductions and
-    pointwise ops they are made of (so they fuse), or the graph itself if it has none."""
+    """A copy of the graph with softmax / log_softmax, var / var_mean and
+    nll_loss(log_softmax(x)) spelled as the reductions and pointwise ops they are made of
+    (so they fuse into one pass per row), or the graph itself if it has none of them."""
     if not any(n.op == "call_function" and getattr(n.target, "name", None) in DECOMPOSED
                for n in graph.nodes):
         return graph
     from dynjit.fx import Graph
     new = Graph()
     env = {}
+    fused_lsm = {}          # log_softmax nodes read only by an nll_loss that does without them
     for n in graph.nodes:
         name = getattr(n.target, "name", None)
         if n.op == "output":
             new.output(_map(n.args[0], env))
-        elif name in DECOMPOSED and _softmax_decomposable(n):
+        elif name == "log_softmax" and _nll_of_log_softmax(n) is not None and _softmax_decomposable(n):
+            fused_lsm[n] = True
+        elif name == "nll_loss" and n.args and n.args[0] in fused_lsm:
+            env[n] = _decompose_nll_of_log_softmax(new, n, env)
+        elif name in ("softmax", "log_softmax") and _softmax_decomposable(n):
             env[n] = _decompose_softmax(new, n, env, log=name == "log_softmax")
+        elif name in ("var", "var_mean") and _var_decomposable(n):
+            env[n] = _decompose_var(new, n, env, with_mean=name == "var_mean")
+        elif (n.op == "call_function" and n.target is operator.getitem and n.args
+              and isinstance(env.get(n.args[0]), tuple)):
+            env[n] = env[n.args[0]][n.args[1]]
         else:
             env[n] = new.node_copy(n, lambda x: env[x])
     return new
+
+
+def _caller(graph):
+    """call(opname, *args): a node of `graph` calling a registry op, with its meta."""
+    from dynjit.fx.proxy_tensor import TensorMeta
+
+    def call(opname, *a):
+        op = registry[opname]
+        node = graph.call_function(op, a)
+        metas = [(_meta(v) if hasattr(v, "meta") else v) for v in a]
+        shape, dtype = op.meta(metas)
+        node.meta["val"] = TensorMeta(shape, dtype)
+        return node
+    return call
+
+
+def _nll_of_log_softmax(n):
+    """The nll_loss node reading this log_softmax node, when it is its only user and reads
+    it as its input over the class dim of a 2-d (N, C) input; else None."""
+    users = list(n.users)
+    if len(users) != 1:
+        return None
+    u = users[0]
+    if u.op != "call_function" or getattr(u.target, "name", None) != "nll_loss" or not u.args or u.args[0] is not n:
+        return None
+    args = n.target.normalize(tuple(n.args), dict(n.kwargs))
+    m = _meta(n)
+    if m is None or len(m.shape) != 2 or args[1] not in (1, -1) or math.prod(m.shape) == 0:
+        return None
+    if _meta(args[0]).dtype is not m.dtype:
+        return None
+    return u
+
+
+def _decompose_nll_of_log_softmax(graph, n, env):
+    """nll_loss(log_softmax(x, 1), t, ...) = nll_loss(x, t, ...) - nll_loss(lse.expand(N, C), t, ...)
+    with lse = max + log(sum(exp(x - max))) per row: one pass over each row (no (N, C)
+    log_softmax written), the targets checked by nll_loss itself (its errors and weights)."""
+    call = _caller(graph)
+    lsm = n.args[0]
+    x = env[lsm.target.normalize(tuple(lsm.args), dict(lsm.kwargs))[0]]
+    rest = [_map(a, env) for a in n.target.normalize(tuple(n.args), dict(n.kwargs))[1:]]
+    m = call("amax", x, 1, True)
+    m = call("where", call("isfinite", m), m, 0.0)
+    lse = call("add", call("log", call("sum", call("exp", call("sub", x, m)), 1, True)), m)
+    wide = call("expand", lse, list(_meta(lsm).shape))
+    return call("sub", call("nll_loss", x, *rest), call("nll_loss", wide, *rest))
+
+
+def _var_decomposable(n):
+    args = n.target.normalize(tuple(n.args), dict(n.kwargs))
+    x = args[0]
+    if not _is_tensor_node(x) or _meta(x).dtype not in (D.float32, D.float64):
+        return False
+    if isinstance(args[2], bool) or not isinstance(args[2], (int, float)) or not isinstance(args[3], bool):
+        return False
+    shape = _meta(x).shape
+    try:
+        dims = normalize_dims(args[1], len(shape))
+    except Exception:
+        return False
+    return len(shape) > 0 and math.prod(shape[d] for d in dims) > 0 and math.prod(shape) > 0
+
+
+def _decompose_var(graph, n, env, with_mean):
+    """var as numpy computes it: mean, then the sum of squared deviations over
+    max(N - correction, 0); var_mean gives the tuple (var, mean)."""
+    call = _caller(graph)
+    x, dim, correction, keepdim = n.target.normalize(tuple(n.args), dict(n.kwargs))
+    x = env[x]
+    shape = _meta(x).shape
+    dims = normalize_dims(dim, len(shape))
+    count = math.prod(shape[d] for d in dims)
+    dims = list(dims)
+    mean_k = call("mean", x, dims, True)
+    d = call("sub", x, mean_k)
+    var = call("div", call("sum", call("mul", d, d), dims, keepdim), float(max(count - correction, 0)))
+    if not with_mean:
+        return var
+    return var, (mean_k if keepdim else call("mean", x, dims, False))
 
 
 def _map(a, env):
@@ -785,18 +876,10 @@ def _softmax_decomposable(n):
 
 
 def _decompose_softmax(graph, n, env, log):
-    from dynjit.fx.proxy_tensor import TensorMeta
     args = n.target.normalize(tuple(n.args), dict(n.kwargs))
     x, dim = env[args[0]], args[1]
     out_dtype = _softmax_dtype(n)
-
-    def call(opname, *a):
-        op = registry[opname]
-        node = graph.call_function(op, a)
-        metas = [(_meta(v) if hasattr(v, "meta") else v) for v in a]
-        shape, dtype = op.meta(metas)
-        node.meta["val"] = TensorMeta(shape, dtype)
-        return node
+    call = _caller(graph)
     if _meta(args[0]).dtype is not out_dtype:
         x = call("to_dtype", x, out_dtype)
     if math.prod(_meta(args[0]).shape) == 0:
