@@ -158,24 +158,34 @@ def _windows(xp, kernel, stride, dilation, out_sizes):
 
 
 def _im2col(x, kernel, stride, padding, dilation, out_sizes, groups):
-    """(N, groups, C/groups * prod(kernel), prod(out)) columns of an (N, C, *spatial) input."""
+    """The columns of an (N, C, *spatial) input as one (groups, C/groups * prod(kernel), N * prod(out))
+    array, rows ordered (channel, *kernel offset), columns (n, *out position): the layout in
+    which the convolution is a single matmul per group."""
     nd = len(kernel)
     win = _windows(_pad(x, padding), kernel, stride, dilation, out_sizes)     # (N, C, *O, *K)
-    perm = (0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd))
+    perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd))
     n, c = x.shape[:2]
-    return win.transpose(perm).reshape(n, groups, c // groups * _prod(kernel), _prod(out_sizes))
+    return win.transpose(perm).reshape(groups, c // groups * _prod(kernel), n * _prod(out_sizes))
 
 
 def _col2im(cols, in_sizes, kernel, stride, padding, dilation):
-    """The adjoint of _im2col: cols (N, C, *kernel, *out) summed into an (N, C, *in_sizes) array."""
+    """The adjoint of _im2col: cols (C, *kernel, N, *out) summed into an (N, C, *in_sizes) array."""
     nd = len(kernel)
     out_sizes = cols.shape[2 + nd:]
-    xp = np.zeros(cols.shape[:2] + tuple(i + 2 * p for i, p in zip(in_sizes, padding)), dtype=cols.dtype)
+    c, n = cols.shape[0], cols.shape[1 + nd]
+    xp = np.zeros((c, n) + tuple(i + 2 * p for i, p in zip(in_sizes, padding)), dtype=cols.dtype)
     for offset in itertools.product(*(range(k) for k in kernel)):
         where = tuple(slice(j * d, j * d + (o - 1) * s + 1, s)
                       for j, d, o, s in zip(offset, dilation, out_sizes, stride))
-        xp[(Ellipsis,) + where] += cols[(slice(None), slice(None)) + offset]
-    return xp[(Ellipsis,) + tuple(slice(p, p + i) for p, i in zip(padding, in_sizes))]
+        xp[(Ellipsis,) + where] += cols[(slice(None),) + offset]
+    xp = xp[(Ellipsis,) + tuple(slice(p, p + i) for p, i in zip(padding, in_sizes))]
+    return np.ascontiguousarray(xp.swapaxes(0, 1))
+
+
+def _by_group(g, groups):
+    """grad_output (N, O, *out) as (groups, O/groups, N * prod(out))."""
+    n, o = g.shape[:2]
+    return np.ascontiguousarray(g.reshape(n, o, -1).swapaxes(0, 1)).reshape(groups, o // groups, -1)
 
 
 def _dt(a):
@@ -193,8 +203,8 @@ def convolution(input, weight, bias, stride, padding, dilation, groups):
     nd = w.ndim - 2
     out_sizes = shape[2:]
     cols = _im2col(x, w.shape[2:], stride, padding, dilation, out_sizes, groups)
-    out = np.matmul(w.reshape(groups, w.shape[0] // groups, -1), cols)      # (N, G, O/G, L)
-    out = out.reshape(shape)
+    out = np.matmul(w.reshape(groups, w.shape[0] // groups, -1), cols)      # (G, O/G, N * L)
+    out = np.ascontiguousarray(out.reshape(shape[1], shape[0], -1).swapaxes(0, 1)).reshape(shape)
     if b is not None:
         out += b.astype(out.dtype).reshape((-1,) + (1,) * nd)
     return out
@@ -233,9 +243,9 @@ def convolution_backward_input(grad_output, weight, input_size, stride, padding,
     input_size = conv_transpose_shape(g.shape, w.shape, input_size, stride, padding, dilation, groups)
     n, o = g.shape[:2]
     wm = w.reshape(groups, o // groups, -1)
-    cols = np.matmul(wm.transpose(0, 2, 1), g.reshape(n, groups, o // groups, -1))  # (N, G, C/G*K, L)
-    cols = cols.reshape((n, input_size[1]) + tuple(w.shape[2:]) + tuple(g.shape[2:]))
-    return np.ascontiguousarray(_col2im(cols, input_size[2:], w.shape[2:], stride, padding, dilation))
+    cols = np.matmul(wm.transpose(0, 2, 1), _by_group(g, groups))      # (G, C/G * K, N * L)
+    cols = cols.reshape((input_size[1],) + tuple(w.shape[2:]) + (n,) + tuple(g.shape[2:]))
+    return _col2im(cols, input_size[2:], w.shape[2:], stride, padding, dilation)
 
 
 @convolution_backward_input.meta_fn
@@ -259,11 +269,10 @@ def convolution_backward_weight(input, grad_output, weight_size, stride, padding
     x, g = np.asarray(input), np.asarray(grad_output)
     _check_same_dtype(_dt(x), _dt(g))
     weight_size = conv_weight_shape(x.shape, g.shape, weight_size, stride, padding, dilation, groups)
-    n, o = g.shape[:2]
-    cols = _im2col(x, weight_size[2:], stride, padding, dilation, g.shape[2:], groups)   # (N, G, CK, L)
-    gm = g.reshape(n, groups, o // groups, -1)
-    gw = np.matmul(gm, cols.transpose(0, 1, 3, 2)).sum(0)                                # (G, O/G, CK)
-    return gw.reshape(weight_size)
+    cols = _im2col(x, weight_size[2:], stride, padding, dilation, g.shape[2:], groups)   # (G, CK, N * L)
+    # cols @ g.T, not g @ cols.T: BLAS is faster with the long N * L axis contracted this way round
+    gw_t = np.matmul(cols, _by_group(g, groups).transpose(0, 2, 1))                  # (G, CK, O/G)
+    return np.ascontiguousarray(gw_t.transpose(0, 2, 1)).reshape(weight_size)
 
 
 @convolution_backward_weight.meta_fn
@@ -675,7 +684,8 @@ def im2col(input, kernel_size, dilation, padding, stride):
     x = np.asarray(input)
     shape = im2col_shape(x.shape, kernel_size, dilation, padding, stride)
     blocks = _blocks(x.shape[2:], kernel_size, dilation, padding, stride)
-    return np.ascontiguousarray(_im2col(x, kernel_size, stride, padding, dilation, blocks, 1).reshape(shape))
+    cols = _im2col(x, kernel_size, stride, padding, dilation, blocks, 1)        # (1, C * K, N * L)
+    return np.ascontiguousarray(cols.reshape(shape[1], shape[0], -1).swapaxes(0, 1))
 
 
 @im2col.meta_fn
@@ -719,8 +729,8 @@ def col2im(input, output_size, kernel_size, dilation, padding, stride):
     c = np.asarray(input)
     shape = col2im_shape(c.shape, output_size, kernel_size, dilation, padding, stride)
     blocks = _blocks(output_size, kernel_size, dilation, padding, stride)
-    cols = c.reshape(shape[:2] + tuple(kernel_size) + blocks)
-    return np.ascontiguousarray(_col2im(cols, tuple(output_size), kernel_size, stride, padding, dilation))
+    cols = np.moveaxis(c.reshape((shape[0], shape[1]) + tuple(kernel_size) + blocks), 0, 3)   # (C, *K, N, *L)
+    return _col2im(cols, tuple(output_size), kernel_size, stride, padding, dilation)
 
 
 @col2im.meta_fn
