@@ -1022,3 +1022,53 @@ def test_checkpoint_under_compile_gives_eager_gradients(backend, use_reentrant):
     assert close(out, fn(x, w))
     out.backward()
     assert close(x.grad, expected[0]) and close(w.grad, expected[1])
+
+
+# ports: 002_7f98adb56adba91b.txt TestSelectiveActivationCheckpoint.test_can_only_trigger_recompute_once
+def test_can_only_trigger_recompute_once():
+    def policy_fn(ctx, op, *args, **kwargs):
+        if op is dynjit.ops.sin:
+            return CheckpointPolicy.MUST_SAVE
+        return CheckpointPolicy.PREFER_RECOMPUTE
+
+    def fn(x):
+        return x.sin().cos().exp()
+
+    x = dynjit.randn(3, requires_grad=True)
+    context_fn = functools.partial(create_selective_checkpoint_contexts, policy_fn)
+    out = checkpoint(fn, x, use_reentrant=False, context_fn=context_fn)
+    out.sum().backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="Trying to backward an extra time"):
+        out.sum().backward(retain_graph=True)
+
+
+def test_selective_checkpoint_gradients_match_for_every_policy():
+    def fn(x, w):
+        return (x @ w).sin().mul(x.sum()).exp().sum()
+
+    x = dynjit.randn(3, 3, requires_grad=True)
+    w = dynjit.randn(3, 3, requires_grad=True)
+    expected = dynjit.autograd.grad(fn(x, w), (x, w))
+    for policy in CheckpointPolicy:
+        context_fn = functools.partial(create_selective_checkpoint_contexts,
+                                       lambda ctx, op, *a, **k: policy)
+        out = checkpoint(fn, x, w, use_reentrant=False, context_fn=context_fn)
+        got = dynjit.autograd.grad(out, (x, w))
+        assert all(close(a, b) for a, b in zip(got, expected)), policy
+
+
+@pytest.mark.xfail(strict=True, reason="frontend: checkpoint(fn, ...) inside a compiled function "
+                   "graph-breaks ('passing function block to a tensor operation'); the "
+                   "recomputation should be traced into the backward graph")
+def test_checkpoint_compiles_without_graph_break():
+    from dynjit import utils
+
+    def block(x):
+        return x.sin().exp()
+
+    def fn(x):
+        return checkpoint(block, x, use_reentrant=False).sum()
+
+    utils.reset_counters()
+    dynjit.compile(fn, backend="aot_eager")(dynjit.randn(3, requires_grad=True))
+    assert not utils.counters["graph_break"]

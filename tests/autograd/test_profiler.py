@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import dynjit
-from dynjit.autograd.profiler import (EventList, FunctionEvent, FunctionEventAvg, _profiler_enabled,
+from dynjit.autograd.profiler import (EventList, FunctionEvent, FunctionEventAvg,
                                       _record_function_enter, _record_function_exit, profile,
                                       record_function)
 from dynjit.profiler import ProfilerAction, ProfilerActivity, schedule
@@ -171,9 +171,9 @@ def test_profiling_a_compiled_function_gives_its_result(backend):
 def test_profiler():
     x = dynjit.randn(10, 10)
     with profile() as p:
-        assert _profiler_enabled()
+        assert dynjit.autograd._profiler_enabled()
         y = x * 2 + 4
-    assert not _profiler_enabled()
+    assert not dynjit.autograd._profiler_enabled()
     wanted = ["aten::mul", "aten::add"]
     found = {wanted.index(e.name) for e in p.function_events if e.name in wanted}
     assert len(found) == len(wanted)
