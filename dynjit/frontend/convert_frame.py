@@ -29,6 +29,7 @@ from .output_graph import OutputGraph
 from .source import LocalSource, ConstSource, ClosureCellSource, local_name
 from .translator import InstructionTranslator, UNBOUND
 from .variables import build, NULL, FunctionVariable, BoundMethodVariable, CellVariable
+from .variables.functions import GradModeExitVariable
 from .variables.base import VariableTracker
 
 graph_code_log = logging.getLogger("dynjit.graph_code")
@@ -276,6 +277,9 @@ def _break_call(fn, tx, output, exc, hook):
         raise Unsupported(BreakKind.FRAME_STRUCTURE, "a graph break inside a try block")
     if resume.in_loop(orig, orig_inst.offset):
         raise Unsupported(BreakKind.FRAME_STRUCTURE, "a graph break inside a loop (the frame runs plain)")
+    if any(not isinstance(stack[slot], GradModeExitVariable) for slot in resume.with_exit_slots(orig, orig_inst.offset)):
+        raise Unsupported(BreakKind.FRAME_STRUCTURE, "a graph break inside a `with` block over a context manager "
+                          "other than a grad mode (the frame runs plain)")
     consumed = resume.consumed_by(inst)
     stack = list(stack)
     if getattr(exc, "_in_inlined_call", False) and inst.opname in ("CALL", "CALL_KW", "CALL_FUNCTION_EX"):

@@ -477,13 +477,10 @@ def in_loop(code, offset):
     return any(start <= offset <= end for start, end in loop_ranges(code))
 
 
-def in_try_block(code, offset):
-    """True if `offset` is protected by a try/except/finally handler, directly or through the
-    cleanup of `with` blocks around it (an exception leaving a `with` inside a `try` reaches the
-    try's handler).
-
-    A native instruction run at a break would escape that handler, so no break is made there.
-    """
+def _handlers_around(code, offset):
+    """The exception-table entries an exception raised at `offset` passes through, innermost
+    first, each with the first opnames of its handler: through the cleanup of `with` blocks
+    (and of their cleanup) until a handler that is neither."""
     info = code_info(code)
     insts = {i.offset: i for i in info.instructions}
     entries = dis._parse_exception_table(code)
@@ -492,10 +489,31 @@ def in_try_block(code, offset):
         seen.add(offset)
         entry = next((e for e in entries if e.start <= offset < e.end), None)
         if entry is None:
-            return False
+            return
         handler = [insts[o].opname for o in sorted(insts) if o >= entry.target][:4]
-        cleanup = "WITH_EXCEPT_START" in handler or handler[:1] == ["COPY"] and "POP_EXCEPT" in handler[:3]
-        if not cleanup:
-            return True
+        yield entry, handler
+        if not _is_cleanup(handler):
+            return
         offset = entry.target          # where the exception goes next: is that protected?
-    return False
+
+
+def _is_cleanup(handler):
+    return "WITH_EXCEPT_START" in handler or handler[:1] == ["COPY"] and "POP_EXCEPT" in handler[:3]
+
+
+def in_try_block(code, offset):
+    """True if `offset` is protected by a try/except/finally handler, directly or through the
+    cleanup of `with` blocks around it (an exception leaving a `with` inside a `try` reaches the
+    try's handler).
+
+    A native instruction run at a break would escape that handler, so no break is made there.
+    """
+    return any(not _is_cleanup(handler) for _, handler in _handlers_around(code, offset))
+
+
+def with_exit_slots(code, offset):
+    """The stack slots holding the bound `__exit__` of each `with` block open at `offset`,
+    innermost first. (A native instruction run at a break escapes their cleanup too: only a
+    grad mode, which the transformed function restores itself, may be open there.)"""
+    return [entry.depth - 1 for entry, handler in _handlers_around(code, offset)
+            if "WITH_EXCEPT_START" in handler]

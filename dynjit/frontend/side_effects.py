@@ -57,7 +57,7 @@ class SideEffects:
 
     def codegen(self, cg):
         """Statements replaying the effects: first every new value, then every write."""
-        from .variables import ListVariable, DictVariable, UserObjectVariable
+        from .variables import ListVariable, DictVariable, UserObjectVariable, ModuleVariable
         writes = []
         for var in self._mutated:
             target = var.source.expr()
@@ -68,7 +68,7 @@ class SideEffects:
             elif isinstance(var, DictVariable):
                 tmp = cg.temp("{" + ", ".join(f"{cg.constant(k)}: {cg.value(v)}" for k, v in var.items.items()) + "}")
                 writes.append(f"{target}.clear(); {target}.update({tmp})")
-            elif isinstance(var, UserObjectVariable):
+            elif isinstance(var, (UserObjectVariable, ModuleVariable)):
                 for name in var.written:
                     writes.append(f"setattr({target}, {name!r}, {cg.temp(cg.value(var.attrs[name]))})")
         for var in self._calls:

@@ -57,7 +57,7 @@ _STATE_CHANGING = ("manual_seed", "seed", "set_rng_state", "backward")
 # dynjit's own JIT API: not something to trace
 _JIT_API_MODULES = ("dynjit.frontend.eval_frame", "dynjit.frontend.explain")
 # dynjit modules whose functions are traced into, like user code
-_TRACED_LIBRARY_MODULES = ("dynjit.frontend", "dynjit.optim", "dynjit.nn.modules")
+_TRACED_LIBRARY_MODULES = ("dynjit.frontend", "dynjit.optim", "dynjit.nn.modules", "dynjit.nn.utils")
 
 # tensor methods
 TENSOR_DATA_METHODS = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__",

@@ -19,7 +19,8 @@ from .source import GlobalSource, ConstSource, ItemSource, ClosureCellSource, De
 from .variables import (ConstantVariable, NULL, wrap, TensorVariable, TupleVariable,
                         ListVariable, DictVariable, IteratorVariable, FunctionVariable,
                         NestedFunctionVariable, CellVariable, GradModeVariable,
-                        UserObjectVariable, SuperVariable)
+                        UserObjectVariable, NewObjectVariable, SuperVariable, ModuleVariable)
+from .variables.objects import class_attribute
 from . import operators
 from .operators import BINARY_OPS
 from .variables.containers import live_iter
@@ -128,7 +129,7 @@ class InstructionTranslator:
         return obj.getitem(self, key)
 
     def contains(self, container, item):
-        if isinstance(container, DictVariable):
+        if isinstance(container, (DictVariable, ModuleVariable)):
             return ConstantVariable(container.contains(self, item))
         if isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
             if isinstance(container, TensorVariable):
@@ -772,15 +773,22 @@ class InstructionTranslator:
             if PY313 and insts[self.ip].opname == "POP_TOP":
                 self.ip += 1
 
-    # -- with blocks (only grad-mode managers are traced) ---------------------------------
+    # -- with blocks: grad modes, and managers whose __enter__/__exit__ are Python functions --
     def BEFORE_WITH(self, inst):
         ctx = self.pop()
-        if not isinstance(ctx, GradModeVariable):
-            unimplemented(BreakKind.GRAD_MODE, f"a `with` block over {ctx.describe()} (only grad-mode context managers "
-                          "are traced)")
-        exit_fn = ctx.getattr(self, "__exit__")
+        if isinstance(ctx, GradModeVariable):
+            self.push(ctx.getattr(self, "__exit__"))
+            self.push(ctx.enter(self))
+            return
+        if not isinstance(ctx, (UserObjectVariable, NewObjectVariable)):
+            unimplemented(BreakKind.GRAD_MODE, f"a `with` block over {ctx.describe()} (traced: grad modes and "
+                          "context managers written in Python)")
+        # as Python does: both methods looked up on the type, __exit__ first
+        cls = ctx.python_type()
+        exit_fn = class_attribute(self, ctx, cls, "__exit__")
+        enter_fn = class_attribute(self, ctx, cls, "__enter__")
         self.push(exit_fn)
-        self.push(ctx.enter(self))
+        self.push(enter_fn.call(self, [], {}))
 
     # -- functions --------------------------------------------------------------------------
     def MAKE_FUNCTION(self, inst):

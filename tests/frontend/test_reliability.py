@@ -76,7 +76,8 @@ def test_the_first_calls_tensors_are_not_kept(backend):
 
 def test_entries_keep_no_trace_state():
     compiled = dynjit.compile(_call_model)
-    compiled(TinyModel(), dynjit.randn(2, 4))
+    model = TinyModel()                          # alive: an entry whose model is freed is dropped
+    compiled(model, dynjit.randn(2, 4))
     entry = compiled.entries[0]
     assert not hasattr(entry, "output")          # no OutputGraph: trackers, example tensors
     for node in entry.gm.graph.nodes:

@@ -294,13 +294,19 @@ def _new_default(factory):
 class IteratorVariable(VariableTracker):
     """An iterator over items known at trace time (GET_ITER / FOR_ITER)."""
 
-    def __init__(self, items):
+    def __init__(self, items, real_type=None):
         super().__init__()
         self.items = list(items)
         self.index = 0
+        self.real_type = real_type   # the type the plain program's iterator has, where known
 
     def describe(self):
         return "an iterator"
+
+    def python_type(self):
+        if self.real_type is None:
+            return super().python_type()
+        return self.real_type
 
     def next(self):
         if self.index >= len(self.items):

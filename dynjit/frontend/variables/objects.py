@@ -1,20 +1,22 @@
 """Trackers for objects: user-defined instances (existing or created while
 tracing), classes, Python modules, nn.Modules and super()."""
+import abc
 import inspect
 import types
 
-from ..exc import unimplemented, BreakKind
+from ..exc import unimplemented, BreakKind, Unsupported
 from ..guards import module_hooks_present
 from ..source import AttrSource, ItemSource
 from .base import VariableTracker, ConstantVariable
 from .builder import wraps, wrap
 from ...autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
-from ...nn import Module
+from ...nn import Module, Parameter, ModuleList, Sequential
 from ...tensor import Tensor
 from ..source import ConstSource
 from .builder import is_constant_value
-from .containers import IteratorVariable, NamedTupleVariable, TupleVariable
+from .containers import IteratorVariable, NamedTupleVariable, TupleVariable, live_iter
 from .functions import BoundMethodVariable, BuiltinVariable, FunctionVariable, GradModeVariable
+from .tensor import TensorVariable
 
 
 def class_attribute(tx, obj_var, cls, name):
@@ -50,7 +52,9 @@ def _plain_class(cls):
     """A user class whose instances the tracer can create (no custom __new__, no slots magic)."""
     return (cls.__new__ is object.__new__ and getattr(cls, "__getattr__", None) is None
             and cls.__getattribute__ is object.__getattribute__ and cls.__setattr__ is object.__setattr__
-            and not hasattr(cls, "__slots__") and type(cls) is type)
+            and not any(vars(klass).get("__slots__") for klass in cls.__mro__)
+            and any("__dict__" in vars(klass) for klass in cls.__mro__[:-1])
+            and (type(cls) is type or type(cls) is abc.ABCMeta and not cls.__abstractmethods__))
 
 
 class UserObjectVariable(VariableTracker):
@@ -194,8 +198,11 @@ class ClassVariable(VariableTracker):
             return BuiltinVariable(cls).call(tx, args, kwargs)
         if cls in (no_grad, enable_grad, set_grad_enabled):
             return GradModeVariable.create(tx, cls, args)
+        if cls is Tensor:                   # Tensor(data): a constant tensor, as dynjit.tensor(data)
+            return tx.output.record(cls, args, kwargs)
         if issubclass(cls, Tensor):
-            unimplemented(BreakKind.UNSUPPORTED_VALUE, "constructing a Tensor subclass inside a compiled function")
+            unimplemented(BreakKind.UNSUPPORTED_VALUE, f"constructing an instance of the Tensor subclass "
+                          f"{cls.__name__} inside a compiled function")
         if not _plain_class(cls):
             unimplemented(BreakKind.UNSUPPORTED_VALUE, f"creating an instance of {cls.__name__} (custom __new__/__setattr__/__slots__ "
                           "or metaclass)")
@@ -251,12 +258,17 @@ class PythonModuleVariable(VariableTracker):
         return cg.constant(self.module)
 
 
+_SLICED_BY_POSITION = (ModuleList, Sequential)
+
+
 class ModuleVariable(VariableTracker):
     """An nn.Module instance: attribute reads are guarded, calls inline forward."""
 
     def __init__(self, module, source=None):
         super().__init__(source)
         self.module = module
+        self.attrs = {}      # plain attributes written while tracing (replayed after the graph)
+        self.written = []
 
     def python_type(self):
         return type(self.module)
@@ -265,6 +277,8 @@ class ModuleVariable(VariableTracker):
         return f"module {type(self.module).__name__}"
 
     def getattr(self, tx, name):
+        if name in self.attrs:
+            return self.attrs[name]
         mod = self.module
         if name not in mod.__dict__ and not hasattr(type(mod), name):
             # parameters, buffers and submodules: their source reads the dict directly, so the
@@ -311,10 +325,113 @@ class ModuleVariable(VariableTracker):
         return self.getattr(tx, "forward").call(tx, list(args), kwargs)
 
     def setattr(self, tx, name, value):
-        unimplemented(BreakKind.MUTATION, f"setting attribute {name!r} on an nn.Module inside a compiled function")
+        """`self.name = value` in forward, for a value Module.__setattr__ stores as a plain
+        attribute or a buffer; it is replayed (through Module.__setattr__) after the graph."""
+        mod, cls = self.module, type(self.module)
+        if cls.__setattr__ is not Module.__setattr__ or self.source is None:
+            unimplemented(BreakKind.MUTATION, f"setting attribute {name!r} on {self.describe()} (custom __setattr__)")
+        try:
+            value_type = value.python_type()
+        except Unsupported:
+            value_type = None
+        if value_type is not None and issubclass(value_type, (Module, Parameter)):
+            unimplemented(BreakKind.MUTATION, f"registering {value_type.__name__} {name!r} on an nn.Module inside "
+                          "a compiled function")
+        guards = tx.output.guards
+        for store in ("_parameters", "_modules", "_buffers"):
+            entries = mod.__dict__.get(store)
+            if not isinstance(entries, dict):
+                unimplemented(BreakKind.MUTATION, f"setting attribute {name!r} on a module before Module.__init__()")
+            if name in entries:
+                if store != "_buffers" or not (isinstance(value, TensorVariable) or value.is_python_constant()
+                                               and value.as_python_constant() is None):
+                    unimplemented(BreakKind.MUTATION, f"assigning to {store[1:-1]} {name!r} of an nn.Module "
+                                  "inside a compiled function")
+                guards.dict_keys(AttrSource(self.source, store), entries)
+            else:
+                guards.absent_key(AttrSource(self.source, store), name)
+        if _is_data_descriptor(cls, name):
+            unimplemented(BreakKind.MUTATION, f"setting {cls.__name__}.{name} (a property or descriptor)")
+        tx.output.side_effects.mutated(self)
+        if name not in self.written:
+            self.written.append(name)
+        self.attrs[name] = value
+
+    # the container protocol (ModuleList, Sequential, ModuleDict, ParameterList, a user's own
+    # __iter__/__len__/__getitem__): the class's method, inlined, as Python's implicit call runs it
+    def _dunder(self, tx, name, args):
+        cls = type(self.module)
+        try:
+            _, fn, fn_src = tx.output.guards.class_lookup(cls, name)
+        except AttributeError:
+            unimplemented(BreakKind.USER_EXCEPTION, f"module {cls.__name__} has no {name} (a TypeError natively)")
+        if not isinstance(fn, types.FunctionType):
+            unimplemented(BreakKind.UNKNOWN_CALLABLE, f"{cls.__name__}.{name} is not a Python function")
+        tx.output.guards.identity(fn_src, fn)
+        return FunctionVariable(fn).call(tx, [self] + list(args), {})
+
+    def iterate(self, tx):
+        return live_iter(tx, self._dunder(tx, "__iter__", [])).iterate(tx)
+
+    def length(self, tx):
+        return self._dunder(tx, "__len__", []).as_python_constant()
+
+    def getitem(self, tx, key):
+        if type(self.module) in _SLICED_BY_POSITION and key.is_python_constant() \
+                and isinstance(key.as_python_constant(), slice):
+            # `self.blocks[1:]` builds a new container natively; traced, it holds the same children
+            cls = type(self.module)
+            _, fn, fn_src = tx.output.guards.class_lookup(cls, "__getitem__")
+            tx.output.guards.identity(fn_src, fn)
+            return ModuleSliceVariable(cls, self.iterate(tx)[key.as_python_constant()])
+        return self._dunder(tx, "__getitem__", [key])
+
+    def contains(self, tx, item):
+        return tx.truth(self._dunder(tx, "__contains__", [item]))
 
     def reconstruct(self, cg):
         return self.source.expr()
+
+
+class ModuleSliceVariable(VariableTracker):
+    """A slice of a ModuleList or Sequential made while tracing (`self.layers[:-1]`): the
+    children it holds, each guarded where it lives in the original container."""
+
+    def __init__(self, cls, items):
+        super().__init__()
+        self.cls = cls
+        self.items = list(items)
+
+    def python_type(self):
+        return self.cls
+
+    def describe(self):
+        return f"a slice of a {self.cls.__name__}"
+
+    def iterate(self, tx):
+        return list(self.items)
+
+    def length(self, tx):
+        return len(self.items)
+
+    def truth(self, tx):
+        return True
+
+    def getitem(self, tx, key):
+        index = key.as_python_constant()
+        if isinstance(index, slice):
+            return ModuleSliceVariable(self.cls, self.items[index])
+        if not -len(self.items) <= index < len(self.items):
+            unimplemented(BreakKind.USER_EXCEPTION, f"index {index} out of range for {self.describe()} (raises natively)")
+        return self.items[index]
+
+    def call(self, tx, args, kwargs):
+        if not issubclass(self.cls, Sequential) or len(args) != 1 or kwargs:
+            unimplemented(BreakKind.UNKNOWN_CALLABLE, f"calling {self.describe()}")
+        value = args[0]
+        for module in self.items:        # Sequential.forward
+            value = module.call(tx, [value], {})
+        return value
 
 
 MEMBER_ITERATORS = ("parameters", "named_parameters", "buffers", "named_buffers", "children",
@@ -376,7 +493,9 @@ class ModuleMembersVariable(VariableTracker):
         items = [wrap(tx, value, src) for _, value, src in unique]
         if self.name.startswith("named_"):
             items = [TupleVariable([ConstantVariable(n), v]) for (n, _, _), v in zip(unique, items)]
-        return IteratorVariable(items)
+        # the library methods return generators without running them: their type, for isinstance
+        real_type = type(getattr(self.module_var.module, self.name)(*bound.args, **bound.kwargs))
+        return IteratorVariable(items, real_type)
 
     @staticmethod
     def _modules(tx, module, source, prefix, recurse):
@@ -443,7 +562,9 @@ def _wrap_nn_module(tx, value, source, guards):
     if source is None or not is_nn_module(value):
         return NotImplemented
     guards.identity(source, value)
-    return ModuleVariable(value, source=source)
+    var = ModuleVariable(value, source=source)
+    tx.output.side_effects.track_existing(value, var)
+    return var
 
 
 @wraps("object", object)
