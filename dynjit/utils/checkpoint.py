@@ -313,6 +313,14 @@ _allowed_determinism_checks_to_fns = {
 }
 
 
+class _LeafInput:
+    """Names a leaf input of a checkpoint in the error about its in-place modification."""
+
+    @staticmethod
+    def name():
+        return "a leaf tensor passed to checkpoint"
+
+
 class _CheckpointFrame:
     """One non-reentrant checkpoint call: how to rerun it and what it saved."""
 
@@ -333,9 +341,13 @@ class _CheckpointFrame:
     def save_inputs(self, *args):
         # saved like any saved tensor: an enclosing checkpoint's hooks pack them
         self.saved_args = [SavedTensor(a) if isinstance(a, Tensor) else a for a in args]
+        # the node each input came out of names it when it was modified in place since
+        self.input_nodes = [(a.grad_fn or _LeafInput) if isinstance(a, Tensor) else None
+                            for a in args]
 
     def get_inputs(self):
-        return [a.unpack(None) if isinstance(a, SavedTensor) else a for a in self.saved_args]
+        return [a.unpack(node) if isinstance(a, SavedTensor) else a
+                for a, node in zip(self.saved_args, self.input_nodes)]
 
     def check_recomputed_tensors_match(self, gid):
         if self.ignore_saved_mismatch:

@@ -252,6 +252,25 @@ def test_nested_non_reentrant_gradients_and_second_order():
     assert close(g, g_ref) and close(gg, gg_ref)
 
 
+@REENTRANT
+def test_input_modified_in_place_after_checkpoint_is_an_error(use_reentrant):
+    x = dynjit.randn(3, requires_grad=True)
+    y = x * 1
+    out = checkpoint(lambda t: t.sin(), y, use_reentrant=use_reentrant)
+    y.add_(1)
+    # (non-reentrant: named by the node that made the input)
+    node = "MulBackward0" if not use_reentrant else "CheckpointFunctionBackward"
+    with pytest.raises(RuntimeError, match=f"modified by an inplace operation.*{node}"):
+        out.sum().backward()
+    # a leaf input that does not require grad
+    w = dynjit.randn(3, requires_grad=True)
+    leaf = dynjit.randn(3)
+    out = checkpoint(lambda t: (t * w).sin(), leaf, use_reentrant=use_reentrant)
+    leaf.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
 def test_custom_function_reading_saved_tensors_twice_is_an_error():
     class Twice(Function):
         @staticmethod
