@@ -484,16 +484,15 @@ def _inplace_with_tangents(level, op, args, tangents, found):
     if not found:
         return op(*args)
     fop = op.functional
-    old = R["clone"](self) if tangents[0] is not None or _needs_old(fop) else self
+    # the formula reads the values before the write: snapshot self and any argument that
+    # shares its memory (x.mul_(x))
+    old = R["clone"](self)
+    fargs = [old] + [R["clone"](a) if isinstance(a, Tensor) and np.may_share_memory(a._data, self._data)
+                     else a for a in args[1:]]
     op(*args)
-    fargs = (old,) + tuple(args[1:])
-    new_tangent = op_jvp(fop, fargs, tangents, self)
+    new_tangent = op_jvp(fop, tuple(fargs), tangents, self)
     _write_tangent(level, self, new_tangent)
     return self
-
-
-def _needs_old(fop):
-    return True
 
 
 def _write_tangent(level, self, new_tangent):
@@ -580,6 +579,7 @@ def _custom_function_jvp(cls, ctx, args, raw_outputs, wrapped, levels):
                 in_tangents.append(t)
             else:
                 in_tangents.append(None)
+        versions = [t._version_counter[0] if isinstance(t, Tensor) else None for t in in_tangents]
         ctx._saved_override = tuple(getattr(ctx, "saved_for_forward", ()) or ())
         try:
             with _below(level):
@@ -596,7 +596,7 @@ def _custom_function_jvp(cls, ctx, args, raw_outputs, wrapped, levels):
                 continue
             source = next((j for j, a in enumerate(args) if a is raw), None)
             if source is not None and id(raw) in dirty:
-                if rt is not in_tangents[source]:
+                if rt is not in_tangents[source] or rt._version_counter[0] == versions[source]:
                     raise RuntimeError(_NOT_INPLACE)
                 if get_tangent(out, level) is not rt:
                     set_tangent(out, rt, level)
