@@ -120,7 +120,7 @@ class _ConvNd(Module):
         nd = self._nd
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
         if self.padding != (0,) * nd:
-            s += f", padding={self.padding if not isinstance(self.padding, str) else repr(self.padding)}"
+            s += f", padding={self.padding}"
         if self.dilation != (1,) * nd:
             s += f", dilation={self.dilation}"
         if self.output_padding != (0,) * nd:
