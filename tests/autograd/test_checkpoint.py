@@ -360,6 +360,52 @@ def test_checkpointing():
         assert p.grad is not None and p.grad.shape == p.shape
 
 
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_checkpointing_without_reentrant_memory_savings
+# (the seed reads CUDA's peak allocation; dynjit's tensors are numpy arrays, whose
+# allocations tracemalloc traces)
+def test_checkpointing_without_reentrant_memory_savings():
+    import tracemalloc
+
+    class MyModel(nn.Module):
+        def __init__(self, n, use_checkpoint, use_reentrant):
+            super().__init__()
+            self.n = n
+            self.use_checkpoint = use_checkpoint
+            self.use_reentrant = use_reentrant
+            self.layers = nn.ModuleList()
+            for _ in range(self.n):
+                self.layers.append(nn.Sequential(nn.Linear(256, 256), nn.Linear(256, 256),
+                                                 nn.Linear(256, 256)))
+            # gradients allocated up front: what grows is the activations
+            for layer in self.layers:
+                for lin in layer:
+                    lin.weight.grad = dynjit.ones_like(lin.weight)
+                    lin.bias.grad = dynjit.ones_like(lin.bias)
+
+        def forward(self, x):
+            for i in range(self.n):
+                if not self.use_checkpoint:
+                    x = self.layers[i](x)
+                else:
+                    x = checkpoint(self.layers[i], x, use_reentrant=self.use_reentrant)
+            return x
+
+    def peak_memory(model, x):
+        tracemalloc.start()
+        try:
+            model(x.clone()).sum().backward()
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    x = dynjit.randn(100, 256, requires_grad=True)
+    mem_no_checkpoint = peak_memory(MyModel(8, use_checkpoint=False, use_reentrant=False), x)
+    mem_reentrant_checkpoint = peak_memory(MyModel(8, use_checkpoint=True, use_reentrant=True), x)
+    mem_no_reentrant_checkpoint = peak_memory(MyModel(8, use_checkpoint=True, use_reentrant=False), x)
+    assert mem_reentrant_checkpoint < mem_no_checkpoint
+    assert mem_no_reentrant_checkpoint < mem_no_checkpoint
+
+
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_checkpointing_without_reentrant_custom_function_works
 def test_checkpointing_without_reentrant_custom_function_works():
     msg = "Unpack is being triggered for a tensor that was already unpacked once"
