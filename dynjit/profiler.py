@@ -76,13 +76,19 @@ class profile:
         self.schedule = schedule if schedule is not None else _always_record
         self.on_trace_ready = on_trace_ready
         self.record_shapes = record_shapes
+        self.with_stack = with_stack
+        if profile_memory or with_flops or with_modules:
+            raise NotImplementedError(
+                "dynjit's profiler records op times, input shapes and stacks only: "
+                "profile_memory, with_flops and with_modules are not supported")
         self.step_num = 0
         self._recorder = None
         self._events = []
         self.profiler = None       # the autograd profiler of the last finished span
 
     def _start_recording(self):
-        self._recorder = _autograd_profiler.profile(record_shapes=self.record_shapes)
+        self._recorder = _autograd_profiler.profile(record_shapes=self.record_shapes,
+                                                     with_stack=self.with_stack)
         self._recorder.__enter__()
 
     def _stop_recording(self, save):

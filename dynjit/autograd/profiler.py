@@ -13,6 +13,7 @@ import contextlib
 import itertools
 import json
 import os
+import sys
 import threading
 import time
 import weakref
@@ -209,12 +210,14 @@ class EventList(list):
                      group_by_overload_name=False):
         stats = {}
         for event in self:
-            key = (event.key, str(event.input_shapes) if group_by_input_shapes else None)
+            key = (event.key, str(event.input_shapes) if group_by_input_shapes else None,
+                   tuple(event.stack[:group_by_stack_n]) if group_by_stack_n > 0 else None)
             stats.setdefault(key, FunctionEventAvg()).add(event)
         averages = EventList(stats.values())
-        for avg in averages:
+        for (_, _, stack), avg in zip(stats, averages):
             if not group_by_input_shapes:
                 avg.input_shapes = ""
+            avg.stack = list(stack) if stack is not None else []
         averages._grouped_by_shapes = group_by_input_shapes
         return averages
 
@@ -320,6 +323,22 @@ def _shapes(args):
     return shapes
 
 
+_DYNJIT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _user_stack():
+    """The calling code's frames, innermost first, as "file(line): function" (dynjit's own
+    frames left out), like PyTorch's with_stack=True."""
+    frames = []
+    f = sys._getframe(1)
+    while f is not None:
+        filename = f.f_code.co_filename
+        if not filename.startswith(_DYNJIT_DIR):
+            frames.append(f"{filename}({f.f_lineno}): {f.f_code.co_name}")
+        f = f.f_back
+    return frames
+
+
 class _OpRecorder(_dispatch.DispatchMode):
     """Times every op dispatched while its profiler runs, nested ops included."""
 
@@ -349,7 +368,8 @@ class _OpRecorder(_dispatch.DispatchMode):
             prof._seen_nodes.add(node)
             prof._fwd_thread_of[seq] = threading.get_native_id()
         prof._add(f"aten::{op.name}", start, end,
-                  input_shapes=_shapes(args) if prof.record_shapes else None, sequence_nr=seq)
+                  input_shapes=_shapes(args) if prof.record_shapes else None, sequence_nr=seq,
+                  stack=_user_stack() if prof.with_stack else None)
         return result
 
 
@@ -364,6 +384,10 @@ class profile:
             raise RuntimeError("dynjit's profiler records CPU time only: dynjit runs on the CPU")
         if not use_cpu:
             raise ValueError("Device-only events supported only with Kineto (use_kineto=True)")
+        if profile_memory or with_flops or with_modules:
+            raise NotImplementedError(
+                "dynjit's profiler records op times, input shapes and stacks only: "
+                "profile_memory, with_flops and with_modules are not supported")
         self.enabled = enabled
         self.record_shapes = record_shapes
         self.with_stack = with_stack
@@ -374,12 +398,12 @@ class profile:
         self._fwd_thread_of = {}
 
     def _add(self, name, start, end, input_shapes=None, sequence_nr=-1, fwd_thread=None,
-             user=False):
+             user=False, stack=None):
         self._events.append(FunctionEvent(
             id=next(_ids), name=name, thread=threading.get_native_id(), start_us=start,
             end_us=end, input_shapes=input_shapes, sequence_nr=sequence_nr,
             fwd_thread=fwd_thread if fwd_thread is not None else 0, node_id=0,
-            is_user_annotation=user))
+            is_user_annotation=user, stack=stack))
 
     @contextlib.contextmanager
     def _node_events(self, node):

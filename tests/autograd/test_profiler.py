@@ -107,6 +107,38 @@ def test_record_function_as_decorator_and_nesting():
     assert [c.name for c in outer.cpu_children[1].cpu_children] == ["aten::mul"]
 
 
+def test_with_stack_records_the_calling_lines_and_groups_by_them():
+    def caller_a(t):
+        return t * 2
+
+    def caller_b(t):
+        return t * 2
+
+    x = dynjit.ones(3)
+    with profile(with_stack=True) as prof:
+        caller_a(x)
+        caller_b(x)
+        caller_b(x)
+    a, b1, b2 = prof.function_events
+    assert a.stack[0].endswith(": caller_a") and __file__ in a.stack[0]
+    assert b1.stack[0].endswith(": caller_b") and "dynjit/" not in "".join(a.stack[:1])
+    groups = {tuple(e.stack): e.count for e in prof.key_averages(group_by_stack_n=1)}
+    assert sorted(groups.values()) == [1, 2]
+    assert groups[(b1.stack[0],)] == 2
+    # without with_stack, no stacks are taken
+    with profile() as prof:
+        caller_a(x)
+    assert prof.function_events[0].stack == []
+
+
+def test_unsupported_profiler_options_raise():
+    for option in ("profile_memory", "with_flops", "with_modules"):
+        with pytest.raises(NotImplementedError, match="not supported"):
+            profile(**{option: True})
+    with pytest.raises(RuntimeError, match="CPU time only"):
+        profile(use_cuda=True)
+
+
 def test_export_chrome_trace_writes_trace_event_json(tmp_path):
     x = dynjit.randn(3, requires_grad=True)
     with profile(record_shapes=True) as prof:
