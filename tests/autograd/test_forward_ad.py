@@ -1164,3 +1164,37 @@ def test_jvp_of_a_compiled_function_matches_eager(backend):
     compiled = jvp(dynjit.compile(_f_for_compile, backend=backend), (x,), (t,))
     assert dynjit.allclose(compiled[0], eager[0])
     assert dynjit.allclose(compiled[1], eager[1])
+
+
+# -- ops without explicit rules: convolution and pooling (derived from their backward) -
+
+def test_convolution_and_pooling_forward_ad_against_finite_differences():
+    import dynjit.nn.functional as F
+    x = dynjit.randn(1, 2, 5, 5, dtype=dynjit.double, requires_grad=True)
+    w = dynjit.randn(3, 2, 3, 3, dtype=dynjit.double, requires_grad=True)
+    b = dynjit.randn(3, dtype=dynjit.double, requires_grad=True)
+    checks = [
+        (lambda x, w, b: F.conv2d(x, w, b, padding=1, stride=2), (x, w, b)),
+        (lambda x, w: F.conv_transpose2d(x, w.transpose(0, 1)), (x, w)),
+        (lambda x: F.max_pool2d(x, 2), (x,)),
+        (lambda x: F.avg_pool2d(x, 3, stride=1), (x,)),
+        (lambda x: F.adaptive_avg_pool2d(x, 2), (x,)),
+    ]
+    for fn, inputs in checks:
+        assert gradcheck(fn, inputs, check_forward_ad=True, check_backward_ad=False,
+                         check_undefined_grad=False)
+
+
+def test_nn_layers_forward_ad_against_finite_differences():
+    import dynjit.nn.functional as F
+    x = dynjit.randn(3, 4, dtype=dynjit.double, requires_grad=True)
+    w = dynjit.randn(4, dtype=dynjit.double, requires_grad=True)
+    target = dynjit.tensor([0, 3, 1])
+    checks = [
+        (lambda x, w: F.layer_norm(x, (4,), w), (x, w)),
+        (lambda x: F.cross_entropy(x, target), (x,)),
+        (lambda x, w: F.gelu(x * w).log_softmax(1), (x, w)),
+    ]
+    for fn, inputs in checks:
+        assert gradcheck(fn, inputs, check_forward_ad=True, check_backward_ad=False,
+                         check_undefined_grad=False)
