@@ -247,12 +247,8 @@ CASES = [
     pytest.param(lambda x: x * (2 if x.is_xpu else 3), id="is_xpu", marks=pytest.mark.xfail(
         strict=True, reason="frontend: tensor attributes is_xpu/is_mps/is_cpu/is_meta are "
                             "'Unsupported tensor attribute'")),
-    pytest.param(_autocast_off, id="autocast_disabled", marks=pytest.mark.xfail(
-        strict=True, reason="frontend: `with dynjit.autocast('cpu', enabled=False)` is 'Unsupported a "
-                            "`with` block over a new autocast object'")),
-    pytest.param(_nullcontext, id="nullcontext", marks=pytest.mark.xfail(
-        strict=True, reason="frontend: `with contextlib.nullcontext()` is 'Unsupported creating an "
-                            "instance of nullcontext'")),
+    pytest.param(_autocast_off, id="autocast_disabled"),
+    pytest.param(_nullcontext, id="nullcontext"),
 ]
 
 
