@@ -872,16 +872,12 @@ def _check_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _feature_dropout(input, p, training, inplace, batched_ndim, name):
+def _feature_dropout(input, p, training, inplace, batched):
     """Zero whole channels (dim 1 of a batched input, dim 0 of an unbatched one) with
     probability p and scale the kept ones by 1/(1-p)."""
-    _check_p(p)
-    if input.ndim not in (batched_ndim - 1, batched_ndim):
-        raise RuntimeError(f"{name}: Expected {batched_ndim - 1}D or {batched_ndim}D input, but received a "
-                           f"{input.ndim}D input. {name} expects input of shape (N, C, ...) or (C, ...)")
     if not training or p == 0.0:
         return input
-    lead = 2 if input.ndim == batched_ndim else 1
+    lead = 2 if batched else 1
     mask_shape = tuple(input.shape[:lead]) + (1,) * (input.ndim - lead)
     keep = dispatch(_R["native_dropout"], (_fn.ones(mask_shape, dtype=input.dtype), p, True), {})[0]
     out = input * keep
@@ -890,17 +886,45 @@ def _feature_dropout(input, p, training, inplace, batched_ndim, name):
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Channel dropout for (N, C, L) or (C, L) inputs."""
-    return _feature_dropout(input, p, training, inplace, 3, "dropout1d")
+    _check_p(p)
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
+                           "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, inplace, input.ndim == 3)
+
+
+def _wrong_dims_warning(name, ndim, spatial):
+    warnings.warn(f"{name}: Received a {ndim}-D input to {name}, which is deprecated and will result in an "
+                  "error in a future release. To retain the behavior and silence this warning, please use "
+                  f"dropout instead. Note that {name} exists to provide channel-wise dropout on inputs with "
+                  f"{spatial} spatial dimensions, a channel dimension, and an optional batch dimension (i.e. "
+                  f"{spatial + 1}D or {spatial + 2}D inputs).", stacklevel=3)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Channel dropout for (N, C, H, W) or (C, H, W) inputs (3D inputs taken as unbatched)."""
-    return _feature_dropout(input, p, training, inplace, 4, "dropout2d")
+    """Channel dropout for (N, C, H, W) inputs. As PyTorch (for now), a 3D input is taken as
+    batched (N, C, L), with a warning; other ranks warn and drop elements."""
+    _check_p(p)
+    if input.ndim not in (3, 4):
+        _wrong_dims_warning("dropout2d", input.ndim, 2)
+        return dropout(input, p, training, inplace)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                      "This behavior will change in a future release to interpret the input as one without a "
+                      "batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, "
+                      "please switch to using dropout1d instead.", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace, True)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
     """Channel dropout for (N, C, D, H, W) or (C, D, H, W) inputs."""
-    return _feature_dropout(input, p, training, inplace, 5, "dropout3d")
+    _check_p(p)
+    if input.ndim not in (4, 5):
+        _wrong_dims_warning("dropout3d", input.ndim, 3)
+        return dropout(input, p, training, inplace)
+    return _feature_dropout(input, p, training, inplace, input.ndim == 5)
 
 
 _SELU_ALPHA_PRIME = -1.7580993408473766     # -scale * alpha of SELU

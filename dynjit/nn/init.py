@@ -7,7 +7,7 @@ import numpy as np
 from .. import functional as _F
 from ..random import default_generator
 from ..autograd.grad_mode import no_grad
-from ..tensor import Tensor
+from ..tensor import Tensor, tensor as _tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "ones_", "zeros_", "eye_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
@@ -52,13 +52,13 @@ def _rand(tensor, generator):
     """U(0, 1) values of tensor's shape, from `generator` (a dynjit.Generator) if given."""
     if generator is None:
         return _F.rand(tuple(tensor.shape), dtype=tensor.dtype)
-    return _F.tensor(generator.np.random(tuple(tensor.shape)), dtype=tensor.dtype)
+    return _tensor(generator.np.random(tuple(tensor.shape)), dtype=tensor.dtype)
 
 
 def _randn(tensor, generator):
     if generator is None:
         return _F.randn(tuple(tensor.shape), dtype=tensor.dtype)
-    return _F.tensor(generator.np.standard_normal(tuple(tensor.shape)), dtype=tensor.dtype)
+    return _tensor(generator.np.standard_normal(tuple(tensor.shape)), dtype=tensor.dtype)
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
@@ -126,7 +126,7 @@ def dirac_(tensor, groups=1):
     for g in range(groups):
         for d in range(min(out_per_group, sizes[1])):
             values[(g * out_per_group + d, d) + centre] = 1
-    return _fill(tensor, _F.tensor(values, dtype=tensor.dtype))
+    return _fill(tensor, _tensor(values, dtype=tensor.dtype))
 
 
 def orthogonal_(tensor, gain=1, generator=None):
@@ -146,7 +146,7 @@ def orthogonal_(tensor, gain=1, generator=None):
     q = q * np.sign(np.diag(r))
     if rows < cols:
         q = q.T
-    return _fill(tensor, _F.tensor(q.reshape(tuple(tensor.shape)) * gain, dtype=tensor.dtype))
+    return _fill(tensor, _tensor(q.reshape(tuple(tensor.shape)) * gain, dtype=tensor.dtype))
 
 
 def sparse_(tensor, sparsity, std=0.01, generator=None):
@@ -161,7 +161,7 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     gen = (generator or default_generator).np
     for col in range(cols):
         values[gen.permutation(rows)[:num_zeros], col] = 0
-    return _fill(tensor, _F.tensor(values, dtype=tensor.dtype))
+    return _fill(tensor, _tensor(values, dtype=tensor.dtype))
 
 
 def _calculate_fan_in_and_fan_out(tensor):
@@ -176,7 +176,7 @@ def _calculate_fan_in_and_fan_out(tensor):
 def _calculate_correct_fan(tensor, mode):
     mode = mode.lower()
     if mode not in ("fan_in", "fan_out"):
-        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+        raise ValueError(f"Mode {mode} not supported, please use one of ['fan_in', 'fan_out']")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
 
