@@ -31,7 +31,7 @@ from . import exc, utils, config  # noqa: E402
 from . import fx, compiler, backends  # noqa: E402
 from . import nn, optim  # noqa: E402
 from . import cuda, accelerator, amp  # noqa: E402,F401  (CPU-only device queries, torch's names)
-from .amp import autocast  # noqa: E402,F401
+from .amp import autocast, is_autocast_enabled  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import func  # noqa: E402,F401  (torch.func: vmap, grad, jacrev, functionalize)
 from . import profiler  # noqa: E402,F401

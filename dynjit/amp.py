@@ -15,11 +15,17 @@ import functools
 import math
 import warnings
 
-__all__ = ["autocast", "GradScaler", "is_autocast_available", "custom_fwd", "custom_bwd"]
+__all__ = ["autocast", "GradScaler", "is_autocast_available", "is_autocast_enabled", "custom_fwd",
+           "custom_bwd"]
 
 
 def is_autocast_available(device_type):
     return device_type == "cpu"
+
+
+def is_autocast_enabled(device_type=None):
+    """Always False: autocast never runs enabled on dynjit (see autocast)."""
+    return False
 
 
 class autocast:

@@ -351,6 +351,8 @@ class _Reader:
                 arr = np.load(io.BytesIO(self.read(entry["file"])), allow_pickle=False)
             except (ValueError, EOFError, OSError) as e:
                 raise self.corrupt(f"{entry['file']!r} is not a valid .npy array ({e})") from e
+            if not arr.dtype.isnative:             # written on a machine of the other byte order
+                arr = arr.astype(arr.dtype.newbyteorder("="))
             if arr.ndim != 1 or arr.dtype.name != entry["dtype"] or arr.size != entry["numel"]:
                 raise self.corrupt(f"{entry['file']!r} holds {arr.dtype.name}[{arr.size}], the manifest "
                                    f"says {entry['dtype']}[{entry['numel']}]")

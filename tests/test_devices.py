@@ -59,6 +59,8 @@ def test_other_devices_raise_a_clear_error(name):
             factory()
     with pytest.raises(RuntimeError, match=msg):
         nn.Linear(2, 2).to(name)
+    with pytest.raises(RuntimeError, match=msg):
+        nn.Linear(2, 2).to(device=name)
 
 
 def test_cuda_method_raises():
@@ -209,6 +211,8 @@ def test_autocast():
             assert dynjit.equal(x @ x, y)
     with pytest.raises(NotImplementedError, match="autocast on the CPU .* not supported by dynjit"):
         dynjit.autocast("cpu", dtype=dynjit.float16)
+
+    assert dynjit.is_autocast_enabled() is False
 
     @dynjit.autocast("cpu", enabled=False)
     def f(a):

@@ -342,3 +342,12 @@ def test_files_that_are_not_dynjit_checkpoints(tmp_path):
         _load_bytes(_rezip({"dynjit_checkpoint.json": b'{"format": "other"}'}))
     with pytest.raises(FileNotFoundError):
         dynjit.load(tmp_path / "missing.pt")
+
+
+def test_a_big_endian_storage_loads_in_native_order():
+    files = _files()
+    flat = np.load(io.BytesIO(files["storages/0.npy"]))
+    buf = io.BytesIO()
+    np.save(buf, flat.astype(flat.dtype.newbyteorder(">" if np.little_endian else "<")))
+    out = _load_bytes(_rezip(dict(files, **{"storages/0.npy": buf.getvalue()})))
+    assert out["w"].tolist() == list(range(64)) and out["w"].dtype is dynjit.float32

@@ -482,6 +482,9 @@ class Module:
     def to(self, *args, **kwargs):
         """Cast floating-point parameters and buffers: to(dtype), to(tensor), to(device)."""
         dtype = kwargs.pop("dtype", None)
+        if kwargs.get("device") is not None:
+            from ...tensor import device
+            device(kwargs["device"])        # only the CPU exists: raise for anything else
         kwargs.pop("device", None)
         kwargs.pop("non_blocking", None)
         if kwargs:
