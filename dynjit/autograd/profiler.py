@@ -373,6 +373,26 @@ class _OpRecorder(_dispatch.DispatchMode):
         return result
 
 
+@contextlib.contextmanager
+def _node_events(node):
+    """Around a backward node's run: "autograd::engine::evaluate_function: <Node>" enclosing
+    "<Node>", in every running profiler, with the sequence number of the forward op."""
+    seq = node._sequence_nr() if not node._is_accumulate else -1
+    name = node.name()
+    outer_start = _now_us()
+    start = _now_us()
+    try:
+        yield
+    finally:
+        end = _now_us()
+        outer_end = _now_us()
+        for prof in tuple(_active):
+            fwd = prof._fwd_thread_of.get(seq, 0)
+            prof._add(name, start, end, sequence_nr=seq, fwd_thread=fwd)
+            prof._add(f"autograd::engine::evaluate_function: {name}", outer_start, outer_end,
+                      sequence_nr=seq, fwd_thread=fwd)
+
+
 class profile:
     """Context manager that records the ops run inside it (torch.autograd.profiler.profile)."""
 
@@ -405,21 +425,6 @@ class profile:
             fwd_thread=fwd_thread if fwd_thread is not None else 0, node_id=0,
             is_user_annotation=user, stack=stack))
 
-    @contextlib.contextmanager
-    def _node_events(self, node):
-        seq = node._sequence_nr() if not node._is_accumulate else -1
-        fwd = self._fwd_thread_of.get(seq, 0)
-        name = node.name()
-        outer_start = _now_us()
-        start = _now_us()
-        try:
-            yield
-        finally:
-            end = _now_us()
-            self._add(name, start, end, sequence_nr=seq, fwd_thread=fwd)
-            self._add(f"autograd::engine::evaluate_function: {name}", outer_start, _now_us(),
-                      sequence_nr=seq, fwd_thread=fwd)
-
     def __enter__(self):
         if not self.enabled:
             return self
@@ -428,7 +433,8 @@ class profile:
         self.entered = True
         self._mode = _OpRecorder(self)
         self._mode.__enter__()
-        _engine.node_observers.append(self._node_events)
+        if not _active:
+            _engine.node_observers.append(_node_events)
         _active.append(self)
         return self
 
@@ -436,7 +442,8 @@ class profile:
         if not self.enabled:
             return False
         _active.remove(self)
-        _engine.node_observers.remove(self._node_events)
+        if not _active:
+            _engine.node_observers.remove(_node_events)
         self._mode.__exit__(exc_type, exc_val, exc_tb)
         events = EventList(sorted(self._events, key=lambda e: (e.time_range.start, -e.time_range.end)))
         events._populate_cpu_children()

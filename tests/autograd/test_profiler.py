@@ -131,6 +131,21 @@ def test_with_stack_records_the_calling_lines_and_groups_by_them():
     assert prof.function_events[0].stack == []
 
 
+def test_nested_profilers_both_record():
+    x = dynjit.randn(3, requires_grad=True)
+    with profile() as outer:
+        y = x.exp()
+        with profile() as inner:
+            y.sum().backward()
+    inner_names = [e.name for e in inner.function_events]
+    outer_names = [e.name for e in outer.function_events]
+    assert "aten::sum" in inner_names and "ExpBackward0" in inner_names
+    assert outer_names[0] == "aten::exp"
+    assert set(inner_names) <= set(outer_names)
+    assert not dynjit.autograd._profiler_enabled()
+    assert dynjit.autograd.engine.node_observers == []
+
+
 def test_unsupported_profiler_options_raise():
     for option in ("profile_memory", "with_flops", "with_modules"):
         with pytest.raises(NotImplementedError, match="not supported"):
