@@ -522,7 +522,6 @@ class device:
 
     dynjit computes on the CPU only: naming another device (`"cuda"`, `"mps"`, ...) raises
     a RuntimeError that says so and how to choose the device portably."""
-    __slots__ = ("_type", "_index")
 
     def __init__(self, type, index=None):
         if isinstance(type, device):
@@ -552,14 +551,11 @@ class device:
                 raise RuntimeError(f"Device index must not be negative (or not an int): {index!r}")
             if index != 0:
                 raise RuntimeError(f"dynjit has one CPU device, cpu:0; there is no cpu:{index}")
-        object.__setattr__(self, "_type", kind)
-        object.__setattr__(self, "_index", index)
+        self._type = kind
+        self._index = index
 
-    type = property(lambda self: self._type)
+    type = property(lambda self: self._type)         # read-only, as torch.device's
     index = property(lambda self: self._index)
-
-    def __setattr__(self, name, value):
-        raise AttributeError(f"device.{name} is read-only")
 
     def __repr__(self):
         if self._index is None:

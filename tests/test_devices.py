@@ -251,6 +251,15 @@ CASES = [
     pytest.param(lambda x: x * (2 if x.is_xpu else 3), id="is_xpu", marks=pytest.mark.xfail(
         strict=True, reason="frontend: tensor attributes is_xpu/is_mps/is_cpu/is_meta are "
                             "'Unsupported tensor attribute'")),
+    pytest.param(lambda x: x * (2 if x.is_cpu else 3), id="is_cpu", marks=pytest.mark.xfail(
+        strict=True, reason="frontend: tensor attributes is_xpu/is_mps/is_cpu/is_meta are "
+                            "'Unsupported tensor attribute'")),
+    pytest.param(lambda x: x.to(dynjit.device("cpu")) * 2, id="device_made_inside", marks=pytest.mark.xfail(
+        strict=True, reason="frontend: dynjit.device('cpu') built inside a compiled function stops at "
+                            "'Unsupported builtin: partition'")),
+    pytest.param(lambda x: x.to(x.device) * 2, id="to_tensor_device"),
+    pytest.param(lambda x: x.to("cuda" if dynjit.cuda.is_available() else "cpu") * 2, id="portable_device"),
+    pytest.param(lambda x: x * (2 if x.device.type == "cpu" else 3), id="device_type"),
     pytest.param(_autocast_off, id="autocast_disabled"),
     pytest.param(_nullcontext, id="nullcontext"),
 ]
