@@ -1128,6 +1128,43 @@ def test_selective_checkpoint_gradients_match_for_every_policy():
         assert all(close(a, b) for a, b in zip(got, expected)), policy
 
 
+@pytest.mark.parametrize("use_checkpoint", [False, True])
+def test_aot_puts_the_recomputation_in_the_backward_graph(use_checkpoint):
+    from dynjit.aot import aot_function
+    graphs = {}
+
+    def keep(name):
+        def compiler(gm, example_inputs):
+            graphs[name] = gm
+            return gm
+        return compiler
+
+    def block(x, w):
+        return (x @ w).tanh().sin()
+
+    def fn(x, w):
+        out = checkpoint(block, x, w, use_reentrant=False) if use_checkpoint else block(x, w)
+        return out.sum()
+
+    x = dynjit.randn(4, 3, requires_grad=True)
+    w = dynjit.randn(3, 3, requires_grad=True)
+    fn(x, w).backward()
+    expected = x.grad.clone(), w.grad.clone()
+    x.grad = w.grad = None
+    aot_function(fn, fw_compiler=keep("fw"), bw_compiler=keep("bw"))(x, w).backward()
+    assert close(x.grad, expected[0]) and close(w.grad, expected[1])
+    bw = graphs["bw"]
+    bw_inputs = [n for n in bw.graph.nodes if n.op == "placeholder"]
+    bw_ops = [str(n.target) for n in bw.graph.nodes if n.op == "call_function"]
+    if use_checkpoint:
+        # only the inputs and the incoming gradient go to the backward, which reruns the block
+        assert [n.name for n in bw_inputs] == ["primals_1", "primals_2", "tangents_1"]
+        assert "dynjit.ops.tanh" in bw_ops and bw_ops.count("dynjit.ops.matmul") == 3
+    else:
+        # without checkpoint, tanh's output is saved for the backward
+        assert len(bw_inputs) == 4 and "dynjit.ops.tanh" not in bw_ops
+
+
 @pytest.mark.xfail(strict=True, reason="frontend: checkpoint(fn, ...) inside a compiled function "
                    "graph-breaks ('passing function block to a tensor operation'); the "
                    "recomputation should be traced into the backward graph")
