@@ -102,7 +102,8 @@ def test_random_split_lengths_and_fractions():
     assert [len(p) for p in parts] == [3, 7] and sorted(idx) == list(range(10))
     again = random_split(ds, [3, 7], generator=gen(0))
     assert again[0].indices == parts[0].indices                  # the generator decides
-    assert random_split(ds, [3, 7], generator=gen(1))[0].indices != parts[0].indices or True
+    assert random_split(ds, [3, 7], generator=gen(1))[0].indices != parts[0].indices
+    assert idx == np.random.Generator(np.random.PCG64(0)).permutation(10).tolist()
     fr = random_split(Squares(11), [0.5, 0.3, 0.2], generator=gen(0))
     # floor(5.5)=5, floor(3.3)=3, floor(2.2)=2, the remaining 1 goes to the first
     assert [len(p) for p in fr] == [6, 3, 2]
