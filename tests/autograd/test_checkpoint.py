@@ -204,6 +204,26 @@ def test_recomputation_that_saves_differently_is_an_error():
         out.sum().backward()
 
 
+def test_debug_lists_the_ops_of_the_forward_and_the_recomputation():
+    flip = [False]
+
+    def block(a):
+        return a.sin() if flip[0] else a.sin().exp()
+
+    x = dynjit.randn(3, requires_grad=True)
+    with set_checkpoint_early_stop(False):
+        out = checkpoint(block, x, use_reentrant=False, debug=True)
+    flip[0] = True
+    with pytest.raises(CheckpointError) as info:
+        out.sum().backward()
+    message = str(info.value)
+    assert "A different number of tensors was saved" in message
+    assert "original forward:\n  sin\n  exp\nOperations executed during recomputation:\n  sin" in message
+    with pytest.raises(ValueError, match="debug=True is incompatible with non-default context_fn"):
+        checkpoint(block, x, use_reentrant=False, debug=True,
+                   context_fn=lambda: (contextlib.nullcontext(), contextlib.nullcontext()))
+
+
 def test_recomputed_shape_mismatch_is_an_error():
     n = [3]
 
