@@ -668,11 +668,16 @@ def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mu
     `policy(ctx, op, *args, **kwargs) -> CheckpointPolicy` (or a list of ops to save, the
     rest recomputed) decides, op by op, what the recomputation takes from the forward."""
     if isinstance(policy_fn_or_list, list):
+        from ..ops import registry
         for op in policy_fn_or_list:
             if not isinstance(op, OpDef):
+                name = getattr(op, "__name__", None)
+                extra = (f"Please update the OpOverloadPacket to a specific OpOverload: pass the op "
+                         f"dynjit.ops.{name}, not the function {getattr(op, '__module__', 'dynjit')}.{name}."
+                         if callable(op) and name in registry else
+                         "dynjit's ops are the objects in dynjit.ops, such as dynjit.ops.matmul.")
                 raise ValueError(f"Expected op in `op_list` to be an OpOverload but got: {op} "
-                                 f"of type {type(op)}. (dynjit's ops are the objects in dynjit.ops, "
-                                 f"such as dynjit.ops.mm)")
+                                 f"of type {type(op)}. {extra}")
         ops = list(policy_fn_or_list)
 
         def policy_fn(ctx, op, *args, **kwargs):

@@ -998,6 +998,9 @@ def test_output_already_has_autograd_meta():
 def test_bad_inputs():
     with pytest.raises(ValueError, match="Expected op in `op_list` to be an OpOverload"):
         create_selective_checkpoint_contexts([2])
+    # dynjit's counterpart of an overload packet: the public function instead of the op
+    with pytest.raises(ValueError, match="update the OpOverloadPacket to a specific OpOverload"):
+        create_selective_checkpoint_contexts([dynjit.sin])
     with pytest.raises(TypeError, match="either a function or a list of ops."):
         create_selective_checkpoint_contexts(2)
 
