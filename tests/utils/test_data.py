@@ -428,3 +428,20 @@ def test_spawn_context():
 def test_dataloader_len_for_iterable():
     assert len(DataLoader(Counting(7), batch_size=2)) == math.ceil(7 / 2)
     assert len(DataLoader(Counting(7), batch_size=2, drop_last=True)) == 3
+
+
+def test_tensor_dataset_batches_equal_collated_rows():
+    x = dynjit.randn(13, 3, 2)
+    y = dynjit.randint(0, 5, (13,))
+    ds = TensorDataset(x, y)
+    train, _ = random_split(ds, [9, 4], generator=gen(0))
+    for data in (ds, train, Subset(train, [8, 0, 3, 3, -1])):
+        fast = list(DataLoader(data, batch_size=4, shuffle=True, generator=gen(2)))
+        slow = list(DataLoader(data, batch_size=4, shuffle=True, generator=gen(2),
+                               collate_fn=lambda b: default_collate(b)))
+        assert len(fast) == len(slow)
+        for f, s in zip(fast, slow):
+            assert type(f) is list and len(f) == 2
+            assert all(a.dtype is b.dtype and a.shape == b.shape and dynjit.equal(a, b) for a, b in zip(f, s))
+    with pytest.raises(IndexError):
+        list(DataLoader(Subset(ds, [0, 99]), batch_size=2))

@@ -7,7 +7,9 @@ import sys
 import traceback
 from dataclasses import dataclass
 
+from ... import _dtype
 from ...random import manual_seed
+from ...tensor import tensor
 
 __all__ = ["get_worker_info", "WorkerInfo"]
 
@@ -69,11 +71,33 @@ RESUME = "resume"               # persistent workers: start the iterable dataset
 RESUMED = "resumed"
 
 
+def _tensor_dataset_under(dataset):
+    """(TensorDataset, [Subset index lists, outermost first]) when `dataset` is a TensorDataset
+    or Subsets of one (random_split's), else None."""
+    from .dataset import Subset, TensorDataset
+    maps = []
+    while type(dataset) is Subset:
+        maps.append(dataset.indices)
+        dataset = dataset.dataset
+    return (dataset, maps) if type(dataset) is TensorDataset else None
+
+
 class MapFetcher:
     def __init__(self, dataset, auto_collation, collate_fn, drop_last):
         self.dataset, self.auto_collation, self.collate_fn = dataset, auto_collation, collate_fn
+        from ._collate import default_collate
+        # default_collate of TensorDataset rows is one gather per tensor: the same values as
+        # stacking the rows, without a tensor per sample
+        self.gather = (_tensor_dataset_under(dataset) if auto_collation and collate_fn is default_collate
+                       else None)
 
     def fetch(self, index):
+        if self.gather is not None:
+            dataset, maps = self.gather
+            for m in maps:
+                index = [m[i] for i in index]
+            rows = tensor([int(i) for i in index], dtype=_dtype.int64)
+            return [t[rows] for t in dataset.tensors]
         if self.auto_collation:
             getitems = getattr(self.dataset, "__getitems__", None)
             data = getitems(index) if callable(getitems) else [self.dataset[i] for i in index]
