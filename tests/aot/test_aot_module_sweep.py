@@ -83,6 +83,22 @@ def _ids(*shape, high=10):
     return make
 
 
+def _two_rnn(x_shape, h_shape):
+    """An input and an initial hidden state, both differentiable."""
+    def make():
+        x, h = _leaf(*x_shape), _leaf(*h_shape)
+        return [x, h], [x, h]
+    return make
+
+
+def _lstm_state(x_shape, h_shape, c_shape):
+    """An LSTM input and its (h0, c0), all differentiable."""
+    def make():
+        x, h, c = _leaf(*x_shape), _leaf(*h_shape), _leaf(*c_shape)
+        return [x, h, c], [x, (h, c)]
+    return make
+
+
 def _seq():
     return nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.BatchNorm1d(6), nn.Dropout(0.5), nn.Linear(6, 2))
 
@@ -180,12 +196,27 @@ MODULES = [
     ("KLDivLoss", nn.KLDivLoss, lambda: nn.KLDivLoss(reduction="batchmean"), _log_probs(3, 4, False)),
     ("KLDivLoss_log_target", nn.KLDivLoss, lambda: nn.KLDivLoss(reduction="sum", log_target=True),
      _log_probs(3, 4, True)),
+    ("RNNBase", nn.RNNBase, lambda: nn.RNNBase("GRU", 3, 4), _x(5, 2, 3)),
+    ("RNN", nn.RNN, lambda: nn.RNN(3, 4), _x(5, 2, 3)),
+    ("RNN_relu_bidirectional_batch_first", nn.RNN,
+     lambda: nn.RNN(3, 4, nonlinearity="relu", bidirectional=True, batch_first=True), _x(2, 5, 3)),
+    ("RNN_unbatched_h0", nn.RNN, lambda: nn.RNN(3, 4, num_layers=2), _two_rnn((5, 3), (2, 4))),
+    ("LSTM", nn.LSTM, lambda: nn.LSTM(3, 4), _x(5, 2, 3)),
+    ("LSTM_2layer_bidirectional_h0", nn.LSTM, lambda: nn.LSTM(3, 4, num_layers=2, bidirectional=True),
+     _lstm_state((5, 2, 3), (4, 2, 4), (4, 2, 4))),
+    ("LSTM_proj_nobias", nn.LSTM, lambda: nn.LSTM(3, 4, proj_size=2, bias=False), _x(5, 2, 3)),
+    ("GRU", nn.GRU, lambda: nn.GRU(3, 4), _x(5, 2, 3)),
+    ("GRU_dropout", nn.GRU, lambda: nn.GRU(3, 4, num_layers=2, dropout=0.3), _x(5, 2, 3)),
+    ("RNNCell", nn.RNNCell, lambda: nn.RNNCell(3, 4, nonlinearity="relu"), _two_rnn((2, 3), (2, 4))),
+    ("LSTMCell", nn.LSTMCell, lambda: nn.LSTMCell(3, 4), _lstm_state((2, 3), (2, 4), (2, 4))),
+    ("GRUCell", nn.GRUCell, lambda: nn.GRUCell(3, 4), _x(3)),
 ]
 
 # Exported classes with no forward taking a tensor: Module is the abstract base (its
 # forward raises); the containers other than Sequential hold modules or parameters and
-# have no forward at all.
-NO_TENSOR_INPUT = {"Module", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"}
+# have no forward at all; RNNCellBase holds a cell's parameters, its subclasses the forward.
+NO_TENSOR_INPUT = {"Module", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
+                   "RNNCellBase"}
 
 XFAIL = {}
 
