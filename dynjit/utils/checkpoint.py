@@ -20,7 +20,6 @@ in the recomputation instead of rerunning those ops.
 """
 import contextlib
 import enum
-import itertools
 import uuid
 import warnings
 import weakref
