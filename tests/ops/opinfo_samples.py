@@ -407,6 +407,36 @@ for _nd, _n in ((1, "upsample_linear1d"), (2, "upsample_bilinear2d"), (3, "upsam
     add(_n + "_backward", S(r(2, 2, *(2 * d for d in _sp)), tuple(2 * d for d in _sp), (2, 2) + _sp, True),
         S(r(1, 2, *(5, 3, 1)[:_nd]), (5, 3, 1)[:_nd], (1, 2) + _sp, False),
         S(r(2, 1, *(4, 1, 3)[:_nd]), (4, 1, 3)[:_nd], (2, 1) + _sp, False, (1.7, 0.6, 1.5)[:_nd]))
+# convolution and pooling (dynjit/ops/conv.py): (input, weight, bias, stride, padding, dilation, groups)
+add("convolution", S(r(2, 3, 5), r(4, 3, 2), r(4), (1,), (0,), (1,), 1),
+    S(r(1, 4, 5, 4), r(4, 2, 2, 3), None, (2, 1), (1, 1), (1, 2), 2),
+    S(NC(r(2, 2, 4, 3)), r(3, 2, 3, 1), r(3), (1, 2), (1, 0), (1, 1), 1),
+    S(r(1, 2, 3, 3, 2), r(2, 1, 2, 2, 1), r(2), (1, 1, 1), (0, 1, 0), (1, 1, 1), 2))
+add("convolution_backward_input", S(r(2, 4, 4), r(4, 3, 2), (2, 3, 5), (1,), (0,), (1,), 1),
+    S(r(1, 4, 3, 2), r(4, 2, 2, 3), (1, 4, 5, 4), (2, 1), (1, 1), (1, 2), 2),
+    S(r(2, 2, 3, 3), r(2, 1, 3, 2), (2, 1, 6, 4), (2, 1), (1, 0), (1, 1), 1))          # output_padding 1
+add("convolution_backward_weight", S(r(2, 3, 5), r(2, 4, 4), (4, 3, 2), (1,), (0,), (1,), 1),
+    S(r(1, 4, 5, 4), r(1, 4, 3, 2), (4, 2, 2, 3), (2, 1), (1, 1), (1, 2), 2),
+    S(r(2, 1, 6, 4), r(2, 2, 3, 3), (2, 1, 3, 2), (2, 1), (1, 0), (1, 1), 1))
+# (input, kernel_size, stride, padding, dilation, ceil_mode); distinct values keep the argmax put
+add("max_pool", S(distinct(2, 2, 6), (2,), (2,), (0,), (1,), False),
+    S(distinct(1, 2, 5, 6), (3, 2), (2, 2), (1, 0), (1, 2), True),
+    S(NC(distinct(2, 1, 4, 4)), (2, 2), (1, 1), (1, 1), (1, 1), False), S(ints(1, 2, 4), (2,), (1,), (0,), (1,), False))
+add("max_pool_backward", S(r(2, 2, 3), np.array([[[1, 2, 5], [0, 3, 4]], [[1, 1, 5], [0, 2, 2]]]), (2, 2, 6)),
+    S(r(1, 1, 2, 2), np.array([[[[0, 3], [5, 5]]]]), (1, 1, 3, 3)))
+add("adaptive_max_pool", S(distinct(2, 2, 7), (3,)), S(distinct(1, 2, 5, 4), (2, 3)), S(NC(distinct(1, 1, 3, 3)), (4, 1)))
+# (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+add("avg_pool", S(r(2, 2, 6), (3,), (2,), (1,), True, True), S(r(1, 2, 5, 6), (3, 2), (2, 3), (1, 1), False, False),
+    S(NC(r(1, 1, 4, 5)), (2, 2), (1, 2), (0, 1), True, False, 3), S(ints(1, 2, 6), (2,), (2,), (0,), False, True))
+add("avg_pool_backward", S(r(2, 2, 4), (2, 2, 6), (3,), (2,), (1,), True, True),
+    S(r(1, 2, 3, 3), (1, 2, 5, 6), (3, 2), (2, 3), (1, 1), False, False),
+    S(r(1, 1, 3, 3), (1, 1, 4, 5), (2, 2), (1, 2), (0, 1), True, False, 3))
+add("adaptive_avg_pool", S(r(2, 2, 7), (3,)), S(r(1, 2, 5, 4), (2, 3)), S(NC(r(1, 1, 3, 3)), (4, 1)))
+add("adaptive_avg_pool_backward", S(r(2, 2, 3), (2, 2, 7)), S(r(1, 2, 2, 3), (1, 2, 5, 4)), S(r(1, 1, 4, 1), (1, 1, 3, 3)))
+# im2col(input, kernel_size, dilation, padding, stride); col2im(input, output_size, kernel_size, ...)
+add("im2col", S(r(2, 2, 4, 5), (2, 2), (1, 1), (0, 0), (1, 1)), S(NC(r(1, 2, 5, 4)), (2, 3), (1, 2), (1, 1), (2, 1)))
+add("col2im", S(r(2, 8, 12), (4, 5), (2, 2), (1, 1), (0, 0), (1, 1)),
+    S(r(1, 12, 6), (5, 4), (2, 3), (1, 2), (1, 1), (2, 1)))
 
 # -- factories
 for _n in ("zeros", "ones", "empty"):

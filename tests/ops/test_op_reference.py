@@ -267,6 +267,181 @@ for _nd, (_near, _lin) in enumerate((("upsample_nearest1d", "upsample_linear1d")
         _UPSAMPLE_REFERENCES[_name], _UPSAMPLE_REFERENCES[_name + "_backward"] = _upsample(_mode)
 
 
+# -- convolution and pooling: loops over output positions and kernel taps -------------------
+
+def _taps(out_sizes, kernel, stride, padding, dilation, in_sizes):
+    """(output position, kernel offset, input position) for every tap that lands in the input."""
+    for pos in itertools.product(*map(range, out_sizes)):
+        for k in itertools.product(*map(range, kernel)):
+            src = tuple(q * s - p + j * d for q, s, p, j, d in zip(pos, stride, padding, k, dilation))
+            if all(0 <= c < n for c, n in zip(src, in_sizes)):
+                yield pos, k, src
+
+
+def _conv_out(in_sizes, kernel, stride, padding, dilation):
+    return [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, k, s, p, d in zip(in_sizes, kernel, stride, padding, dilation)]
+
+
+def _convolution(x, w, b, stride, padding, dilation, groups):
+    cg, og = w.shape[1], w.shape[0] // groups
+    out = np.zeros((x.shape[0], w.shape[0]) + tuple(_conv_out(x.shape[2:], w.shape[2:], stride, padding, dilation)))
+    for pos, k, src in _taps(out.shape[2:], w.shape[2:], stride, padding, dilation, x.shape[2:]):
+        for o in range(w.shape[0]):
+            c0 = o // og * cg
+            out[(slice(None), o) + pos] += x[(slice(None), slice(c0, c0 + cg)) + src] @ w[(o, slice(None)) + k]
+    return out if b is None else out + b.reshape((-1,) + (1,) * (w.ndim - 2))
+
+
+def _convolution_backward_input(g, w, input_size, stride, padding, dilation, groups):
+    cg, og = w.shape[1], w.shape[0] // groups
+    out = np.zeros(input_size)
+    for pos, k, src in _taps(g.shape[2:], w.shape[2:], stride, padding, dilation, input_size[2:]):
+        for o in range(w.shape[0]):
+            c0 = o // og * cg
+            out[(slice(None), slice(c0, c0 + cg)) + src] += np.outer(g[(slice(None), o) + pos], w[(o, slice(None)) + k])
+    return out
+
+
+def _convolution_backward_weight(x, g, weight_size, stride, padding, dilation, groups):
+    cg, og = weight_size[1], weight_size[0] // groups
+    out = np.zeros(weight_size)
+    for pos, k, src in _taps(g.shape[2:], weight_size[2:], stride, padding, dilation, x.shape[2:]):
+        for o in range(weight_size[0]):
+            c0 = o // og * cg
+            out[(o, slice(None)) + k] += g[(slice(None), o) + pos] @ x[(slice(None), slice(c0, c0 + cg)) + src]
+    return out
+
+
+def _pool_out(in_sizes, kernel, stride, padding, dilation, ceil_mode):
+    sizes = []
+    for i, k, s, p, d in zip(in_sizes, kernel, stride, padding, dilation):
+        span = i + 2 * p - d * (k - 1) - 1
+        o = (-(-span // s) if ceil_mode else span // s) + 1
+        sizes.append(o - 1 if ceil_mode and (o - 1) * s >= i + p else o)
+    return sizes
+
+
+def _running_max(x, cells, shape):
+    """PyTorch's scan: start at the first cell, move on to a larger value or a NaN."""
+    best = np.full(shape, -np.inf)
+    at = np.full(shape, np.ravel_multi_index(cells[0], x.shape[2:]), dtype=np.int64)
+    for c in cells:
+        v = x[(slice(None), slice(None)) + c]
+        take = (v > best) | np.isnan(v)
+        best = np.where(take, v, best)
+        at = np.where(take, np.ravel_multi_index(c, x.shape[2:]), at)
+    return best.astype(x.dtype), at
+
+
+def _max_pool(x, kernel, stride, padding, dilation, ceil_mode):
+    out_sizes = _pool_out(x.shape[2:], kernel, stride, padding, dilation, ceil_mode)
+    values = np.zeros(x.shape[:2] + tuple(out_sizes), dtype=x.dtype)
+    indices = np.zeros(values.shape, dtype=np.int64)
+    cells = {}
+    for pos, _, src in _taps(out_sizes, kernel, stride, padding, dilation, x.shape[2:]):
+        cells.setdefault(pos, []).append(src)
+    for pos, cs in cells.items():
+        values[(Ellipsis,) + pos], indices[(Ellipsis,) + pos] = _running_max(x, cs, x.shape[:2])
+    return values, indices
+
+
+def _adaptive_cells(in_sizes, out_sizes):
+    bounds = [[(o * n // m, -(-(o + 1) * n // m)) for o in range(m)] for n, m in zip(in_sizes, out_sizes)]
+    for pos in itertools.product(*map(range, out_sizes)):
+        yield pos, list(itertools.product(*(range(*bounds[i][q]) for i, q in enumerate(pos))))
+
+
+def _adaptive_max_pool(x, output_size):
+    values = np.zeros(x.shape[:2] + tuple(output_size), dtype=x.dtype)
+    indices = np.zeros(values.shape, dtype=np.int64)
+    for pos, cs in _adaptive_cells(x.shape[2:], output_size):
+        values[(Ellipsis,) + pos], indices[(Ellipsis,) + pos] = _running_max(x, cs, x.shape[:2])
+    return values, indices
+
+
+def _max_pool_backward(g, indices, input_size):
+    out = np.zeros((input_size[0] * input_size[1], math.prod(input_size[2:])))
+    rows = np.arange(out.shape[0])[:, None].repeat(indices[0, 0].size, 1)
+    np.add.at(out, (rows.ravel(), indices.reshape(out.shape[0], -1).ravel()), g.ravel())
+    return out.reshape(input_size)
+
+
+def _avg_cells(in_sizes, out_sizes, kernel, stride, padding, count_include_pad, divisor_override):
+    """(output position, input cells, divisor) of each average-pooling window."""
+    nd = len(kernel)
+    cells = {pos: [] for pos in itertools.product(*map(range, out_sizes))}
+    for pos, _, src in _taps(out_sizes, kernel, stride, padding, (1,) * nd, in_sizes):
+        cells[pos].append(src)
+    for pos, cs in cells.items():
+        if divisor_override:
+            div = divisor_override
+        elif count_include_pad:
+            div = math.prod(min(q * s - p + k, n + p) - (q * s - p)
+                            for q, s, p, k, n in zip(pos, stride, padding, kernel, in_sizes))
+        else:
+            div = len(cs)
+        yield pos, cs, div
+
+
+def _avg_pool(x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override=None):
+    out_sizes = _pool_out(x.shape[2:], kernel, stride, padding, (1,) * len(kernel), ceil_mode)
+    out = np.zeros(x.shape[:2] + tuple(out_sizes))
+    for pos, cs, div in _avg_cells(x.shape[2:], out_sizes, kernel, stride, padding, count_include_pad,
+                                   divisor_override):
+        out[(Ellipsis,) + pos] = sum(x[(Ellipsis,) + c].astype(np.float64) for c in cs) / div
+    return out if x.dtype.kind == "f" else np.trunc(out).astype(x.dtype)
+
+
+def _avg_pool_backward(g, input_size, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override=None):
+    out = np.zeros(input_size)
+    for pos, cs, div in _avg_cells(input_size[2:], g.shape[2:], kernel, stride, padding, count_include_pad,
+                                   divisor_override):
+        for c in cs:
+            out[(Ellipsis,) + c] += g[(Ellipsis,) + pos] / div
+    return out
+
+
+def _adaptive_avg_pool(x, output_size):
+    out = np.zeros(x.shape[:2] + tuple(output_size))
+    for pos, cs in _adaptive_cells(x.shape[2:], output_size):
+        out[(Ellipsis,) + pos] = sum(x[(Ellipsis,) + c] for c in cs) / len(cs)
+    return out
+
+
+def _adaptive_avg_pool_backward(g, input_size):
+    out = np.zeros(input_size)
+    for pos, cs in _adaptive_cells(input_size[2:], g.shape[2:]):
+        for c in cs:
+            out[(Ellipsis,) + c] += g[(Ellipsis,) + pos] / len(cs)
+    return out
+
+
+def _im2col(x, kernel, dilation, padding, stride):
+    blocks = _conv_out(x.shape[2:], kernel, stride, padding, dilation)
+    out = np.zeros((x.shape[0], x.shape[1], math.prod(kernel), math.prod(blocks)))
+    for pos, k, src in _taps(blocks, kernel, stride, padding, dilation, x.shape[2:]):
+        out[:, :, np.ravel_multi_index(k, kernel), np.ravel_multi_index(pos, blocks)] = x[(Ellipsis,) + src]
+    return out.reshape(x.shape[0], -1, math.prod(blocks))
+
+
+def _col2im(cols, output_size, kernel, dilation, padding, stride):
+    blocks = _conv_out(output_size, kernel, stride, padding, dilation)
+    c = cols.reshape(cols.shape[0], -1, math.prod(kernel), math.prod(blocks))
+    out = np.zeros((cols.shape[0], c.shape[1]) + tuple(output_size))
+    for pos, k, src in _taps(blocks, kernel, stride, padding, dilation, output_size):
+        out[(Ellipsis,) + src] += c[:, :, np.ravel_multi_index(k, kernel), np.ravel_multi_index(pos, blocks)]
+    return out
+
+
+_CONV_REFERENCES = {
+    "convolution": _convolution, "convolution_backward_input": _convolution_backward_input,
+    "convolution_backward_weight": _convolution_backward_weight, "max_pool": _max_pool,
+    "adaptive_max_pool": _adaptive_max_pool, "max_pool_backward": _max_pool_backward, "avg_pool": _avg_pool,
+    "avg_pool_backward": _avg_pool_backward, "adaptive_avg_pool": _adaptive_avg_pool,
+    "adaptive_avg_pool_backward": _adaptive_avg_pool_backward, "im2col": _im2col, "col2im": _col2im,
+}
+
+
 def _one_hot(a, num_classes=-1):
     n = int(a.max()) + 1 if num_classes == -1 else num_classes
     out = np.zeros(a.shape + (n,), dtype=np.int64)
@@ -466,6 +641,7 @@ REFERENCE = {
     # neural-network ops
     "softmax": _softmax, "log_softmax": lambda a, dim: np.log(_softmax(a, dim)), "nll_loss": _nll_loss,
     **_UPSAMPLE_REFERENCES,
+    **_CONV_REFERENCES,
     # factories
     "zeros": lambda size, dtype=None: np.zeros(size), "ones": lambda size, dtype=None: np.ones(size),
     "empty": lambda size, dtype=None: np.zeros(size),
