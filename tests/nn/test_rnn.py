@@ -474,6 +474,9 @@ def test_forward_errors():
         m(dynjit.zeros(2, 2, 3), (dynjit.zeros(2, 4), dynjit.zeros(1, 2, 4)))
     with pytest.raises(ValueError, match="RNN input dtype \\(dynjit.float64\\) does not match weight dtype"):
         m(dynjit.zeros(2, 2, 3, dtype=dynjit.float64))
+    with pytest.raises(RuntimeError, match="Expected sequence length to be larger than 0 in RNN"):
+        m(dynjit.zeros(0, 2, 3))
+    assert tuple(m(dynjit.zeros(2, 0, 3))[0].shape) == (2, 0, 4)      # an empty batch is fine
     g = nn.GRU(3, 4, batch_first=True)
     with pytest.raises(RuntimeError, match=r"Expected hidden size \(1, 2, 4\), got \[1, 5, 4\]"):
         g(dynjit.zeros(2, 5, 3), dynjit.zeros(1, 5, 4))

@@ -294,6 +294,8 @@ class RNNBase(Module):
         elif is_lstm:
             hx = tuple(hx)
         self.check_forward_args(data, hx, batch_sizes if packed else None)
+        if not batch_sizes:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         if self.batch_first and not packed:
             data = data.transpose(0, 1)
 
