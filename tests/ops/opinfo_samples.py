@@ -450,6 +450,8 @@ add("randn", S((2, 3)), S((4,), dynjit.float64))
 add("randint", S(0, 5, (3, 2)), S(-3, 3, (4,), dynjit.int32))
 add("randperm", S(5), S(3, dynjit.float32))
 add("bernoulli", S(_rng.uniform(0, 1, (3, 4))), S(r(2, 3), 0.0), S(r(2, 3), 1.0))
+add("multinomial", S(_rng.uniform(0.1, 1, (3, 4)), 2), S(np.array([0.0, 2.0, 1.0]), 5, True),
+    S(np.array([0.0, 2.0, 1.0]), 3))
 
 # -- aliasing ops
 add("detach", S(r(2, 3)), S(NC(r(3, 2))), S(ints(2)))

@@ -693,8 +693,20 @@ def _check_dropout(out, x, p, train):
         np.testing.assert_allclose(y, np.where(mask, x / (1 - p), 0.0), rtol=1e-12)
 
 
+def _check_multinomial(out, probs, num_samples, replacement=False):
+    v, p = out.numpy(), np.asarray(probs).reshape(-1, np.shape(probs)[-1])
+    assert out.dtype == dynjit.int64 and v.shape == np.shape(probs)[:-1] + (num_samples,)
+    for row, w in zip(v.reshape(-1, num_samples), p):
+        if replacement:
+            assert (w[row] > 0).all()
+        else:       # distinct; zero weights only after every positive one
+            assert len(set(row.tolist())) == num_samples
+            assert (w[row[:min(num_samples, int((w > 0).sum()))]] > 0).all()
+
+
 PROPERTY = {"rand": _check_rand, "randn": _check_randn, "randint": _check_randint,
-            "randperm": _check_randperm, "bernoulli": _check_bernoulli, "native_dropout": _check_dropout}
+            "randperm": _check_randperm, "bernoulli": _check_bernoulli, "native_dropout": _check_dropout,
+            "multinomial": _check_multinomial}
 
 
 def _values(v):
