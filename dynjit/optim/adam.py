@@ -4,6 +4,7 @@ PyTorch's update rule and state ('step', 'exp_avg', 'exp_avg_sq', 'max_exp_avg_s
 from .. import functional as _fn
 from .._dtype import float64
 from ..tensor import tensor
+from ._flat import flat_group_state
 from .optimizer import Optimizer
 
 
@@ -33,6 +34,13 @@ class Adam(Optimizer):
         return self._run_step(self._update_group, closure)
 
     def _update_group(self, group):
+        if group["foreach"]:
+            params = [p for p in group["params"] if p.grad is not None]
+            names = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
+            flat = flat_group_state(self, group, params, names, with_step=True)
+            if flat is not None:
+                self._update_flat(group, flat)
+                return
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         weight_decay, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
         for p in group["params"]:
@@ -68,6 +76,33 @@ class Adam(Optimizer):
             else:
                 denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
             p.add_(exp_avg / denom * (-lr / bias_correction1))
+
+    def _update_flat(self, group, flat):
+        """The same update, once over the group's flat state (foreach=True)."""
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        weight_decay = group["weight_decay"]
+        g = flat.flat([p.grad for p in flat.params])
+        if group["maximize"]:
+            g = -g
+        step = flat.add_to_steps()
+        if weight_decay != 0:
+            if self._decoupled_weight_decay:
+                for p in flat.params:
+                    p.mul_(1 - lr * weight_decay)
+            else:
+                g = g.add(flat.flat(flat.params), alpha=weight_decay)
+        exp_avg, exp_avg_sq = flat.buffers["exp_avg"], flat.buffers["exp_avg_sq"]
+        exp_avg.lerp_(g, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
+        if group["amsgrad"]:
+            max_sq = flat.buffers["max_exp_avg_sq"]
+            max_sq.copy_(_fn.maximum(max_sq, exp_avg_sq))
+            denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+        else:
+            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+        flat.write_back(exp_avg / denom * (-lr / bias_correction1))
 
 
 class AdamW(Adam):

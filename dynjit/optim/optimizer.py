@@ -56,6 +56,7 @@ class Optimizer:
         self.param_groups = []
         self._step_pre_hooks = HookDict()
         self._step_post_hooks = HookDict()
+        self._flat_group_states = []        # [group, layout] for foreach=True (optim/_flat.py)
         if isinstance(params, Tensor) or isinstance(params, dict):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or "
                             f"dicts, but got {type(params).__name__}")
@@ -198,6 +199,7 @@ class Optimizer:
         self.__dict__.update(state)
         self.__dict__.setdefault("_step_pre_hooks", HookDict())
         self.__dict__.setdefault("_step_post_hooks", HookDict())
+        self.__dict__.setdefault("_flat_group_states", [])
 
     def __repr__(self):
         lines = [type(self).__name__ + " ("]
