@@ -447,7 +447,10 @@ def _jvp_by_double_vjp(op, args, tangents, result):
         grads = op.derivative_fn(g, *values)
         if not isinstance(grads, tuple):
             grads = (grads,)
-        total = None
+        # d/du <J^T u, t> is the vector-Jacobian product of u -> J^T u with t: backward
+        # through the formula with the tangents as its output gradients (a batch of
+        # tangents under vmap goes through as jacrev's cotangents do)
+        formula_outs, tangent_grads = [], []
         for i, t in enumerate(tangents):
             if t is None or i >= len(grads) or grads[i] is None:
                 continue
@@ -456,13 +459,14 @@ def _jvp_by_double_vjp(op, args, tangents, result):
                 if gi is None or ti is None:
                     continue
                 gi = reduce_grad(gi, tuple(ti._data.shape), ti.dtype)
-                term = R["sum"](R["mul"](gi, ti))
-                total = term if total is None else R["add"](total, term)
+                if gi._requires_grad:
+                    formula_outs.append(gi)
+                    tangent_grads.append(ti)
         wanted = [u for u in us if u is not None]
-        if total is None or not total._requires_grad:
+        if not formula_outs:
             jv = [None] * len(wanted)
         else:
-            jv = autograd_grad([total], wanted, allow_unused=True)
+            jv = autograd_grad(formula_outs, wanted, tangent_grads, allow_unused=True)
     it = iter(jv)
     per_out = [next(it) if u is not None else None for u in us]
     per_out = [None if j is None else R["detach"](j) if not _outer_tangent(j) else j
@@ -505,15 +509,30 @@ def _write_tangent(level, self, new_tangent):
             and self._view_of is not None:
         base = self._base
         if get_tangent(base, level) is None:
-            set_tangent(base, _zeros_like(base), level)
+            set_tangent(base, _zeros_shaped_like(base, new_tangent), level)
         current = get_tangent(self, level)
     if new_tangent is None:
         new_tangent = _zeros_like(self)
     if current is None:
         set_tangent(self, R["clone"](_fit(new_tangent, self)), level)
         return
+    if type(current) is Tensor and type(new_tangent) is not Tensor:
+        # a batch of tangents (vmap over jvp) written into an unbatched one: replace it by
+        # a batched copy (the view's base keeps its own)
+        current_b = R["add"](current, _zeros_shaped_like(current, new_tangent))
+        set_tangent(self, current_b, level)
+        current = current_b
     with no_grad():
         R["copy_"](current, new_tangent)
+
+
+def _zeros_shaped_like(t, tangent):
+    """Zeros shaped like `t` for a tangent; batched like `tangent` when that is a batch of
+    tangents (vmap over jvp), so that it can take it in place."""
+    zeros = _zeros_like(t)
+    if tangent is None or type(tangent) is Tensor:
+        return zeros
+    return R["add"](zeros, R["sum"](R["zero"](tangent)))
 
 
 def _tangent_repr(t):

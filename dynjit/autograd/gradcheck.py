@@ -106,11 +106,11 @@ def _validate_inputs(inputs):
 
 
 def _check(func, inputs, wrt, eps, atol, rtol, nondet_tol, check_forward_ad=False,
-           check_backward_ad=True):
+           check_backward_ad=True, check_batched_forward_grad=False):
     outputs = _flat_outputs(func(*inputs))
     numerical = _numerical_jacobian(func, inputs, wrt, eps, reference=outputs)
     if check_forward_ad:
-        _check_forward_ad(func, inputs, numerical, outputs, atol, rtol)
+        _check_forward_ad(func, inputs, numerical, outputs, atol, rtol, check_batched_forward_grad)
     if not check_backward_ad:
         return
     for j, out in enumerate(outputs):
@@ -176,8 +176,10 @@ def _forward_jacobian(func, inputs):
     return jac
 
 
-def _check_forward_ad(func, inputs, numerical, outputs, atol, rtol):
+def _check_forward_ad(func, inputs, numerical, outputs, atol, rtol, batched=False):
     forward = _forward_jacobian(func, inputs)
+    if batched:
+        _check_batched_forward_grad(func, inputs, forward, atol, rtol)
     for k, (i, cols) in enumerate(zip(_diff_positions(inputs), forward)):
         for j in range(len(outputs)):
             n = numerical[k][j]
@@ -187,6 +189,42 @@ def _check_forward_ad(func, inputs, numerical, outputs, atol, rtol):
             if not np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
                 raise GradcheckError(f"Jacobian computed with forward mode mismatch for output {j} "
                                      f"with respect to input {i},\nnumerical:{n}\nanalytical:{a}\n")
+
+
+def _check_batched_forward_grad(func, inputs, forward, atol, rtol):
+    """Forward AD under vmap: a batch of tangents (the one-hot basis of each differentiable
+    input) through one dual level must give the columns `forward` gave one at a time."""
+    from . import forward_ad as fwAD
+    from ..func import vmap
+    positions = _diff_positions(inputs)
+    for i, cols in zip(positions, forward):
+        size = inputs[i]._data.size
+        if not size:
+            continue
+        basis = Tensor._make(np.eye(size, dtype=inputs[i].dtype.np).reshape((size,) + inputs[i]._data.shape))
+
+        def tangents_of(t, i=i):
+            with fwAD.dual_level():
+                ins = _forward_inputs(inputs)
+                for p in positions:
+                    tangent = t if p == i else Tensor._make(np.zeros(inputs[p]._data.shape, dtype=inputs[p].dtype.np))
+                    ins[p] = fwAD.make_dual(ins[p], tangent)
+                outs = _flat_outputs(func(*ins))
+                res = []
+                for o in outs:
+                    tan = fwAD.unpack_dual(o).tangent
+                    res.append(tan if tan is not None else o * 0)
+                return tuple(res)
+        try:
+            batched = vmap(tangents_of)(basis)
+        except Exception as e:     # (an op without a batching rule, ...)
+            raise GradcheckError(f"While computing batched forward gradients, got: {e}") from e
+        for j, b in enumerate(batched):
+            a = np.stack([c[j] for c in cols], axis=1)
+            got = b._data.astype(np.float64).reshape(size, -1).T
+            if not np.allclose(got, a, rtol=rtol, atol=atol, equal_nan=True):
+                raise GradcheckError(f"Batched forward grad mismatch for output {j} with respect to "
+                                     f"input {i},\nbatched:{got}\none at a time:{a}\n")
 
 
 def _check_undefined_forward(func, inputs):
@@ -264,12 +302,14 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     is accepted and runs the full check.) With `check_undefined_grad`, backward must
     also cope with undefined (None) output gradients. `check_forward_ad` also compares
     the Jacobian forward-mode AD gives (dynjit.autograd.forward_ad), a column per input
-    element; `check_backward_ad=False` skips the reverse-mode comparison.
-    (`check_batched_forward_grad` is accepted and not checked.)"""
+    element; `check_backward_ad=False` skips the reverse-mode comparison;
+    `check_batched_forward_grad` (with check_forward_ad) also runs all of an input's
+    one-hot tangents at once under vmap and compares."""
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     wrt = _validate_inputs(inputs)
     try:
-        _check(func, inputs, wrt, eps, atol, rtol, nondet_tol, check_forward_ad, check_backward_ad)
+        _check(func, inputs, wrt, eps, atol, rtol, nondet_tol, check_forward_ad, check_backward_ad,
+               check_batched_forward_grad)
         if check_undefined_grad and check_backward_ad:
             _check_undefined_grad(func, inputs, wrt)
         if check_undefined_grad and check_forward_ad:

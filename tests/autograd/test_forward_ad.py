@@ -1198,3 +1198,74 @@ def test_nn_layers_forward_ad_against_finite_differences():
     for fn, inputs in checks:
         assert gradcheck(fn, inputs, check_forward_ad=True, check_backward_ad=False,
                          check_undefined_grad=False)
+
+
+# -- batches of tangents (vmap over forward AD) ----------------------------------------
+
+# ports: 002_7f98adb56adba91b.txt TestAutogradForwardModeBatchedGrad.test_out_of_place_basic
+def test_gradcheck_with_batched_forward_grad():
+    a = dynjit.rand(4, 4, dtype=dynjit.double, requires_grad=True)
+    b = dynjit.rand(4, 4, dtype=dynjit.double, requires_grad=True)
+    assert gradcheck(dynjit.sin, a, check_forward_ad=True, check_batched_grad=True,
+                     check_batched_forward_grad=True)
+    assert gradcheck(dynjit.add, (a, b), check_forward_ad=True, check_batched_grad=True,
+                     check_batched_forward_grad=True)
+    # an op whose tangent comes from the linearized backward formula
+    assert gradcheck(lambda a, b: (a @ b).softmax(1), (a, b), check_forward_ad=True,
+                     check_batched_forward_grad=True)
+
+
+def test_batched_forward_grad_catches_a_tangent_that_depends_on_the_batch_layout():
+    class Bad(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def jvp(ctx, x_t):
+            if type(x_t) is not dynjit.Tensor:      # only wrong for a batch of tangents
+                return x_t * 3
+            return x_t * 2
+
+    x = dynjit.rand(3, dtype=dynjit.double, requires_grad=True)
+    assert gradcheck(Bad.apply, (x,), check_forward_ad=True, check_backward_ad=False)
+    with pytest.raises(GradcheckError, match="Batched forward grad mismatch for output 0"):
+        gradcheck(Bad.apply, (x,), check_forward_ad=True, check_backward_ad=False,
+                  check_batched_forward_grad=True)
+
+
+def test_vmap_over_jvp_matches_one_tangent_at_a_time():
+    from dynjit.func import vmap
+    x = dynjit.tensor([[0.5, 1.0], [2.0, -1.0]], dtype=dynjit.double)
+    tangents = dynjit.randn(5, 2, 2, dtype=dynjit.double)
+
+    def tangent_of(t):
+        with fwAD.dual_level():
+            d = fwAD.make_dual(x, t)
+            return fwAD.unpack_dual((d @ d).log_softmax(0) * d.sin()).tangent
+    batched = vmap(tangent_of)(tangents)
+    for k in range(5):
+        assert np.allclose(_np(batched[k]), _np(tangent_of(tangents[k])), atol=1e-12)
+
+
+def test_vmap_over_jvp_with_an_inplace_copy_into_a_view():
+    """The values of the seed's TestAutogradForwardModeBatchedGrad.test_inplace_on_view_*
+    (its layout-sharing identities are PyTorch's storage details)."""
+    from dynjit.func import vmap
+    input = dynjit.zeros(2, 2)
+    tangent = dynjit.randn(3, 2, 2)
+    for transposed in (False, True):
+        base = dynjit.zeros(2, 2)
+        view = base.transpose(0, 1) if transposed else base.view_as(base)
+
+        def jvp_fn(t):
+            with fwAD.dual_level():
+                x = fwAD.make_dual(input, t)
+                view.copy_(x)
+                return (fwAD.unpack_dual(x)[1], fwAD.unpack_dual(view)[1],
+                        fwAD.unpack_dual(view._base)[1])
+        x_t, view_t, base_t = vmap(jvp_fn)(tangent)
+        assert dynjit.equal(x_t, tangent)
+        assert dynjit.equal(view_t, tangent)
+        # the base's tangent holds the view's, seen through the view
+        assert dynjit.equal(base_t, tangent.transpose(1, 2) if transposed else tangent)
