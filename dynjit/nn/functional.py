@@ -668,12 +668,13 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if static_k is not None or static_v is not None:
         raise NotImplementedError("multi_head_attention_forward: static_k/static_v are not supported by dynjit")
     batched = query.ndim == 3
-    if query.ndim not in (2, 3) or key.ndim != query.ndim or value.ndim != query.ndim:
-        raise AssertionError("query should be unbatched 2D or batched 3D tensor but received "
-                             f"{query.ndim}-D query tensor" if query.ndim not in (2, 3) else
-                             f"For {'batched (3-D)' if batched else 'unbatched (2-D)'} `query`, expected "
-                             f"`key` and `value` to be {query.ndim}-D but found {key.ndim}-D and "
-                             f"{value.ndim}-D tensors respectively")
+    if query.ndim not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.ndim}-D "
+                             "query tensor")
+    if key.ndim != query.ndim or value.ndim != query.ndim:
+        raise AssertionError(f"For {'batched (3-D)' if batched else 'unbatched (2-D)'} `query`, expected `key` "
+                             f"and `value` to be {query.ndim}-D but found {key.ndim}-D and {value.ndim}-D tensors "
+                             "respectively")
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer "
                            "module method `generate_square_subsequent_mask` to create this mask.")

@@ -204,6 +204,10 @@ def test_mha_parameters_and_errors():
         mha(x, x, x, is_causal=True)
     with pytest.raises(AssertionError, match="expecting key_padding_mask shape of"):
         mha(x, x, x, key_padding_mask=dynjit.zeros(2, 3, dtype=dynjit.bool))
+    with pytest.raises(AssertionError, match="query should be unbatched 2D or batched 3D tensor but received 4-D"):
+        mha(x[None], x[None], x[None])
+    with pytest.raises(AssertionError, match=r"For batched \(3-D\) `query`, expected `key` and `value` to be 3-D"):
+        mha(x, x[0], x[0])
 
 
 def test_mha_gradcheck():

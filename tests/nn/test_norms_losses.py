@@ -115,6 +115,16 @@ def test_norm_gradchecks(x4):
     assert gradcheck(lambda x: F.local_response_norm(x, 2), (x,))
 
 
+def test_normalize():
+    x = np.random.default_rng(11).standard_normal((3, 4, 2))
+    x[0, :, 0] = 0                      # a zero vector stays zero (the norm is clamped at eps)
+    for p, dim in [(2.0, 1), (1.0, -1), (3.0, 0), (float("inf"), 1)]:
+        norm = np.linalg.norm(np.moveaxis(x, dim, -1), ord=p, axis=-1)
+        ref = x / np.expand_dims(np.maximum(norm, 1e-12), dim)
+        np.testing.assert_allclose(F.normalize(_t(x), p, dim).numpy(), ref, rtol=1e-12, atol=1e-15)
+    assert gradcheck(lambda t: F.normalize(t, 2.0, 1), (_t(x[1:], requires_grad=True),))
+
+
 # -- distances and losses ----------------------------------------------------------------
 
 def test_cosine_similarity_broadcasts_and_clamps_each_norm():
