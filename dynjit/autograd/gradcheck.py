@@ -218,6 +218,10 @@ def _check_batched_forward_grad(func, inputs, forward, atol, rtol):
         try:
             batched = vmap(tangents_of)(basis)
         except Exception as e:     # (an op without a batching rule, ...)
+            if "random operation" in str(e):
+                raise RuntimeError("vmap: We do not yet support calling random operations inside "
+                                   "of vmap. Please perform random operations outside of vmap as "
+                                   "a workaround") from e
             raise GradcheckError(f"While computing batched forward gradients, got: {e}") from e
         for j, b in enumerate(batched):
             a = np.stack([c[j] for c in cols], axis=1)

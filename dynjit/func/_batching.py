@@ -15,7 +15,7 @@ An op without a rule raises NotImplementedError naming it.
 import numpy as np
 
 from ..ops.dispatch import DispatchMode
-from ..ops.registry import POINTWISE, REDUCTION, INPLACE, FACTORY, NONE_DIM_REDUCES_ALL, registry
+from ..ops.registry import POINTWISE, REDUCTION, INPLACE, FACTORY, NONE_DIM_REDUCES_ALL, RANDOM, registry
 from ..tensor import Tensor
 
 R = registry
@@ -63,13 +63,16 @@ class VmapLevel:
 class VmapMode(DispatchMode):
     """Applies the batching rules of one vmap level."""
 
-    def __init__(self, level):
+    def __init__(self, level, randomness="same"):
         self.level = level
+        self.randomness = randomness
 
     def is_batched(self, x):
         return isinstance(x, BatchedTensor) and x._bt_level is self.level
 
     def __dispatch__(self, op, args, kwargs):
+        if self.randomness != "same" and RANDOM in op.tags:
+            _refuse_random(self.randomness)
         if not _any_batched(self, args, kwargs):
             return op(*args, **kwargs)
         args = op.normalize(tuple(args), kwargs)
@@ -81,6 +84,19 @@ class VmapMode(DispatchMode):
                 f"vmap: no batching rule for dynjit.ops.{op.name} (kind {op.kind}); it cannot be "
                 "applied to a batched tensor yet")
         return rule(self, op, args)
+
+
+RANDOM_OP_IN_VMAP = ("vmap: called random operation while in randomness error mode. Please either "
+                     "use the 'same' or 'different' randomness flags on vmap or perform the "
+                     "randomness operation out of vmap")
+
+
+def _refuse_random(randomness):
+    if randomness == "error":
+        raise RuntimeError(RANDOM_OP_IN_VMAP)
+    raise NotImplementedError("vmap: randomness='different' (independent random values per "
+                              "example) is not supported yet; use randomness='same' or draw the "
+                              "random values outside vmap")
 
 
 def _any_batched(mode, args, kwargs):

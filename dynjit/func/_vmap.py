@@ -17,7 +17,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     int, None (the argument is the same for every example), or a nested structure
     matching the argument's. `out_dims` is an int or one per output. The function runs
     once, on batched tensors: each op goes through its batching rule (see _batching),
-    so tracing a vmapped function (make_fx) records ops on whole batches."""
+    so tracing a vmapped function (make_fx) records ops on whole batches.
+    `randomness`: "error" (a random op inside is an error, as PyTorch), "same" (one draw
+    shared by every example); "different" is not supported yet (a random op raises)."""
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
                            f"'same'. Got {randomness}")
@@ -26,7 +28,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 
     @functools.wraps(func)
     def wrapped(*args, **kwargs):
-        return _vmap_call(func, in_dims, out_dims, args, kwargs)
+        return _vmap_call(func, in_dims, out_dims, args, kwargs, randomness)
     return wrapped
 
 
@@ -53,7 +55,7 @@ def _leaf_dims(in_dim, arg):
     return leaves, dims
 
 
-def _vmap_call(func, in_dims, out_dims, args, kwargs):
+def _vmap_call(func, in_dims, out_dims, args, kwargs, randomness="error"):
     per_arg = _broadcast_in_dims(in_dims, args)
     flat, dims = [], []
     for in_dim, arg in zip(per_arg, args):
@@ -82,7 +84,7 @@ def _vmap_call(func, in_dims, out_dims, args, kwargs):
         raise ValueError("vmap: at least one input must be a Tensor with a non-None in_dim")
 
     level = VmapLevel(batch_size, _depth[0] + 1)
-    mode = VmapMode(level)
+    mode = VmapMode(level, randomness)
     # move each mapped dim to the front (one level down: traced if make_fx is tracing)
     wrapped_leaves = [x if d is None else wrap(_to_front(x, d), level) for x, d in zip(flat, dims)]
     it = iter(wrapped_leaves)

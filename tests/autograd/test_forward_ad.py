@@ -1269,3 +1269,50 @@ def test_vmap_over_jvp_with_an_inplace_copy_into_a_view():
         assert dynjit.equal(view_t, tangent)
         # the base's tangent holds the view's, seen through the view
         assert dynjit.equal(base_t, tangent.transpose(1, 2) if transposed else tangent)
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_forward_ad_batched_grad
+def test_gradcheck_batched_forward_grad_with_non_tensor_and_unused_inputs():
+    x = dynjit.rand(2, dtype=dynjit.double, requires_grad=True)
+
+    def fn1(a, b):
+        return a.clone(), a + 1
+    assert gradcheck(fn1, (x, 1), check_forward_ad=True, check_backward_ad=False,
+                     check_batched_grad=False, check_undefined_grad=False,
+                     check_batched_forward_grad=True)
+
+    def fn2(a, c):
+        return a.clone()
+    assert gradcheck(fn2, (x, x.clone()), check_forward_ad=True, check_backward_ad=False,
+                     check_batched_grad=False, check_undefined_grad=False,
+                     check_batched_forward_grad=True)
+
+    class Fn(Function):
+        @staticmethod
+        def forward(ctx, foo):
+            return foo * 2
+
+        @staticmethod
+        def vjp(ctx, gO):
+            return gO * 2
+
+        @staticmethod
+        def jvp(ctx, gI):
+            dynjit.randn_like(gI)
+            return gI * 2
+
+    msg = "vmap: We do not yet support calling random operations inside of vmap"
+    with pytest.raises(RuntimeError, match=msg):
+        gradcheck(Fn.apply, (x,), check_forward_ad=True, check_batched_forward_grad=True)
+
+
+def test_vmap_refuses_random_ops_unless_asked_for_the_same_randomness():
+    from dynjit.func import vmap
+    x = dynjit.zeros(3, 2)
+    with pytest.raises(RuntimeError, match="vmap: called random operation while in randomness error mode"):
+        vmap(lambda r: r + dynjit.rand(2))(x)
+    dynjit.manual_seed(5)
+    same = vmap(lambda r: r + dynjit.rand(2), randomness="same")(x)
+    assert dynjit.equal(same[0], same[1]) and dynjit.equal(same[1], same[2])
+    with pytest.raises(NotImplementedError, match="randomness='different'"):
+        vmap(lambda r: r + dynjit.rand(2), randomness="different")(x)
