@@ -214,3 +214,26 @@ def test_encoder_training_compiled_matches_eager(backend):
     assert want[-1] < want[0]
     for a, b in zip(got_params, want_params):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def _dropout_steps(backend):
+    dynjit.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.3, batch_first=True)
+    x = dynjit.randn(2, 4, 8)
+
+    def step(x):
+        out = layer(x)
+        out.sum().backward()
+        return out
+
+    fn = dynjit.compile(step, backend=backend) if backend else step
+    outs = [fn(x).detach().numpy() for _ in range(2)]
+    return outs + [p.grad.numpy() for p in layer.parameters()]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dropout_draws_compiled_match_eager(backend):
+    got, want = _dropout_steps(backend), _dropout_steps(None)
+    assert not np.array_equal(want[0], want[1])          # fresh dropout masks per call
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
