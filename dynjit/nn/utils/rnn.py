@@ -13,7 +13,6 @@ through them.
 from collections.abc import Iterable
 from typing import NamedTuple, Optional
 
-import numpy as np
 
 from ... import functional as _fn
 from ..._dtype import int64
@@ -34,10 +33,7 @@ def invert_permutation(permutation):
     """The inverse of a permutation given as an int64 tensor (None stays None)."""
     if permutation is None:
         return None
-    order = np.asarray(permutation.tolist(), dtype=np.int64)
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(order.size, dtype=np.int64)
-    return _tensor(inverse.tolist(), dtype=permutation.dtype)
+    return permutation.argsort()      # position of each index: the inverse permutation
 
 
 class PackedSequence(_PackedSequenceFields):
@@ -121,7 +117,10 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
                                "requirement if you do not need ONNX exportability.")
         sorted_indices = None
     else:
-        order = sorted(range(batch), key=lambda b: -lengths[b])     # stable
+        # a stable sort, longest first (written without sorted() so that it traces)
+        order = [b for n in range(max([0] + lengths), 0, -1)
+                 for b in range(batch) if lengths[b] == n]
+        order += [b for b in range(batch) if lengths[b] <= 0]     # rejected just below
         sorted_indices = _tensor(order, dtype=int64)
         lengths = [lengths[b] for b in order]
         input = input.index_select(batch_dim, sorted_indices)
@@ -166,12 +165,12 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     for _ in range(max_seq_length - len(batch_sizes)):
         rows.append(_fn.full((batch,) + trailing, padding_value, dtype=data.dtype))
     padded = _fn.stack(rows, 1 if batch_first else 0)
-    lengths = [sum(1 for bs in batch_sizes if bs > b) for b in range(batch)]
+    lengths = _tensor([sum(1 for bs in batch_sizes if bs > b) for b in range(batch)], dtype=int64)
     unsorted = sequence.unsorted_indices
     if unsorted is not None:
         padded = padded.index_select(0 if batch_first else 1, unsorted)
-        lengths = [lengths[i] for i in unsorted.tolist()]
-    return padded, _tensor(lengths, dtype=int64)
+        lengths = lengths.index_select(0, unsorted)
+    return padded, lengths
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
