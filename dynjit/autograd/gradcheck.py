@@ -106,11 +106,11 @@ def _validate_inputs(inputs):
 
 
 def _check(func, inputs, wrt, eps, atol, rtol, nondet_tol, check_forward_ad=False,
-           check_backward_ad=True, check_batched_forward_grad=False):
+           check_backward_ad=True):
     outputs = _flat_outputs(func(*inputs))
     numerical = _numerical_jacobian(func, inputs, wrt, eps, reference=outputs)
     if check_forward_ad:
-        _check_forward_ad(func, inputs, numerical, outputs, atol, rtol, check_batched_forward_grad)
+        _check_forward_ad(func, inputs, numerical, outputs, atol, rtol)
     if not check_backward_ad:
         return
     for j, out in enumerate(outputs):
@@ -176,10 +176,8 @@ def _forward_jacobian(func, inputs):
     return jac
 
 
-def _check_forward_ad(func, inputs, numerical, outputs, atol, rtol, batched=False):
+def _check_forward_ad(func, inputs, numerical, outputs, atol, rtol):
     forward = _forward_jacobian(func, inputs)
-    if batched:
-        _check_batched_forward_grad(func, inputs, forward, atol, rtol)
     for k, (i, cols) in enumerate(zip(_diff_positions(inputs), forward)):
         for j in range(len(outputs)):
             n = numerical[k][j]
@@ -191,63 +189,65 @@ def _check_forward_ad(func, inputs, numerical, outputs, atol, rtol, batched=Fals
                                      f"with respect to input {i},\nnumerical:{n}\nanalytical:{a}\n")
 
 
-def _check_batched_forward_grad(func, inputs, forward, atol, rtol):
-    """Forward AD under vmap: a batch of tangents (the one-hot basis of each differentiable
-    input) through one dual level must give the columns `forward` gave one at a time."""
+def _dual_call(func, inputs, tangents):
+    """The output tangents (zeros where none) of func at `inputs`, the inputs with a
+    tangent in `tangents` (position -> tensor) made dual, inside one dual level."""
     from . import forward_ad as fwAD
-    from ..func import vmap
-    positions = _diff_positions(inputs)
-    for i, cols in zip(positions, forward):
-        size = inputs[i]._data.size
-        if not size:
-            continue
-        basis = Tensor._make(np.eye(size, dtype=inputs[i].dtype.np).reshape((size,) + inputs[i]._data.shape))
+    with fwAD.dual_level():
+        ins = _forward_inputs(inputs)
+        for p, t in tangents.items():
+            ins[p] = fwAD.make_dual(ins[p], t)
+        res = []
+        for o in _flat_outputs(func(*ins)):
+            tan = fwAD.unpack_dual(o).tangent
+            res.append(tan if tan is not None else o * 0)
+        return tuple(res)
 
-        def tangents_of(t, i=i):
-            with fwAD.dual_level():
-                ins = _forward_inputs(inputs)
-                for p in positions:
-                    tangent = t if p == i else Tensor._make(np.zeros(inputs[p]._data.shape, dtype=inputs[p].dtype.np))
-                    ins[p] = fwAD.make_dual(ins[p], tangent)
-                outs = _flat_outputs(func(*ins))
-                res = []
-                for o in outs:
-                    tan = fwAD.unpack_dual(o).tangent
-                    res.append(tan if tan is not None else o * 0)
-                return tuple(res)
+
+def _check_batched_forward_grad(func, inputs, atol, rtol, batch_size=2):
+    """Forward AD under vmap: per differentiable input, a batch of random tangents through
+    one dual level (vmap) must give what each tangent gives alone (PyTorch's check: one
+    vmapped call and one call per tangent)."""
+    from ..func import vmap
+    rng = np.random.default_rng(0)
+    for i in _diff_positions(inputs):
+        shape = inputs[i]._data.shape
+        batch = Tensor._make(rng.standard_normal((batch_size,) + shape).astype(inputs[i].dtype.np))
         try:
-            batched = vmap(tangents_of)(basis)
+            batched = vmap(lambda t: _dual_call(func, inputs, {i: t}))(batch)
         except Exception as e:     # (an op without a batching rule, ...)
             if "random operation" in str(e):
                 raise RuntimeError("vmap: We do not yet support calling random operations inside "
                                    "of vmap. Please perform random operations outside of vmap as "
                                    "a workaround") from e
             raise GradcheckError(f"While computing batched forward gradients, got: {e}") from e
-        for j, b in enumerate(batched):
-            a = np.stack([c[j] for c in cols], axis=1)
-            got = b._data.astype(np.float64).reshape(size, -1).T
-            if not np.allclose(got, a, rtol=rtol, atol=atol, equal_nan=True):
-                raise GradcheckError(f"Batched forward grad mismatch for output {j} with respect to "
-                                     f"input {i},\nbatched:{got}\none at a time:{a}\n")
+        for b in range(batch_size):
+            alone = _dual_call(func, inputs, {i: Tensor._make(batch._data[b].copy())})
+            for j, (got, want) in enumerate(zip(batched, alone)):
+                if not np.allclose(got._data[b], want._data, rtol=rtol, atol=atol, equal_nan=True):
+                    raise GradcheckError(f"Batched forward grad mismatch for output {j} with respect "
+                                         f"to input {i},\nbatched:{got._data[b]}\nalone:{want._data}\n")
 
 
 def _check_undefined_forward(func, inputs):
-    """Forward AD must cope with inputs whose tangent is zero: with a zero tangent on one
-    differentiable input at a time (given as a zero tensor, twice, as PyTorch checks a plain
-    and an efficient zero), every output tangent is undefined or zero."""
-    from . import forward_ad as fwAD
-    for i in _diff_positions(inputs):
-        for _ in range(2):
-            with fwAD.dual_level():
-                ins = _forward_inputs(inputs)
-                zero = Tensor._make(np.zeros(inputs[i]._data.shape, dtype=inputs[i].dtype.np))
-                ins[i] = fwAD.make_dual(ins[i], zero)
-                for o in _flat_outputs(func(*ins)):
-                    t = fwAD.unpack_dual(o).tangent
-                    if t is not None and np.any(t._data != 0):
-                        raise GradcheckError("Expected all output tangents to be undefined or zero "
-                                             "when all input tangents are undefined or zero. "
-                                             + _UNDEFINED_NOTE)
+    """Forward AD must cope with an input without a tangent: per differentiable input, the
+    others get random tangents and this one a zero tangent ("regular zero") or none at all
+    ("efficient zero", as PyTorch's undefined tangent); both must give the same output
+    tangents."""
+    rng = np.random.default_rng(0)
+    positions = _diff_positions(inputs)
+    tangents = {p: Tensor._make(rng.standard_normal(inputs[p]._data.shape).astype(inputs[p].dtype.np))
+                for p in positions}
+    for i in positions:
+        others = {p: t for p, t in tangents.items() if p != i}
+        zero = Tensor._make(np.zeros(inputs[i]._data.shape, dtype=inputs[i].dtype.np))
+        regular = _dual_call(func, inputs, {**others, i: zero})
+        undefined = _dual_call(func, inputs, others)
+        for k, (a, b) in enumerate(zip(regular, undefined)):
+            if not np.allclose(a._data, b._data, equal_nan=True):
+                raise GradcheckError(f"Mismatch in tangent values for output with index: {k} when "
+                                     f"input: {i} has an undefined tangent value.  Got: {b._data} but "
+                                     f"expected: {a._data}")
 
 
 def _warn_undefined_grad_check():
@@ -307,17 +307,18 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     also cope with undefined (None) output gradients. `check_forward_ad` also compares
     the Jacobian forward-mode AD gives (dynjit.autograd.forward_ad), a column per input
     element; `check_backward_ad=False` skips the reverse-mode comparison;
-    `check_batched_forward_grad` (with check_forward_ad) also runs all of an input's
-    one-hot tangents at once under vmap and compares."""
+    `check_batched_forward_grad` (with check_forward_ad) also runs a batch of tangents per
+    input under vmap and compares with each alone."""
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     wrt = _validate_inputs(inputs)
     try:
-        _check(func, inputs, wrt, eps, atol, rtol, nondet_tol, check_forward_ad, check_backward_ad,
-               check_batched_forward_grad)
+        _check(func, inputs, wrt, eps, atol, rtol, nondet_tol, check_forward_ad, check_backward_ad)
         if check_undefined_grad and check_backward_ad:
             _check_undefined_grad(func, inputs, wrt)
         if check_undefined_grad and check_forward_ad:
             _check_undefined_forward(func, inputs)
+        if check_batched_forward_grad and check_forward_ad:
+            _check_batched_forward_grad(func, inputs, atol, rtol)
     except GradcheckError:
         if raise_exception:
             raise

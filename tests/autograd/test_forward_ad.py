@@ -907,9 +907,8 @@ def test_gradcheck_forward_ad_passes_inputs_that_do_not_require_grad():
     assert seen and all(s == (False, False) for s in seen)
 
 
-def test_gradcheck_forward_ad_counts_one_jvp_per_input_element():
-    """The first two counts of the seed's test_gradcheck_forward_ad_respects_requires_grad
-    (its batched-forward-grad counts need check_batched_forward_grad, not built)."""
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_forward_ad_respects_requires_grad
+def test_gradcheck_forward_ad_counts_jvp_calls_per_input_that_requires_grad():
     jvp_count = [0]
 
     class UserFn(Function):
@@ -930,7 +929,19 @@ def test_gradcheck_forward_ad_counts_one_jvp_per_input_element():
     jvp_count[0] = 0
     gradcheck(UserFn.apply, (x, y), check_forward_ad=True, check_undefined_grad=True,
               check_backward_ad=False, check_batched_grad=False, check_batched_forward_grad=False)
-    assert jvp_count[0] == 6
+    assert jvp_count[0] == 6    # 2, then a regular and an undefined zero tangent per input
+    jvp_count[0] = 0
+    gradcheck(UserFn.apply, (x, y), check_forward_ad=True, check_undefined_grad=True,
+              check_backward_ad=False, check_batched_grad=False, check_batched_forward_grad=True)
+    assert jvp_count[0] == 12   # and per input a vmapped call and one per tangent of 2
+    jvp_count[0] = 0
+    # one input that does not require grad: it is never dual, and with it alone undefined
+    # no input has a tangent, so the jvp is not called
+    x = dynjit.rand(1, dtype=dynjit.double, requires_grad=True)
+    y = dynjit.rand(1, dtype=dynjit.double, requires_grad=False)
+    gradcheck(UserFn.apply, (x, y), check_forward_ad=True, check_undefined_grad=True,
+              check_backward_ad=False, check_batched_grad=False, check_batched_forward_grad=True)
+    assert jvp_count[0] == 5
 
 
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_check_forward_or_backward_only
