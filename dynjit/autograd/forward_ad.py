@@ -494,7 +494,13 @@ def _inplace_with_tangents(level, op, args, tangents, found):
     fargs = [old] + [R["clone"](a) if isinstance(a, Tensor) and np.may_share_memory(a._data, self._data)
                      else a for a in args[1:]]
     op(*args)
-    new_tangent = op_jvp(fop, tuple(fargs), tangents, self)
+    if fop.jvp_fn is None and fop.backward_cls is None:
+        if fop.differentiable:
+            raise NotImplementedError(f"Trying to use forward AD with {op.name} that does not "
+                                      "support it because it has no derivative formula.")
+        new_tangent = None      # a non-differentiable result (floor_divide_): a zero tangent
+    else:
+        new_tangent = op_jvp(fop, tuple(fargs), tangents, self)
     _write_tangent(level, self, new_tangent)
     return self
 

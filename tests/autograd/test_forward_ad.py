@@ -1327,3 +1327,12 @@ def test_vmap_refuses_random_ops_unless_asked_for_the_same_randomness():
     assert dynjit.equal(same[0], same[1]) and dynjit.equal(same[1], same[2])
     with pytest.raises(NotImplementedError, match="randomness='different'"):
         vmap(lambda r: r + dynjit.rand(2), randomness="different")(x)
+
+
+def test_non_differentiable_inplace_op_on_a_dual_tensor_zeroes_its_tangent():
+    with fwAD.dual_level():
+        d = fwAD.make_dual(dynjit.tensor([3.0, 5.0]), dynjit.tensor([1.0, 1.0]))
+        y = d * 1
+        y.floor_divide_(2)
+        primal, tangent = fwAD.unpack_dual(y)
+        assert primal.tolist() == [1.0, 2.0] and tangent.tolist() == [0.0, 0.0]
