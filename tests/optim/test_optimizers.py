@@ -588,3 +588,28 @@ def test_compiled_foreach_step_with_equal_sized_groups_matches_the_eager_loop(ba
     tol = 0 if backend != "llvm" else 1e-6
     for a, b in zip(run(None, False), run(True, True)):
         np.testing.assert_allclose(b, a, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("line_search_fn", [None, "strong_wolfe"])
+def test_lbfgs_state_dict_round_trip_continues_identically(line_search_fn):
+    def run(params, opt, steps):
+        closure = _lbfgs_closure(opt, *params[:2])
+        for _ in range(steps):
+            opt.step(closure)
+
+    def make(params):
+        return optim.LBFGS(params[:2], lr=0.5, max_iter=3, history_size=4, line_search_fn=line_search_fn)
+    ref = _params()
+    run(ref, make(ref), 4)
+    first = _params()
+    opt = make(first)
+    run(first, opt, 2)
+    saved = copy.deepcopy(opt.state_dict())
+    assert set(saved["state"]) == {0} and {"d", "t", "old_dirs", "old_stps", "ro", "H_diag", "prev_flat_grad",
+                                           "prev_loss", "n_iter", "func_evals"} <= set(saved["state"][0])
+    second = [nn.Parameter(p.detach().clone()) for p in first]
+    opt2 = make(second)
+    opt2.load_state_dict(saved)
+    run(second, opt2, 2)
+    for a, b in zip(ref[:2], second[:2]):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
