@@ -80,6 +80,27 @@ class _Level(DispatchMode):
             return op(*args, **kwargs)
         return _run_with_tangents(self, op, args, kwargs)
 
+    def __metadata_mutation__(self, kind, tensor, args):
+        """An in-place view op (x.t_(), transpose_, unsqueeze_, ...) applies to x's tangent
+        too; set_ gives x the source's tangent (or none)."""
+        from ..ops.metadata import metadata_mutation
+        if not _fwd_grad_enabled[0]:
+            return metadata_mutation(kind, tensor, args)
+        if kind == "set_":
+            out = metadata_mutation(kind, tensor, args)
+            source = args[0] if args else None
+            tangent = get_tangent(source, self) if isinstance(source, Tensor) else None
+            if tangent is not None:
+                set_tangent(tensor, tangent, self)
+            elif tensor._fw_grads is not None:
+                tensor._fw_grads.pop(self.index, None)
+            return out
+        tangent = get_tangent(tensor, self)
+        out = metadata_mutation(kind, tensor, args)
+        if tangent is not None:
+            metadata_mutation(kind, tangent, args)
+        return out
+
 
 def _enter(allow_nested):
     global _current_level
@@ -183,15 +204,12 @@ def _level_object(level):
 def get_tangent(t, level):
     """The tangent of tensor `t` at `level` (a _Level), or None. A forward-differentiable
     view without one of its own takes the view of its base's tangent."""
-    g = t._fw_grads
+    g = getattr(t, "_fw_grads", None)    # (a view's source may be metadata's _Before record)
     if g is not None:
         tangent = g.get(level.index)
         if tangent is not None:
             return tangent
-    base = t._base
-    if base is None or t._fw_nondiff_view or t._view_of is None:
-        return None
-    if base._fw_grads is None or level.index not in base._fw_grads:
+    if t._base is None or getattr(t, "_fw_nondiff_view", False) or t._view_of is None:
         return None
     tangent = _replay_view(t, level)
     if tangent is not None:
@@ -200,17 +218,45 @@ def get_tangent(t, level):
 
 
 def _replay_view(t, level):
-    """The view of the base's tangent that corresponds to view `t` (None when a link of the
-    chain is not forward differentiable)."""
-    view_of = t._view_of
-    if view_of is None:
+    """The tangent of view `t` made from the nearest tensor up its chain of views that has a
+    tangent: that tangent with the same view ops (undoing in-place view ops applied to a
+    source since, as autograd.graph.view_chain does). None when the chain reaches a view
+    that is not forward differentiable, or the base, without a tangent."""
+    chain = []
+    cur = t
+    tangent = None
+    while cur._view_of is not None:
+        src, op, rest, multi, index = cur._view_of
+        chain.append((op, rest, index if multi else None))
+        for inverse in src._meta_ops[cur._src_meta:]:
+            for inv_op, inv_args in reversed(inverse):
+                chain.append((inv_op, inv_args, None))
+        grads = getattr(src, "_fw_grads", None)
+        tangent = grads.get(level.index) if grads else None
+        if tangent is not None:
+            break
+        if getattr(src, "_fw_nondiff_view", False) or src._base is None:
+            return None
+        cur = src
+    if tangent is None:
         return None
-    src, op, rest, multi, i = view_of
-    src_tangent = get_tangent(src, level)
-    if src_tangent is None:
-        return None
-    out = _plain(op, (src_tangent,) + tuple(rest))
-    return out[i] if multi else out
+    for op, rest, index in reversed(chain):
+        tangent = op(tangent, *rest)
+        if index is not None:
+            tangent = tangent[index]
+    return tangent
+
+
+def _forward_base(t):
+    """The tensor whose tangent a view's tangent is a view of: up the chain of views, the
+    first that is not forward differentiable (make_dual's result) or the base itself."""
+    cur = t
+    while cur._view_of is not None:
+        src = cur._view_of[0]
+        if isinstance(src, Tensor) and (src._fw_nondiff_view or src._base is None):
+            return src
+        cur = src
+    return t._base
 
 
 def set_tangent(t, tangent, level):
@@ -513,7 +559,7 @@ def _write_tangent(level, self, new_tangent):
     current = get_tangent(self, level)
     if current is None and self._base is not None and not self._fw_nondiff_view \
             and self._view_of is not None:
-        base = self._base
+        base = _forward_base(self)
         if get_tangent(base, level) is None:
             set_tangent(base, _zeros_shaped_like(base, new_tangent), level)
         current = get_tangent(self, level)

@@ -1336,3 +1336,35 @@ def test_non_differentiable_inplace_op_on_a_dual_tensor_zeroes_its_tangent():
         y.floor_divide_(2)
         primal, tangent = fwAD.unpack_dual(y)
         assert primal.tolist() == [1.0, 2.0] and tangent.tolist() == [0.0, 0.0]
+
+
+def test_inplace_view_ops_apply_to_the_tangent():
+    with fwAD.dual_level():
+        d = fwAD.make_dual(dynjit.tensor([[1.0, 2.0, 3.0]]), dynjit.tensor([[4.0, 5.0, 6.0]]))
+        y = d * 1
+        y.t_()
+        assert fwAD.unpack_dual(y).tangent.tolist() == [[4.0], [5.0], [6.0]]
+        y.unsqueeze_(0)
+        assert fwAD.unpack_dual(y).tangent.shape == (1, 3, 1)
+        y.squeeze_()
+        assert fwAD.unpack_dual(y).tangent.tolist() == [4.0, 5.0, 6.0]
+
+
+def test_view_made_before_its_base_was_transposed_in_place():
+    with fwAD.dual_level():
+        base = dynjit.zeros(2, 3)
+        row = base[0]                   # becomes column 0 after the transpose
+        base.transpose_(0, 1)
+        base.add_(fwAD.make_dual(dynjit.zeros(3, 2), dynjit.arange(6.0).reshape(3, 2)))
+        assert fwAD.unpack_dual(row).tangent.tolist() == [0.0, 2.0, 4.0]
+
+
+def test_inplace_into_a_view_of_an_unpacked_primal_stops_at_that_primal():
+    foo = dynjit.zeros(2)
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(foo, dynjit.ones(2))
+        primal = fwAD.unpack_dual(dual).primal     # not forward differentiable
+        primal[0:1].add_(fwAD.make_dual(dynjit.zeros(1), dynjit.tensor([7.0])))
+        assert fwAD.unpack_dual(primal).tangent.tolist() == [7.0, 0.0]
+        assert fwAD.unpack_dual(foo).tangent is None
+        assert fwAD.unpack_dual(dual).tangent.tolist() == [1.0, 1.0]
