@@ -3,8 +3,11 @@
 Each function turns PyTorch's arguments (ints or tuples, 'same' / 'valid' padding,
 unbatched inputs, stride=None meaning the kernel size) into the per-dim tuples of the
 registered ops in dynjit/ops/conv.py, which work on batched (N, C, *spatial) inputs."""
+import numpy as np
+
 from ..ops.dispatch import dispatch
 from ..ops.registry import registry as _R
+from ..tensor import Tensor
 
 __all__ = [
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
@@ -21,16 +24,31 @@ def _op(name, *args):
     return dispatch(_R[name], args, {})
 
 
-def _ntuple(value, n, name, what="convolution"):
-    """`value` as a tuple of n ints: an int repeats, a list or tuple must have n entries."""
+def _int(value, name, fn):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{fn}(): argument '{name}' must be tuple of ints, but found element of type "
+                        f"{type(value).__name__}")
+    return int(value)
+
+
+def _ntuple(value, n, name, what="convolution", fn=None):
+    """`value` as a tuple of n ints: an int repeats, a list or tuple must have n entries (`fn`,
+    the user's function, names a non-int in the error)."""
+    fn = fn or what
     if isinstance(value, (list, tuple)):
         if len(value) == 1:
             value = tuple(value) * n
         if len(value) != n:
             raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values to match "
                                f"the {what} dimensions, but got {name}={list(value)}")
-        return tuple(int(v) for v in value)
-    return (int(value),) * n
+        return tuple(_int(v, name, fn) for v in value)
+    return (_int(value, name, fn),) * n
+
+
+def _check_tensors(name, **tensors):
+    for arg, t in tensors.items():
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' must be Tensor, not {type(t).__name__}")
 
 
 def _batched(input, nd, name):
@@ -54,12 +72,13 @@ def _unbatch(out, added):
 # -- convolution --------------------------------------------------------------------
 
 def _conv(nd, name, input, weight, bias, stride, padding, dilation, groups):
+    _check_tensors(name, input=input, weight=weight, bias=bias)
     if weight.ndim != nd + 2:
         raise RuntimeError(f"{name}: expected a {nd + 2}D weight (out_channels, in_channels / groups, "
                            f"*kernel_size), but got weight of size {list(weight.shape)}")
     x, added = _batched(input, nd, name)
-    stride = _ntuple(stride, nd, "stride")
-    dilation = _ntuple(dilation, nd, "dilation")
+    stride = _ntuple(stride, nd, "stride", fn=name)
+    dilation = _ntuple(dilation, nd, "dilation", fn=name)
     if isinstance(padding, str):
         if padding == "valid":
             padding = (0,) * nd
@@ -78,8 +97,8 @@ def _conv(nd, name, input, weight, bias, stride, padding, dilation, groups):
         else:
             raise RuntimeError(f"Invalid padding string: {padding!r}")
     else:
-        padding = _ntuple(padding, nd, "padding")
-    out = _op("convolution", x, weight, bias, stride, padding, dilation, int(groups))
+        padding = _ntuple(padding, nd, "padding", fn=name)
+    out = _op("convolution", x, weight, bias, stride, padding, dilation, _int(groups, "groups", name))
     return _unbatch(out, added)
 
 
@@ -100,17 +119,18 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def _conv_transpose(nd, name, input, weight, bias, stride, padding, output_padding, groups, dilation,
                     output_size=None):
+    _check_tensors(name, input=input, weight=weight, bias=bias)
     if weight.ndim != nd + 2:
         raise RuntimeError(f"{name}: expected a {nd + 2}D weight (in_channels, out_channels / groups, "
                            f"*kernel_size), but got weight of size {list(weight.shape)}")
     if isinstance(padding, str):
         raise RuntimeError(f"{name}: padding must be an int or a tuple of ints, got {padding!r}")
     x, added = _batched(input, nd, name)
-    stride = _ntuple(stride, nd, "stride")
-    padding = _ntuple(padding, nd, "padding")
-    dilation = _ntuple(dilation, nd, "dilation")
-    output_padding = _ntuple(output_padding, nd, "output_padding")
-    groups = int(groups)
+    stride = _ntuple(stride, nd, "stride", fn=name)
+    padding = _ntuple(padding, nd, "padding", fn=name)
+    dilation = _ntuple(dilation, nd, "dilation", fn=name)
+    output_padding = _ntuple(output_padding, nd, "output_padding", fn=name)
+    groups = _int(groups, "groups", name)
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
     if any(s <= 0 for s in stride):
@@ -246,6 +266,9 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def _avg_pool(nd, name, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    if divisor_override is not None and (isinstance(divisor_override, bool)
+                                         or not isinstance(divisor_override, (int, np.integer))):
+        raise TypeError(f"{name}(): argument 'divisor_override' must be int, not {type(divisor_override).__name__}")
     x, added = _pool_batched(input, nd, name)
     k = _ntuple(kernel_size, nd, "kernel_size", name)
     out = _op("avg_pool", x, k, _pool_stride(stride, k, nd, name), _ntuple(padding, nd, "padding", name),

@@ -61,9 +61,18 @@ def _check_conv_args(nd, stride, padding, dilation, groups):
         raise RuntimeError("non-positive groups is not supported")
 
 
-def _check_same_dtype(x_dtype, w_dtype):
+def _check_same_dtype(x_dtype, w_dtype, b_dtype=None):
+    if x_dtype is _dtype.bool_:
+        raise NotImplementedError("\"convolution\" not implemented for 'bool'")
     if x_dtype is not w_dtype:
         raise RuntimeError(f"Input type ({x_dtype.name}) and weight type ({w_dtype.name}) should be the same")
+    if b_dtype is not None and b_dtype is not x_dtype:
+        raise RuntimeError(f"Input type ({x_dtype.name}) and bias type ({b_dtype.name}) should be the same")
+
+
+def _check_not_bool(name, dtype):
+    if dtype is _dtype.bool_:
+        raise NotImplementedError(f"\"{name}\" not implemented for 'bool'")
 
 
 def conv_output_size(in_sizes, kernel, stride, padding, dilation):
@@ -82,6 +91,9 @@ def conv_shape(x, w, b, stride, padding, dilation, groups):
     if len(x) != nd + 2:
         raise RuntimeError(f"Expected {nd + 2}-dimensional input for {nd + 2}-dimensional weight {list(w)}, "
                            f"but got {len(x)}-dimensional input of size {list(x)} instead")
+    if w[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, "
+                           f"but got weight of size {list(w)} instead")
     if w[0] % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
                            f"but got weight of size [{list(w)}] instead")
@@ -185,7 +197,8 @@ def _col2im(cols, in_sizes, kernel, stride, padding, dilation):
 def _by_group(g, groups):
     """grad_output (N, O, *out) as (groups, O/groups, N * prod(out))."""
     n, o = g.shape[:2]
-    return np.ascontiguousarray(g.reshape(n, o, -1).swapaxes(0, 1)).reshape(groups, o // groups, -1)
+    size = _prod(g.shape[2:])
+    return np.ascontiguousarray(g.reshape(n, o, size).swapaxes(0, 1)).reshape(groups, o // groups, n * size)
 
 
 def _dt(a):
@@ -198,13 +211,13 @@ def _dt(a):
 def convolution(input, weight, bias, stride, padding, dilation, groups):
     x, w = np.asarray(input), np.asarray(weight)
     b = None if bias is None else np.asarray(bias)
-    _check_same_dtype(_dt(x), _dt(w))
+    _check_same_dtype(_dt(x), _dt(w), None if b is None else _dt(b))
     shape = conv_shape(x.shape, w.shape, None if b is None else b.shape, stride, padding, dilation, groups)
     nd = w.ndim - 2
     out_sizes = shape[2:]
     cols = _im2col(x, w.shape[2:], stride, padding, dilation, out_sizes, groups)
-    out = np.matmul(w.reshape(groups, w.shape[0] // groups, -1), cols)      # (G, O/G, N * L)
-    out = np.ascontiguousarray(out.reshape(shape[1], shape[0], -1).swapaxes(0, 1)).reshape(shape)
+    out = np.matmul(w.reshape(groups, w.shape[0] // groups, cols.shape[1]), cols)      # (G, O/G, N * L)
+    out = np.ascontiguousarray(out.reshape(shape[1], shape[0], _prod(out_sizes)).swapaxes(0, 1)).reshape(shape)
     if b is not None:
         out += b.astype(out.dtype).reshape((-1,) + (1,) * nd)
     return out
@@ -212,7 +225,7 @@ def convolution(input, weight, bias, stride, padding, dilation, groups):
 
 @convolution.meta_fn
 def _(input, weight, bias, stride, padding, dilation, groups):
-    _check_same_dtype(input.dtype, weight.dtype)
+    _check_same_dtype(input.dtype, weight.dtype, None if bias is None else bias.dtype)
     return conv_shape(input.shape, weight.shape, None if bias is None else bias.shape,
                       stride, padding, dilation, groups), input.dtype
 
@@ -242,7 +255,7 @@ def convolution_backward_input(grad_output, weight, input_size, stride, padding,
     _check_same_dtype(_dt(g), _dt(w))
     input_size = conv_transpose_shape(g.shape, w.shape, input_size, stride, padding, dilation, groups)
     n, o = g.shape[:2]
-    wm = w.reshape(groups, o // groups, -1)
+    wm = w.reshape(groups, o // groups, _prod(w.shape[1:]))
     cols = np.matmul(wm.transpose(0, 2, 1), _by_group(g, groups))      # (G, C/G * K, N * L)
     cols = cols.reshape((input_size[1],) + tuple(w.shape[2:]) + (n,) + tuple(g.shape[2:]))
     return _col2im(cols, input_size[2:], w.shape[2:], stride, padding, dilation)
@@ -347,6 +360,7 @@ def _grid(out_sizes, nd):
 @register("max_pool", OTHER, nondiff_outputs=(1,))
 def max_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
     x = np.asarray(input)
+    _check_not_bool("max_pool", _dt(x))
     shape = pool_shape("max_pool", x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     nd = len(kernel_size)
     in_sizes, out_sizes = x.shape[-nd:], shape[-nd:]
@@ -383,6 +397,7 @@ def _flat_index(in_sizes):
 
 @max_pool.meta_fn
 def _(input, kernel_size, stride, padding, dilation, ceil_mode):
+    _check_not_bool("max_pool", input.dtype)
     shape = pool_shape("max_pool", input.shape, kernel_size, stride, padding, dilation, ceil_mode)
     return [(shape, input.dtype), (shape, _dtype.int64)]
 
@@ -397,7 +412,7 @@ def max_pool_backward(grad_output, indices, input_size):
     g, idx = np.asarray(grad_output), np.asarray(indices)
     _max_pool_backward_check(g.shape, idx.shape, _dt(idx), input_size)
     planes, plane = _prod(input_size[:2]), _prod(input_size[2:])
-    flat = idx.reshape(planes, -1) + (np.arange(planes) * plane)[:, None]
+    flat = idx.reshape(planes, _prod(idx.shape[2:])) + (np.arange(planes) * plane)[:, None]
     out = np.bincount(flat.ravel(), weights=g.reshape(-1), minlength=planes * plane)
     return out.astype(g.dtype).reshape(tuple(input_size))
 
@@ -424,7 +439,8 @@ def _(grad_output, indices, input_size):
 @max_pool_backward.derivative
 def _(grad, indices):
     n, c = indices.shape[:2]
-    picked = grad.reshape([n, c, -1]).gather(2, indices.reshape([n, c, -1]))
+    planes_in, planes_out = _prod(grad.shape[2:]), _prod(indices.shape[2:])
+    picked = grad.reshape([n, c, planes_in]).gather(2, indices.reshape([n, c, planes_out]))
     return picked.reshape(list(indices.shape)), None
 
 
@@ -450,6 +466,7 @@ def adaptive_shape(name, shape, output_size):
 @register("adaptive_max_pool", OTHER, nondiff_outputs=(1,))
 def adaptive_max_pool(input, output_size):
     x = np.asarray(input)
+    _check_not_bool("adaptive_max_pool", _dt(x))
     shape = adaptive_shape("adaptive_max_pool", x.shape, output_size)
     nd = len(output_size)
     in_sizes = x.shape[2:]
@@ -462,7 +479,7 @@ def adaptive_max_pool(input, output_size):
         bounds = [windows[d][pos[d]] for d in range(nd)]
         block = x[(Ellipsis,) + tuple(slice(a, b) for a, b in bounds)]
         sizes = block.shape[2:]
-        flat = block.reshape(lead + (-1,))
+        flat = block.reshape(lead + (_prod(block.shape[2:]),))
         arg = _first_max(flat)
         values[(Ellipsis,) + pos] = np.take_along_axis(flat, arg[..., None], -1)[..., 0]
         local = np.unravel_index(arg, sizes)
@@ -483,6 +500,7 @@ def _first_max(flat):
 
 @adaptive_max_pool.meta_fn
 def _(input, output_size):
+    _check_not_bool("adaptive_max_pool", input.dtype)
     shape = adaptive_shape("adaptive_max_pool", input.shape, output_size)
     return [(shape, input.dtype), (shape, _dtype.int64)]
 
@@ -515,6 +533,7 @@ def _avg_check(divisor_override):
 @register("avg_pool", OTHER)
 def avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override=None):
     x = np.asarray(input)
+    _check_not_bool("avg_pool", _dt(x))
     _avg_check(divisor_override)
     nd = len(kernel_size)
     shape = pool_shape("avg_pool", x.shape, kernel_size, stride, padding, (1,) * nd, ceil_mode)
@@ -534,6 +553,7 @@ def avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, 
 
 @avg_pool.meta_fn
 def _(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override=None):
+    _check_not_bool("avg_pool", input.dtype)
     _avg_check(divisor_override)
     nd = len(kernel_size)
     return pool_shape("avg_pool", input.shape, kernel_size, stride, padding, (1,) * nd, ceil_mode), input.dtype
@@ -685,7 +705,7 @@ def im2col(input, kernel_size, dilation, padding, stride):
     shape = im2col_shape(x.shape, kernel_size, dilation, padding, stride)
     blocks = _blocks(x.shape[2:], kernel_size, dilation, padding, stride)
     cols = _im2col(x, kernel_size, stride, padding, dilation, blocks, 1)        # (1, C * K, N * L)
-    return np.ascontiguousarray(cols.reshape(shape[1], shape[0], -1).swapaxes(0, 1))
+    return np.ascontiguousarray(cols.reshape(shape[1], shape[0], shape[2]).swapaxes(0, 1))
 
 
 @im2col.meta_fn

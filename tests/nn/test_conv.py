@@ -496,3 +496,29 @@ def test_aot_traces_conv_forward_and_backward_ops():
     np.testing.assert_allclose(out.item(), expected.item(), rtol=1e-6)
     for a, e in zip(grads, eg):
         np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_empty_batches_and_dtype_errors():
+    out = F.conv2d(dynjit.randn(0, 3, 5, 5, requires_grad=True), dynjit.randn(4, 3, 3, 3))
+    assert out.shape == (0, 4, 3, 3)
+    assert F.conv_transpose2d(dynjit.randn(0, 3, 4, 4), dynjit.randn(3, 2, 3, 3)).shape == (0, 2, 6, 6)
+    assert F.unfold(dynjit.randn(0, 3, 4, 4), 2).shape == (0, 12, 9)
+    assert F.fold(dynjit.randn(0, 12, 9), (4, 4), 2).shape == (0, 3, 4, 4)
+    x = dynjit.randn(0, 3, 5, 5, requires_grad=True)
+    w = dynjit.randn(4, 3, 3, 3, requires_grad=True)
+    F.conv2d(x, w).sum().backward()
+    assert x.grad.shape == x.shape and float(w.grad.abs().sum()) == 0.0
+    with pytest.raises(RuntimeError, match=r"expected weight to be at least 1 at dimension 0, but got weight of "
+                                           r"size \[0, 3, 3, 3\]"):
+        F.conv2d(dynjit.randn(2, 3, 5, 5), dynjit.randn(0, 3, 3, 3))
+    with pytest.raises(NotImplementedError, match="\"convolution\" not implemented for 'bool'"):
+        F.conv2d(dynjit.ones(1, 1, 3, 3, dtype=dynjit.bool), dynjit.ones(1, 1, 2, 2, dtype=dynjit.bool))
+    with pytest.raises(RuntimeError, match=r"Input type \(float32\) and bias type \(float64\) should be the same"):
+        F.conv2d(dynjit.randn(1, 1, 3, 3), dynjit.randn(1, 1, 2, 2), dynjit.randn(1, dtype=dynjit.float64))
+    with pytest.raises(TypeError, match="conv2d\\(\\): argument 'stride' must be tuple of ints, but found "
+                                        "element of type float"):
+        F.conv2d(dynjit.randn(1, 1, 3, 3), dynjit.randn(1, 1, 2, 2), stride=1.5)
+    with pytest.raises(TypeError, match="conv2d\\(\\): argument 'weight' must be Tensor, not ndarray"):
+        F.conv2d(dynjit.randn(1, 1, 3, 3), np.ones((1, 1, 2, 2)))
+    ints = F.conv1d(dynjit.tensor([[[1, 2, 3]]]), dynjit.tensor([[[1, -1]]]))
+    assert ints.dtype == dynjit.int64 and ints.tolist() == [[[-1, -1]]]

@@ -349,3 +349,22 @@ def test_pooling_compiled_matches_eager(backend):
     np.testing.assert_allclose(c_loss.item(), loss.item(), rtol=1e-5)
     assert dynjit.equal(c_idx, idx)
     np.testing.assert_allclose(c_grad.numpy(), grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_empty_batches_bool_and_argument_types():
+    assert F.max_pool2d(dynjit.randn(0, 3, 4, 4), 2).shape == (0, 3, 2, 2)
+    assert F.avg_pool2d(dynjit.randn(0, 3, 4, 4), 2).shape == (0, 3, 2, 2)
+    assert F.adaptive_avg_pool2d(dynjit.randn(0, 3, 4, 4), 2).shape == (0, 3, 2, 2)
+    assert F.adaptive_max_pool2d(dynjit.randn(1, 3, 4, 4), 0).shape == (1, 3, 0, 0)
+    x = dynjit.randn(0, 2, 4, requires_grad=True)
+    F.max_pool1d(x, 2).sum().backward()
+    assert x.grad.shape == (0, 2, 4)
+    flags = dynjit.ones(1, 1, 4, 4, dtype=dynjit.bool)
+    with pytest.raises(NotImplementedError, match="\"max_pool\" not implemented for 'bool'"):
+        F.max_pool2d(flags, 2)
+    with pytest.raises(NotImplementedError, match="\"avg_pool\" not implemented for 'bool'"):
+        F.avg_pool2d(flags, 2)
+    with pytest.raises(TypeError, match="avg_pool2d\\(\\): argument 'divisor_override' must be int, not float"):
+        F.avg_pool2d(dynjit.randn(1, 1, 4, 4), 2, divisor_override=1.5)
+    with pytest.raises(TypeError, match="argument 'kernel_size' must be tuple of ints"):
+        F.max_pool2d(dynjit.randn(1, 1, 4, 4), 2.0)
