@@ -9,6 +9,7 @@ taken in the same run as the other candidates':
         -> {"ok": true} once the case is built and warmed up (compiled)
     {"cmd": "run", "name": ..., "repeat": k}   -> {"seconds": [time of each of k calls]}
     {"cmd": "info"}               -> {"torch": version, "threads": n}
+    {"cmd": "threads", "n": k}    -> {"threads": k}  (torch.set_num_threads; set up cases after it)
 
 The inputs are drawn with numpy's generator from the same seeds as in
 bench_llvm.py, so every candidate computes on the same numbers.
@@ -19,6 +20,8 @@ import time
 
 import numpy as np
 import torch
+
+from llvm_row_inputs import row_inputs      # this script's folder is on sys.path
 
 
 def _expr(a, b, c):
@@ -39,7 +42,24 @@ def _mlp_step(x, y, w1, b1, w2, b2):
     return -(logits.log_softmax(1) * y).sum() / x.shape[0]
 
 
+def _layernorm(x, w, b):
+    return torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b)
+
+
+def _rmsnorm(x, w):
+    return x / ((x * x).mean(-1, keepdim=True) + 1e-6).sqrt() * w
+
+
+def _cross_entropy(x, t):
+    return torch.nn.functional.nll_loss(x.log_softmax(1), t)
+
+
+_ROW_CASES = {"layernorm": _layernorm, "rmsnorm": _rmsnorm, "cross_entropy": _cross_entropy}
+
+
 def _inputs(case, n):
+    if case in _ROW_CASES:
+        return [torch.from_numpy(a) for a in row_inputs(case)], _ROW_CASES[case]
     if case == "expr":
         rng = np.random.default_rng(0)
         return [torch.from_numpy(rng.standard_normal(n).astype(np.float32)) for _ in range(3)], _expr
@@ -87,6 +107,11 @@ def main():
         cmd = msg["cmd"]
         if cmd == "info":
             reply = {"torch": torch.__version__, "threads": torch.get_num_threads()}
+        elif cmd == "threads":
+            torch.set_num_threads(msg["n"])
+            torch._dynamo.reset()       # inductor compiles for the thread count it sees: compile again
+            runners.clear()
+            reply = {"threads": torch.get_num_threads()}
         elif cmd == "setup":
             run = build(msg["case"], msg.get("n"), msg["mode"])
             with torch.no_grad() if msg["case"] != "mlp" else torch.enable_grad():

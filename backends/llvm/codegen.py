@@ -36,7 +36,18 @@ from .irutil import (F32, F64, I1, I8, I8P, I16, I32, I64, VOID, Ops, const, ele
                      vector_of)
 from .kernel import postorder
 
-VECTOR_BYTES = 64      # elements per vector step: two AVX2 registers' worth of the widest type
+VECTOR_BYTES = None    # bytes per vector step of the widest type: None = two of the target's registers
+
+
+def vector_bytes():
+    """Two vector registers of the target (from its features, not its name): 128 bytes with
+    AVX-512, else 64 (two AVX2 registers). A kernel with float64 values (a float32 sum
+    accumulates in float64) got 8 float32 lanes from 64 bytes: half a register on AVX-512
+    hosts, where 256-bit instructions run on fewer ports (softmax was 2x slower there)."""
+    if VECTOR_BYTES is not None:
+        return VECTOR_BYTES
+    from .jit import jit
+    return 128 if "+avx512f" in jit().features.split(",") else 64
 # vector steps per iteration of a loop over a row that reduces: one accumulator each, so that
 # several independent add / max chains hide the instruction latency (a single chain made a
 # row max or a float64-accumulated sum latency-bound)
@@ -44,8 +55,9 @@ REDUCTION_UNROLL = 4
 
 
 def vector_width(kernel):
-    """Lanes per step of the innermost loop: 64 bytes of the widest type the kernel computes
-    with (16 float32 lanes, 8 float64), so each step has two independent vector chains."""
+    """Lanes per step of the innermost loop: two registers' worth (vector_bytes()) of the
+    widest type the kernel computes with, at most 16 (AVX2: 16 float32 lanes, 8 float64), so
+    each step has two independent vector chains."""
     widest = 1
     seen = set()
     stack = [v for v, _ in kernel.stores] + [v for v, _ in kernel.partials]
@@ -56,7 +68,7 @@ def vector_width(kernel):
         seen.add(id(n))
         widest = max(widest, n.dtype.itemsize, n.params.get("acc", n.dtype).itemsize if n.kind == "reduce" else 1)
         stack.extend(n.args)
-    return max(4, min(16, VECTOR_BYTES // widest))
+    return max(4, min(16, vector_bytes() // widest))
 
 
 def _data_offset():
@@ -802,7 +814,45 @@ class KernelCodegen:
             return cast(self.ops, args[0], n.args[0].dtype, n.dtype)
         if n.op == "math":
             return mathlib.call(self.ops, n.params["fn"], *args)
+        if (n.op == "div" and n.dtype is D.float32 and scope.width > 1 and _has_fma()
+                and n.args[1].kind != "const" and self.level(n.args[1]) < scope.level
+                and not isinstance(self.value(n.args[1], self._home(n.args[1], scope)).type, ir.VectorType)):
+            return self._div_by_invariant(n, args, scope)
         return PRIMS[n.op](self.ops, n, *args)
+
+    def _div_by_invariant(self, n, args, scope):
+        """float32 x / s with s fixed along the vector loop (softmax's row sum): one float64
+        reciprocal per row and multiplies per element, correctly rounded like the division
+        (a vector divide takes 10-16 cycles per 16 lanes; the divider is the bottleneck).
+        r = RN(1/s), q = RN(x*r) and one Markstein step q' = RN(q + fma(-q, s, x) * r) give
+        RN64(x/s) (Markstein's theorem: r correctly rounded, q faithful, all values normal in
+        float64 as every float32 is); rounding that to float32 gives RN32(x/s): a float32
+        quotient is either a float32 tie, exactly representable in float64, or 2^-48
+        relatively (2^-174 absolutely, among subnormals) away from one, far above float64's
+        rounding. Where the remainder is 0 (q exact, signed zeros kept) or NaN (x infinite,
+        s zero, infinite or NaN: then x * r is x / s itself, 0 * inf = NaN ...), q is the result."""
+        ops, b = self.ops, self.b
+        home = self._home(n.args[1], scope)
+        key = ("recip", id(n.args[1]))
+        pre = self._lookup(home, key)
+        if pre is None:
+            with self._at(home):
+                s64 = b.fpext(self.value(n.args[1], home), F64)
+                r = b.fdiv(const(F64, 1.0), s64)
+            pre = home.memo[key] = (s64, r)
+        s64, r = pre
+        w = scope.width
+        sk = ("recip_splat", id(n.args[1]))
+        splats = scope.memo.get(sk)
+        if splats is None:
+            splats = scope.memo[sk] = (ops.splat(s64, w), ops.splat(r, w))
+        sv, rv = splats
+        x = b.fpext(args[0], vector_of(F64, w))
+        q = b.fmul(x, rv)
+        rem = ops.fma(b.fneg(q), sv, x)
+        exact_or_special = b.fcmp_unordered("==", rem, ops.c(rem, 0.0))
+        q = b.select(exact_or_special, q, ops.fma(rem, rv, q))
+        return b.fptrunc(q, vector_of(F32, w))
 
     # -- memory -----------------------------------------------------------------------
     def _base_pointer(self, op):
@@ -870,6 +920,13 @@ class KernelCodegen:
             if value.dtype is not op.dtype:
                 raise AssertionError(f"store of {value.dtype} into a {op.dtype} buffer")
             self.store(self.value(value, scope), op, scope)
+
+
+def _has_fma():
+    """Whether the target has fused multiply-add instructions (else llvm.fma is a libm call)."""
+    from .jit import jit
+    features = jit().features.split(",")
+    return "+fma" in features or "+neon" in features or platform.machine().lower() in ("arm64", "aarch64")
 
 
 def _pass_local_ids(n):

@@ -28,6 +28,7 @@ import operator
 import numpy as np
 
 from dynjit import _dtype as D
+from dynjit.fx.cse import eliminate_common_subexpressions
 from dynjit.ops.meta import normalize_dims
 from dynjit.ops.registry import OpDef, POINTWISE, VIEW, EXTERN, INPLACE, registry
 
@@ -44,7 +45,8 @@ COPY_OPS = ("to_dtype", "clone", "contiguous_copy")
 DECOMPOSED = ("softmax", "log_softmax", "var", "var_mean")   # spelled as reductions + pointwise ops (decompose)
 ALIAS_OPS = ("detach",)
 
-# a kernel runs on several threads when (elements x cost per element) is at least this
+# a kernel runs on as many threads as give each at least this much work (elements x cost per
+# element), at most the configured number
 PARALLEL_WORK = 1 << 17
 MATH_COST = 6
 # the most IR a kernel gets, in units of one primitive op (a transcendental function counts
@@ -135,7 +137,10 @@ class Group:
 class Lowering:
     def __init__(self, gm, example_inputs, nthreads):
         self.gm = gm
-        self.graph = decompose(gm.graph)
+        # repeated pure calls computed once, before and after the decompositions (two
+        # softmaxes of one x share its amax)
+        graph, removed = eliminate_common_subexpressions(gm.graph)
+        self.graph, removed_after = eliminate_common_subexpressions(decompose(graph))
         self.examples = list(example_inputs)
         self.nthreads = nthreads
         self.lines = []
@@ -156,7 +161,8 @@ class Lowering:
         self.counter = 0
         self.weights = {}        # member -> its weight
         self._order = None
-        self.stats = {"kernels": 0, "fused_nodes": 0, "extern": 0, "fallback": 0, "views": 0}
+        self.stats = {"kernels": 0, "fused_nodes": 0, "extern": 0, "fallback": 0, "views": 0,
+                      "cse": removed + removed_after}
 
     # -- names ----------------------------------------------------------------
     def fresh(self, hint):
@@ -514,32 +520,35 @@ class Lowering:
         fn = f"_k{idx}"
         kept, red = kernel.kept_dims(), kernel.reduced_dims()
         work = kernel.numel * (1 + MATH_COST * _math_count(kernel))
-        parallel = self.nthreads > 1 and work >= PARALLEL_WORK
+        # every thread gets at least PARALLEL_WORK: a thread costs a task handed through the
+        # pool (tens of microseconds), which a smaller share does not pay back
+        nthreads = max(1, min(self.nthreads, work // PARALLEL_WORK))
+        parallel = nthreads > 1
         reductions = kernel.reductions()
         if kernel.numel and not kept and red and parallel and kernel.shape[red[0]] >= 2 \
                 and _splittable(kernel, reductions):
-            self.emit_split_reduction(kernel, fn, arg_vars, outputs, knode)
+            self.emit_split_reduction(kernel, fn, arg_vars, outputs, knode, nthreads)
             return
         args = _call_args(kernel, arg_vars)
         par = None
         if parallel and kept:
-            par = next((d for d in kept if kernel.shape[d] >= 2 * self.nthreads), None)
+            par = next((d for d in kept if kernel.shape[d] >= 2 * nthreads), None)
             if par is None:
                 par = max(kept, key=lambda d: kernel.shape[d])
         if par is not None and kernel.shape[par] >= 2:
             kernel.par_dim = par
             innermost = not red and par == kept[-1]
-            ranges = split_ranges(kernel.shape[par], self.nthreads, align=16 if innermost else 1)
+            ranges = split_ranges(kernel.shape[par], nthreads, align=16 if innermost else 1)
             self.emit(f"_par({fn}, ({args},), {ranges!r})")
         else:
             self.emit(f"{fn}({args}, 0, 0, 0)")
 
-    def emit_split_reduction(self, kernel, fn, arg_vars, outputs, knode):
+    def emit_split_reduction(self, kernel, fn, arg_vars, outputs, knode, nthreads):
         """A big full reduction: each thread reduces a range of the outermost reduced dim
         into its own slot of a partial array; the partials are combined in numpy."""
         red = kernel.reduced_dims()
         kernel.par_dim = red[0]
-        ranges = split_ranges(kernel.shape[red[0]], self.nthreads)
+        ranges = split_ranges(kernel.shape[red[0]], nthreads)
         node_of = {id(v): m for m, v in knode.items()}
         stores, finishes = [], []
         for value, opnd in kernel.stores:
