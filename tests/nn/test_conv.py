@@ -522,3 +522,13 @@ def test_empty_batches_and_dtype_errors():
         F.conv2d(dynjit.randn(1, 1, 3, 3), np.ones((1, 1, 2, 2)))
     ints = F.conv1d(dynjit.tensor([[[1, 2, 3]]]), dynjit.tensor([[[1, -1]]]))
     assert ints.dtype == dynjit.int64 and ints.tolist() == [[[-1, -1]]]
+
+
+def test_small_cnn_compiles_to_one_graph():
+    from dynjit.testing import CompileCounter
+    counter = CompileCounter()
+    model = SmallCNN()        # circular padding, grouped conv, max and avg pooling
+    x = dynjit.randn(2, 1, 6, 6)
+    out = dynjit.compile(model, backend=counter, fullgraph=True)(x)
+    assert counter.frame_count == 1
+    assert dynjit.allclose(out, model(x))

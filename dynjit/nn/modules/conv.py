@@ -2,10 +2,7 @@
 arguments, initialization, checks and repr, over the functions of nn.functional."""
 import math
 
-import numpy as np
-
 from ... import functional as _fn
-from ...tensor import as_tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -23,34 +20,36 @@ def _ntuple(value, n):
     return (value,) * n
 
 
-def _mode_pad_indices(size, left, right, mode):
-    """Source index of each position of a dim of `size` padded by (left, right) in `mode`."""
-    pos = np.arange(-left, size + right)
+def _pad_dim(x, dim, left, right, mode):
+    """x padded by (left, right) along `dim` in `mode`, from narrow / flip / expand / cat."""
+    size = x.shape[dim]
     if mode == "circular":
         if left > size or right > size:
             raise ValueError("Padding value causes wrapping around more than once.")
-        return pos % size
-    if mode == "replicate":
-        return np.clip(pos, 0, size - 1)
-    if left >= size or right >= size:       # reflect
-        raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
-                           f"but got: padding ({left}, {right}) at dimension of input of size {size}")
-    period = 2 * (size - 1) if size > 1 else 1
-    m = pos % period
-    return np.where(m < size, m, period - m)
+        parts = [x.narrow(dim, size - left, left), x, x.narrow(dim, 0, right)]
+    elif mode == "replicate":
+        def edge(start, n):
+            shape = list(x.shape)
+            shape[dim] = n
+            return x.narrow(dim, start, 1).expand(shape)
+        parts = [edge(0, left), x, edge(size - 1, right)]
+    else:       # reflect: mirror about the edge element, which is not repeated
+        if left >= size or right >= size:
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                               f"but got: padding ({left}, {right}) at dimension {dim} of input {list(x.shape)}")
+        parts = [x.narrow(dim, 1, left).flip([dim]), x, x.narrow(dim, size - 1 - right, right).flip([dim])]
+    return _fn.cat([p for p in parts if p.shape[dim] > 0], dim)
 
 
 def mode_pad(input, pad, mode):
-    """F.pad's reflect / replicate / circular modes, as an index_select per padded dim (so it
-    differentiates and traces as registered ops). `pad` is F.pad's list: (left, right) for the
-    last dim first."""
+    """F.pad's reflect / replicate / circular modes (F.pad has only 'constant' yet), from
+    registered ops so that it differentiates and compiles into the graph. `pad` is F.pad's
+    list: (left, right) for the last dim first."""
     out = input
     for i in range(len(pad) // 2):
-        dim = input.ndim - 1 - i
         left, right = int(pad[2 * i]), int(pad[2 * i + 1])
         if left or right:
-            idx = _mode_pad_indices(out.shape[dim], left, right, mode)
-            out = out.index_select(dim, as_tensor(idx))
+            out = _pad_dim(out, input.ndim - 1 - i, left, right, mode)
     return out
 
 
