@@ -262,7 +262,7 @@ class RNNBase(Module):
         is_batched = True
         if packed:
             data, batch_sizes_t, sorted_indices, unsorted_indices = input
-            batch_sizes = [int(b) for b in batch_sizes_t.tolist()]
+            batch_sizes = [int(size) for size in batch_sizes_t.tolist()]
             max_batch = batch_sizes[0]
             if hx is not None:
                 hx = self.permute_hidden(hx, sorted_indices)

@@ -144,7 +144,7 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     if not isinstance(sequence, PackedSequence):
         raise TypeError(f"pad_packed_sequence: expected a PackedSequence, got "
                         f"{type(sequence).__name__}")
-    batch_sizes = [int(b) for b in sequence.batch_sizes.tolist()]
+    batch_sizes = [int(size) for size in sequence.batch_sizes.tolist()]
     max_seq_length = len(batch_sizes)
     if total_length is not None:
         if total_length < max_seq_length:
@@ -165,7 +165,7 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     for _ in range(max_seq_length - len(batch_sizes)):
         rows.append(_fn.full((batch,) + trailing, padding_value, dtype=data.dtype))
     padded = _fn.stack(rows, 1 if batch_first else 0)
-    lengths = _tensor([sum(1 for bs in batch_sizes if bs > b) for b in range(batch)], dtype=int64)
+    lengths = _tensor([sum(1 for bs in batch_sizes if bs > row) for row in range(batch)], dtype=int64)
     unsorted = sequence.unsorted_indices
     if unsorted is not None:
         padded = padded.index_select(0 if batch_first else 1, unsorted)
