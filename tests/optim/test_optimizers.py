@@ -330,7 +330,7 @@ def _np_lbfgs(lr, history_size, iterations):
         dw, dv = _np_grads(x[:3], x[3:].reshape(2, 2))
         return np.concatenate([dw, dv.ravel()])
     g = grad(x)
-    pairs, gamma, d, t = [], 1.0, None, None
+    pairs, gamma, d, t, g_prev = [], 1.0, None, None, None
     for k in range(iterations):
         if k > 0:
             s_k, y_k = d * t, g - g_prev
