@@ -109,10 +109,13 @@ def _check(func, inputs, wrt, eps, atol, rtol, nondet_tol, check_forward_ad=Fals
            check_backward_ad=True):
     outputs = _flat_outputs(func(*inputs))
     numerical = _numerical_jacobian(func, inputs, wrt, eps, reference=outputs)
-    if check_forward_ad:
+    if check_backward_ad:
+        _check_backward_ad(func, inputs, wrt, outputs, numerical, atol, rtol, nondet_tol)
+    if check_forward_ad:        # (after backward, as PyTorch checks them)
         _check_forward_ad(func, inputs, numerical, outputs, atol, rtol)
-    if not check_backward_ad:
-        return
+
+
+def _check_backward_ad(func, inputs, wrt, outputs, numerical, atol, rtol, nondet_tol):
     for j, out in enumerate(outputs):
         if out._requires_grad:
             continue
@@ -309,6 +312,9 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     element; `check_backward_ad=False` skips the reverse-mode comparison;
     `check_batched_forward_grad` (with check_forward_ad) also runs a batch of tangents per
     input under vmap and compares with each alone."""
+    if not (check_forward_ad or check_backward_ad):
+        raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be "
+                             "True")
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     wrt = _validate_inputs(inputs)
     try:

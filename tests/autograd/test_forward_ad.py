@@ -979,17 +979,18 @@ def test_gradcheck_checks_only_the_modes_asked_for():
                         def run():
                             gradcheck(UserFn.apply, (x, fwd_bad, bwd_bad), check_forward_ad=check_forward_ad,
                                       check_backward_ad=check_backward_ad, check_undefined_grad=check_backward_ad,
-                                      check_batched_grad=False, fast_mode=fast_mode)
+                                      check_batched_grad=check_backward_ad, fast_mode=fast_mode)
 
                         x = dynjit.rand(2, dtype=dynjit.double, requires_grad=True)
                         if not check_forward_ad and not check_backward_ad:
-                            # (PyTorch refuses this; dynjit runs only the numerical pass)
+                            with pytest.raises(AssertionError, match="Expected at least one of"):
+                                run()
                             continue
                         if not fwd_should_fail and not bwd_should_fail:
                             run()
                         else:
-                            # forward AD is checked first
-                            msg = fwd_fail_err_msg if fwd_should_fail else bwd_fail_err_msg
+                            # backward is checked first
+                            msg = bwd_fail_err_msg if bwd_should_fail else fwd_fail_err_msg
                             with pytest.raises(RuntimeError, match=msg):
                                 run()
 
