@@ -1,14 +1,15 @@
 """DYNJIT_LOGS / dynjit.set_logs: switch on the JIT's debug loggers.
 
 Topics: graph_breaks, recompiles, guards, graph_code, bytecode, compiled_autograd
-(captures, cache hits and passes left to the engine, with the reason). Each is the
+(captures, cache hits and passes left to the engine, with the reason), dynamic (which
+numbers automatic dynamic made symbolic, and which a trace specialized, where). Each is the
 standard `logging` logger `dynjit.<topic>`; they are silent (and cost one
 level check) unless switched on.
 """
 import logging
 import os
 
-TOPICS = ("graph_breaks", "recompiles", "guards", "graph_code", "bytecode", "compiled_autograd")
+TOPICS = ("graph_breaks", "recompiles", "guards", "graph_code", "bytecode", "compiled_autograd", "dynamic")
 _handler = None
 
 

@@ -2,11 +2,13 @@
 recording graphs, comparing results."""
 import re
 
-from .backends.registry import lookup_backend
+from .compiler.registry import lookup_backend
 
 
 class CompileCounter:
     """A backend that counts the graphs it receives (frame_count) and their call nodes (op_count)."""
+
+    dynjit_scalar_inputs = True     # graphs may take dynamic numbers as inputs (it runs them as is)
 
     def __init__(self):
         self.frame_count = 0
@@ -27,6 +29,11 @@ class CompileCounterWithBackend(CompileCounter):
         super().__init__()
         self.backend = backend
         self.graphs = []
+
+    @property
+    def dynjit_scalar_inputs(self):
+        from .compiler.registry import lookup_backend
+        return getattr(lookup_backend(self.backend), "dynjit_scalar_inputs", False)
 
     def __call__(self, gm, example_inputs):
         self.frame_count += 1

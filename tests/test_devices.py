@@ -1,7 +1,7 @@
 """Devices on a CPU-only library: dynjit.device, Tensor.device/.to/.cpu, factories' device=,
 the is_* attributes, dynjit.cuda / dynjit.accelerator / dynjit.backends.mps queries, amp's
 autocast and GradScaler, and the clear error for any device but the CPU. Compiled runs of the
-device idioms match eager (where the frontend cannot trace one yet, the test is an xfail)."""
+device idioms match eager, in one graph."""
 import contextlib
 import pickle
 import warnings
@@ -222,9 +222,6 @@ def test_autocast():
 
 # -- compiled == eager -----------------------------------------------------------------------
 DEV = dynjit.device("cpu")
-_FRONTEND_DEVICE = pytest.mark.xfail(strict=True, reason="frontend: a dynjit.device object passed to a "
-                                     "tensor method or factory (x.to(dev), zeros(3, device=dev)) is "
-                                     "'Unsupported passing a device object to a tensor operation'")
 
 
 def _autocast_off(x):
@@ -243,20 +240,13 @@ CASES = [
     pytest.param(lambda x: x + dynjit.ones(3, device="cpu"), id="factory_str"),
     pytest.param(lambda x: x.to(dynjit.zeros(1, dtype=dynjit.float64)) * 2, id="to_other"),
     pytest.param(lambda x: x * (2 if x.is_cuda else 3), id="is_cuda"),
-    pytest.param(lambda x: x.to(DEV) * 2, id="to_device_object", marks=_FRONTEND_DEVICE),
-    pytest.param(lambda x: x.to(DEV, dynjit.float64) * 2, id="to_device_dtype", marks=_FRONTEND_DEVICE),
-    pytest.param(lambda x: x + dynjit.zeros(3, device=DEV), id="factory_device_object",
-                 marks=_FRONTEND_DEVICE),
+    pytest.param(lambda x: x.to(DEV) * 2, id="to_device_object"),
+    pytest.param(lambda x: x.to(DEV, dynjit.float64) * 2, id="to_device_dtype"),
+    pytest.param(lambda x: x + dynjit.zeros(3, device=DEV), id="factory_device_object"),
     pytest.param(lambda x: x + dynjit.zeros(3, device=x.device), id="factory_tensor_device"),
-    pytest.param(lambda x: x * (2 if x.is_xpu else 3), id="is_xpu", marks=pytest.mark.xfail(
-        strict=True, reason="frontend: tensor attributes is_xpu/is_mps/is_cpu/is_meta are "
-                            "'Unsupported tensor attribute'")),
-    pytest.param(lambda x: x * (2 if x.is_cpu else 3), id="is_cpu", marks=pytest.mark.xfail(
-        strict=True, reason="frontend: tensor attributes is_xpu/is_mps/is_cpu/is_meta are "
-                            "'Unsupported tensor attribute'")),
-    pytest.param(lambda x: x.to(dynjit.device("cpu")) * 2, id="device_made_inside", marks=pytest.mark.xfail(
-        strict=True, reason="frontend: dynjit.device('cpu') built inside a compiled function stops at "
-                            "'Unsupported builtin: partition'")),
+    pytest.param(lambda x: x * (2 if x.is_xpu else 3), id="is_xpu"),
+    pytest.param(lambda x: x * (2 if x.is_cpu else 3), id="is_cpu"),
+    pytest.param(lambda x: x.to(dynjit.device("cpu")) * 2, id="device_made_inside"),
     pytest.param(lambda x: x.to(x.device) * 2, id="to_tensor_device"),
     pytest.param(lambda x: x.to("cuda" if dynjit.cuda.is_available() else "cpu") * 2, id="portable_device"),
     pytest.param(lambda x: x * (2 if x.device.type == "cpu" else 3), id="device_type"),

@@ -24,7 +24,7 @@ LAYERS = [
     ("tensor", ("dynjit.tensor",)),
     ("autograd", ("dynjit.autograd",)),
     ("tensor API", ("dynjit._methods", "dynjit.functional")),
-    ("nn, optim", ("dynjit.nn", "dynjit.optim", "dynjit.utils.data", "dynjit.serialization", "dynjit.cuda",
+    ("nn, optim", ("dynjit.nn", "dynjit.optim", "dynjit.utils.data", "dynjit.utils.checkpoint", "dynjit.serialization", "dynjit.cuda",
                    "dynjit.accelerator", "dynjit.amp")),
     ("fx", ("dynjit.fx", "dynjit._trace_wrapped")),
     ("aot", ("dynjit.aot",)),

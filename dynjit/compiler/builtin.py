@@ -11,6 +11,9 @@ def eager(gm, example_inputs, **kwargs):
     return gm.forward
 
 
+eager.dynjit_scalar_inputs = True    # runs the graph as is: dynamic numbers stay graph inputs
+
+
 @register_backend(name="aot_eager")
 def aot_eager(gm, example_inputs, **kwargs):
     from ..aot import aot_module_simplified, nop, min_cut_rematerialization_partition

@@ -58,7 +58,7 @@ class CodeGen:
         if name is not None:
             return name
         expr = var.reconstruct(self)
-        if not expr.isidentifier() and not isinstance(var, ConstantVariable):
+        if not expr.isidentifier() and not (isinstance(var, ConstantVariable) and var.is_literal()):
             # Build or read each value once, into a temporary that every reference uses: one
             # object stays one object (a list held in a local and by a bound method on the stack),
             # and a source is read before the side effects are replayed (`r = obj.g; obj.g = None;

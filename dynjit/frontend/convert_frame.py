@@ -17,7 +17,7 @@ import weakref
 from .. import _jit_callback
 from .. import random as _random
 from ..autograd.grad_mode import state as _grad_state
-from ..backends.registry import call_backend, contract_error
+from ..compiler.registry import call_backend, contract_error
 from ..exc import Unsupported, BreakKind
 from ..fx.graph_module import GraphModule
 from ..utils import counters, forget_source_with
@@ -56,7 +56,7 @@ def location(exc):
     return getattr(exc, "_tx_location", ("<unknown>", 0))
 
 
-def convert(fn, args, kwargs, backend, fullgraph=False, hook=None, dynamic=False):
+def convert(fn, args, kwargs, backend, fullgraph=False, hook=None, dynamic=False, dynamic_scalars=()):
     """Trace fn(*args, **kwargs) into a CompiledEntry; raises Unsupported if it cannot."""
     # the code that runs is fn's own, not that of a function it wraps (functools.wraps); the
     # caller has checked that the arguments bind
@@ -67,13 +67,13 @@ def convert(fn, args, kwargs, backend, fullgraph=False, hook=None, dynamic=False
         bound.arguments = {(f".{n[8:]}" if n.startswith("implicit") and n not in fn.__code__.co_varnames
                             else n): v for n, v in bound.arguments.items()}
     try:
-        return _trace(fn, bound, backend, dynamic=dynamic)
+        return _trace(fn, bound, backend, dynamic=dynamic, dynamic_scalars=dynamic_scalars)
     except Unsupported as e:
         if fullgraph or getattr(e, "_break_step", None) is None or hook is None:
             raise
         try:
             entry = _trace(fn, bound, backend, stop_at=e._break_step, break_exc=e, hook=hook,
-                           dynamic=dynamic)
+                           dynamic=dynamic, dynamic_scalars=dynamic_scalars)
         except (Unsupported, NotImplementedError) as why:
             hint = f"{e.hint}; {why.hint}" if isinstance(why, Unsupported) else e.hint
             plain = Unsupported(e.kind, f"{e}; no graph break possible here: {why}", hint)
@@ -95,10 +95,11 @@ def _without_traceback(exc):
     return exc
 
 
-def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=False):
+def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=False, dynamic_scalars=()):
     code = fn.__code__
     output = OutputGraph(fn, backend)
     output.dynamic = dynamic
+    output.dynamic_scalars = dynamic_scalars
     output._bound_args = dict(bound.arguments)
     grad = _grad_state.enabled
     tx = InstructionTranslator(code, fn.__globals__, {}, {}, output)

@@ -25,12 +25,14 @@ from . import resume, tracebacks
 from .bytecode_info import check_python_version
 from .convert_frame import convert, location
 from .exc import GraphBreak
-from .guards import module_hooks_present, failure_reason
+from .guards import module_hooks_present, failure_reason, GuardFailure
+from .variables.symbolic import ALL_SOURCES
 
 recompiles_log = logging.getLogger("dynjit.recompiles")
 breaks_log = logging.getLogger("dynjit.graph_breaks")
 guards_log = logging.getLogger("dynjit.guards")
 internal_log = logging.getLogger("dynjit.internal_errors")
+dynamic_log = logging.getLogger("dynjit.dynamic")
 
 _all_compiled = weakref.WeakSet()
 _recorders = []      # explain() sessions collecting the CompiledFunctions a call creates
@@ -64,6 +66,7 @@ class CompiledFunction:
         self.eager_reason = None
         self._warned_limit = False
         self._auto_dynamic = False
+        self._dynamic_scalars = set()   # numbers whose value changed (source expressions): symbolic
         self._lock = threading.RLock()      # one compile at a time per compiled function
         self._died_unused = 0               # entries freed before any call reused them
         functools.update_wrapper(self, fn)
@@ -155,6 +158,11 @@ class CompiledFunction:
             reason = reasons[-1] or "unknown"
             if self._dynamic is None and getattr(reason, "tensor", False):
                 self._auto_dynamic = True     # a size changed: compile for dynamic sizes next
+            new = [s for s in getattr(reason, "scalars", ()) if s not in self._dynamic_scalars]
+            if self._dynamic is None and new:
+                self._dynamic_scalars.update(new)     # numbers that changed: symbolic from now on
+                reason = GuardFailure(f"{reason}; now dynamic: {', '.join(new)}", scalar=reason.scalar)
+                dynamic_log.debug("%s: dynamic numbers %s", fn.__qualname__, ", ".join(new))
             counters["recompiles"][fn.__qualname__] += 1
             recompiles_log.debug("Recompiling function %s: guard failed: %s", fn.__qualname__, reason)
             self.recompile_reasons.append(reason)
@@ -171,7 +179,8 @@ class CompiledFunction:
         _sweep_code_cache()
         try:
             dynamic = self._dynamic is True or (self._dynamic is None and self._auto_dynamic)
-            entry = convert(fn, args, kwargs, self._backend, self._fullgraph, self._hook, dynamic)
+            scalars = ALL_SOURCES if self._dynamic is True else self._dynamic_scalars if self._dynamic is None else ()
+            entry = convert(fn, args, kwargs, self._backend, self._fullgraph, self._hook, dynamic, scalars)
         except Unsupported as e:
             brk = self._record_break(e)
             if self._fullgraph:
@@ -271,6 +280,7 @@ class CompiledFunction:
             self.eager_reason = None
             self._warned_limit = False
             self._auto_dynamic = False
+            self._dynamic_scalars = set()
             self.__dict__.pop("_resume_cache", None)
 
     # -- debug view ------------------------------------------------------------------------
@@ -433,7 +443,7 @@ def compile(fn=None, *, backend="eager", fullgraph=False, dynamic=None, mode=Non
     if disable:
         return fn
     check_python_version()      # a Python whose bytecode the frontend does not know fails here
-    from ..backends.registry import lookup_backend
+    from ..compiler.registry import lookup_backend
     lookup_backend(backend)   # fail early on an unknown name
     if isinstance(fn, OptimizedModule):         # compiling it again: compile its module
         fn = fn._orig_mod
@@ -463,7 +473,7 @@ class _OptimizeContext:
     def __enter__(self):
         """Inside the block, frames started by the library's entry points (nn.Module calls)
         are compiled with this backend; plain Python calls are not intercepted (no PEP 523)."""
-        from ..backends.registry import lookup_backend
+        from ..compiler.registry import lookup_backend
         lookup_backend(self.backend)
         compiled = {}
 

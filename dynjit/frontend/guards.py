@@ -27,6 +27,7 @@ from collections import OrderedDict, defaultdict, namedtuple
 from .. import _dtype, _jit_callback
 from ..autograd.grad_mode import state as _grad_state
 from ..tensor import Tensor
+from .variables.symbolic import is_dynamic_number
 from .source import local_name
 from .source import (Source, LocalSource, GlobalSource, ConstSource, AttrSource, ItemSource,
                      ClosureCellSource, DefaultSource, CallSource, ObjectKey)
@@ -762,8 +763,26 @@ def failure_reason(guard, fn, args, kwargs):
             return GuardFailure(f"{readable(g, consts)} (raised {type(err).__name__})",
                                 tensor=g.kind in (Kind.TENSOR, Kind.TENSOR_DYNAMIC))
         if not ok:
-            return _explain(g, ns, r, consts)
+            reason = _explain(g, ns, r, consts)
+            reason.scalars = [reason.scalar] if reason.scalar else []
+            reason.scalars += _changed_numbers(guard, g, ns)
+            return reason
     return None
+
+
+def _changed_numbers(guard, failed, ns):
+    """The sources (expressions) of the other guarded numbers whose value changed too, so that
+    automatic dynamic makes them all symbolic in one recompile."""
+    changed = []
+    for g, code in zip(guard.guards, guard.exprs):
+        if g is failed or g.kind is not Kind.CONSTANT or not is_dynamic_number(g.expected):
+            continue
+        try:
+            if not eval(code, ns):
+                changed.append(g.source.expr())
+        except Exception:
+            continue
+    return changed
 
 
 def _explain(g, ns, r, consts):
@@ -797,6 +816,11 @@ def _explain(g, ns, r, consts):
         if t._is_inference is not exp.inference:
             got.append(f"is_inference={t._is_inference} (compiled for {exp.inference})")
         return GuardFailure(f"{name}: " + ", ".join(got or ["tensor type changed"]), tensor=True)
+    if kind is Kind.CONSTANT and is_dynamic_number(exp):
+        now = current(g.source)
+        if is_dynamic_number(now):
+            return GuardFailure(f"{readable_source(g.source)} changed from {exp!r} to {now!r}",
+                                scalar=g.source.expr())
     if kind is Kind.DISTINCT:
         names = ", ".join(readable_source(s) for s in g.source)
         return GuardFailure(f"some of ({names}) are one object (compiled for {exp} distinct objects)")
@@ -826,11 +850,14 @@ def _explain(g, ns, r, consts):
 
 
 class GuardFailure(str):
-    """Why a cache entry's guard failed; `tensor` says a tensor's metadata changed."""
+    """Why a cache entry's guard failed; `tensor` says a tensor's metadata changed, `scalar`
+    names (as a source expression) a number whose value changed."""
 
-    def __new__(cls, text, tensor=False):
+    def __new__(cls, text, tensor=False, scalar=None):
         self = super().__new__(cls, text)
         self.tensor = tensor
+        self.scalar = scalar
+        self.scalars = [scalar] if scalar else []
         return self
 
 

@@ -6,6 +6,7 @@ import operator
 from .exc import unimplemented, fold, BreakKind, DataDependent
 from .variables import ConstantVariable, TensorVariable, ListVariable, TupleVariable, wrap
 from .variables.objects import UserObjectVariable, NewObjectVariable, class_attribute
+from .variables.symbolic import ARITHMETIC, UNARY_ARITHMETIC, SymNumberVariable
 
 BINARY_OPS = {
     "+": (operator.add, "__add__", "__radd__"), "-": (operator.sub, "__sub__", "__rsub__"),
@@ -135,10 +136,26 @@ def _call_dunder(tx, obj, name, args):
     return result
 
 
+def is_symbolic(v):
+    return isinstance(v, SymNumberVariable) and not v.specialized
+
+
+def _number_operand(v):
+    return v if is_symbolic(v) else v.as_python_constant()
+
+
+def _symbolic_arithmetic(tx, fn, a, b):
+    if not (is_symbolic(a) or is_symbolic(b)):
+        return NotImplemented
+    result = SymNumberVariable.apply(ARITHMETIC[fn], [_number_operand(a), _number_operand(b)])
+    return NotImplemented if result is None else result
+
+
 # (operators or ANY_OP, left operand kind, right operand kind, handler), tried in order
 BINARY_RULES = (
     (ANY_OP, is_tensor, is_tensor_operand, _record),
     (ANY_OP, is_tensor_operand, is_tensor, _record),
+    (set(ARITHMETIC), is_constant, is_constant, _symbolic_arithmetic),
     ({operator.iadd}, is_list, anything, _extend_in_place),
     ({operator.imul}, is_list, anything, _repeat_in_place),
     (ANY_OP, is_constant, is_constant, _fold),
@@ -182,9 +199,15 @@ def _user_unary_dunder(tx, fn, a):
     return NotImplemented if result is None else result
 
 
+def _symbolic_unary(tx, fn, a):
+    result = SymNumberVariable.apply(fn, [a])
+    return NotImplemented if result is None else result
+
+
 UNARY_RULES = (
     ({operator.not_}, is_tensor, _not_tensor),
     (ANY_OP, is_tensor, _record_unary),
+    (set(UNARY_ARITHMETIC), is_symbolic, _symbolic_unary),
     (ANY_OP, is_constant, _fold_unary),
     ({operator.not_}, anything, _truth),
     (ANY_OP, anything, _user_unary_dunder),

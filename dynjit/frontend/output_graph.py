@@ -16,6 +16,7 @@ from .side_effects import SideEffects
 from .variables import (ConstantVariable, TensorVariable, TupleVariable, ListVariable, DictVariable,
                         VariableTracker)
 from .variables.tensor import wrap_result, example_like
+from .variables.symbolic import SymNumberVariable
 
 
 def set_grad_enabled_node(mode):
@@ -43,6 +44,8 @@ class OutputGraph:
         self.guards.grad_mode(self.grad_enabled)
         self.backend_call = backend_call
         self.placeholder_sources = {}
+        self.scalar_inputs = {}          # source expression -> placeholder of a dynamic number
+        self.dynamic_scalars = ()        # sources (expressions) of numbers to make symbolic, or ALL
         self.dynamic = False             # guard input sizes by rank only (if no size was read)
         self.shape_specialized = False   # the trace read a concrete size
 
@@ -80,6 +83,32 @@ class OutputGraph:
         self.placeholder_sources[node] = source
         return var
 
+    @property
+    def backend_takes_scalars(self):
+        """Whether the backend accepts graphs with number inputs (`dynjit_scalar_inputs`)."""
+        from ..compiler.registry import lookup_backend
+        return bool(getattr(lookup_backend(self.backend_call), "dynjit_scalar_inputs", False))
+
+    def input_scalar(self, value, source):
+        """The placeholder of a dynamic number read from `source` (symbolic.SymNumberVariable)."""
+        key = source.expr()
+        node = self.scalar_inputs.get(key)
+        if node is not None:
+            return node
+        first_op = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
+        name = _placeholder_name(source)
+        if first_op is None:
+            node = self.graph.placeholder(name)
+        else:
+            with self.graph.inserting_before(first_op):
+                node = self.graph.placeholder(name)
+        node.meta["val"] = value
+        node.meta["source"] = source
+        self.scalar_inputs[key] = node
+        self.placeholder_examples[node] = value
+        self.placeholder_sources[node] = source
+        return node
+
     def real_value(self, source):
         ns = self.guards.namespace(self.fn)
         ns.update({local_name(k): v for k, v in self._bound_args.items()})
@@ -92,6 +121,10 @@ class OutputGraph:
             self.grad_enabled = mode
 
     def _unwrap(self, v, want):
+        if isinstance(v, SymNumberVariable) and not v.specialized:
+            if not self.backend_takes_scalars:
+                return v.as_python_constant()        # a tensors-only backend: specialized (guarded)
+            return v._value if want == "example" else v.graph_node(self)
         if isinstance(v, TensorVariable):
             return v.example if want == "example" else v.node
         if isinstance(v, (TupleVariable, ListVariable)):

@@ -297,7 +297,7 @@ def test_guard_records_and_their_views():
     kinds = {g.kind for g in guard.guards}
     assert {Kind.TENSOR, Kind.CONSTANT, Kind.NO_KEY, Kind.GRAD_MODE, Kind.DEFAULT_DTYPE} <= kinds
     assert "def ___guard(x, c, n)" in guard.source
-    assert compiled.recompile_reasons[0] == "type(n) is int and n == 2"
+    assert compiled.recompile_reasons[0] == "n changed from 2 to 3; now dynamic: n"
     reason = compiled.recompile_reasons[1]
     assert reason == "x: size (4,) (compiled for (3,))" and reason.tensor
 

@@ -322,7 +322,7 @@ def test_guards_recompile_on_change_and_reuse_on_hit():
     compiled(t(4).double(), 3)   # a different dtype
     assert counter.frame_count == 4
     # reasons in the user's terms, not the guard's generated source
-    assert compiled.recompile_reasons == ["type(n) is int and n == 2", "x: size (4,) (compiled for (3,))",
+    assert compiled.recompile_reasons == ["n changed from 2 to 3; now dynamic: n", "x: size (4,) (compiled for (3,))",
                                           "x: dtype float64 (compiled for float32)"]
 
 
@@ -332,7 +332,7 @@ def test_cache_size_limit_runs_eagerly_with_one_warning(monkeypatch):
     def fn(x, n):
         return x + n
 
-    compiled = dynjit.compile(fn, backend=CompileCounter())
+    compiled = dynjit.compile(fn, backend=CompileCounter(), dynamic=False)    # n static: a compile per value
     with pytest.warns(UserWarning, match="cache_size_limit"):
         for n in range(5):
             assert same(compiled(dynjit.ones(2), n), dynjit.ones(2) + n)

@@ -90,6 +90,10 @@ class ConstantVariable(VariableTracker):
     def is_python_constant(self):
         return True
 
+    def is_literal(self):
+        """Rebuilt as a literal (no temporary needed: it reads nothing that side effects change)."""
+        return True
+
     def as_python_constant(self):
         return self.value
 

@@ -15,13 +15,14 @@ import types
 from collections import OrderedDict, defaultdict
 
 from ... import _dtype
-from ...tensor import Tensor
+from ...tensor import Tensor, device
 from ..exc import unimplemented, BreakKind
 from ..source import LocalSource, ItemSource
 from .base import ConstantVariable
+from .symbolic import SymNumberVariable, is_dynamic_number
 
 CONSTANT_TYPES = (int, float, bool, str, bytes, complex, type(None), type(Ellipsis), type(NotImplemented),
-                  _dtype.dtype, range, slice)
+                  _dtype.dtype, range, slice, device)
 
 # the rules, most specific first; each names the tracker module that registers it
 RULES = (
@@ -111,6 +112,8 @@ def is_constant_value(value):
 
 @wraps("constant", object)
 def _wrap_constant(tx, value, source, guards):
+    if source is not None and is_dynamic_number(value) and source.expr() in tx.output.dynamic_scalars:
+        return SymNumberVariable.from_source(value, source, guards)
     if type(value) in (int, float) and isinstance(source, LocalSource):
         guards.type(source, value)
         return ConstantVariable(value, source, guard_on_use=lambda: guards.constant(source, value))

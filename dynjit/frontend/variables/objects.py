@@ -4,14 +4,14 @@ import abc
 import inspect
 import types
 
-from ..exc import unimplemented, BreakKind, Unsupported
+from ..exc import unimplemented, fold, BreakKind, Unsupported
 from ..guards import module_hooks_present
 from ..source import AttrSource, ItemSource
 from .base import VariableTracker, ConstantVariable
 from .builder import wraps, wrap
 from ...autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
 from ...nn import Module, Parameter, ModuleList, Sequential
-from ...tensor import Tensor
+from ...tensor import Tensor, device
 from ..source import ConstSource
 from .builder import is_constant_value
 from .containers import IteratorVariable, NamedTupleVariable, TupleVariable, live_iter
@@ -190,6 +190,10 @@ class ClassVariable(VariableTracker):
 
     def call(self, tx, args, kwargs):
         cls = self.cls
+        if cls in VALUE_CLASSES and all(a.is_python_constant() for a in list(args) + list(kwargs.values())):
+            # an immutable library value (dynjit.device("cpu")): made at trace time, a constant
+            return wrap(tx, fold(cls, *[a.as_python_constant() for a in args],
+                                 **{k: v.as_python_constant() for k, v in kwargs.items()}))
         if issubclass(cls, tuple) and hasattr(cls, "_fields"):
             return _make_namedtuple(tx, cls, args, kwargs)
         if issubclass(cls, BaseException):
@@ -259,6 +263,8 @@ class PythonModuleVariable(VariableTracker):
 
 
 _SLICED_BY_POSITION = (ModuleList, Sequential)
+# immutable library value classes whose instances are constants of the trace
+VALUE_CLASSES = (device,)
 
 
 class ModuleVariable(VariableTracker):

@@ -15,7 +15,8 @@ from ...tensor import Size
 from ..source import AttrSource
 from .containers import ListVariable, NamedTupleVariable, TupleVariable
 
-STATIC_ATTRS = {"shape", "dtype", "ndim", "requires_grad", "is_leaf", "device", "is_cuda", "layout"}
+STATIC_ATTRS = {"shape", "dtype", "ndim", "requires_grad", "is_leaf", "device", "is_cuda", "layout", "is_cpu",
+                "is_xpu", "is_mps", "is_meta", "is_sparse", "is_quantized", "is_nested", "is_mkldnn"}
 GRAPH_ATTRS = {"T", "mT", "data", "real"}
 
 
@@ -44,7 +45,7 @@ class TensorVariable(VariableTracker):
         return [self.getitem(tx, ConstantVariable(i)) for i in range(self.length(tx))]
 
     def getattr(self, tx, name):
-        if name in STATIC_ATTRS:
+        if name in STATIC_ATTRS and hasattr(self.example, name):
             if name == "shape":
                 tx.output.shape_specialized = True
             return ConstantVariable(getattr(self.example, name))
