@@ -2,6 +2,7 @@
 
 `backward` and `grad` run the engine (engine.py) over the graph of backward
 nodes that the dispatcher records (graph.py); `Function` defines custom ops.
+Forward mode (dual tensors, JVPs) is `forward_ad`.
 """
 import warnings
 
@@ -19,6 +20,7 @@ from . import function
 from .engine import run_backward, set_multithreading_enabled, is_multithreading_enabled
 from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
+from . import forward_ad
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
            "gradgradcheck", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",

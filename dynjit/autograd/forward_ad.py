@@ -46,6 +46,8 @@ __all__ = ["dual_level", "make_dual", "unpack_dual", "enter_dual_level", "exit_d
 _levels = []            # the active _Level objects, outermost first
 _current_level = -1     # PyTorch's module attribute: the innermost level, -1 when none
 _fwd_grad_enabled = [True]
+_NOT_LAST = ("Trying to exit a forward AD level that was not the last one that was created. This "
+             "is not supported.")
 
 
 class UnpackedDualTensor(namedtuple("UnpackedDualTensor", ["primal", "tangent"])):
@@ -116,8 +118,7 @@ def _enter(allow_nested):
 def _exit(level):
     global _current_level
     if not _levels or _levels[-1] is not level:
-        raise RuntimeError("Trying to exit a forward AD level that was not the last one created. "
-                           "This is not supported.")
+        raise RuntimeError(_NOT_LAST)
     _levels.pop()
     modes = _dispatch._modes
     for i in range(len(modes) - 1, -1, -1):
@@ -136,12 +137,12 @@ def enter_dual_level():
 def exit_dual_level(*, level=None):
     """Exit the innermost forward-grad level (which must be `level` when given), deleting
     every tangent set at it."""
-    if not _levels:
-        raise RuntimeError("Trying to exit a forward AD level that was not the last one created. "
-                           "This is not supported.")
-    if level is not None and level != _levels[-1].index:
-        raise RuntimeError("Trying to exit a forward AD level that was not the last one created. "
-                           "This is not supported.")
+    if level is None:
+        level = _current_level
+    if level < 0:
+        raise RuntimeError("Dual level must be a positive number.")
+    if not _levels or level != _levels[-1].index:
+        raise RuntimeError(_NOT_LAST)
     _exit(_levels[-1])
 
 
@@ -286,10 +287,9 @@ def make_dual(tensor, tangent, *, level=None):
     lvl = _level_object(level)
     if lvl is None:
         if level is None:
-            raise RuntimeError("To create a dual Tensor, you need to first enter a dual level: "
-                               "use `with forward_ad.dual_level():` or `enter_dual_level()`.")
-        raise RuntimeError(f"Trying to create a dual Tensor for forward AD but no level "
-                           f"{level} exists, make sure to enter_dual_level() first.")
+            raise RuntimeError("Trying to create a dual Tensor for forward AD but no level exists, "
+                               "make sure to enter_dual_level() first.")
+        raise RuntimeError("Invalid level given to _make_dual")
     if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
         raise TypeError("make_dual(): expected tensor and tangent to be Tensors, got "
                         f"{type(tensor).__name__} and {type(tangent).__name__}")
@@ -303,9 +303,6 @@ def make_dual(tensor, tangent, *, level=None):
         raise RuntimeError("Expected tangent to not be a dual tensor at the same level: the given "
                            "tangent has a forward gradient at the same level as the one being set. "
                            "This is not supported.")
-    if tangent.dtype is not tensor.dtype:
-        raise RuntimeError(f"Trying to set a forward gradient that has a different dtype than that "
-                           f"of the original Tensor: {tensor.dtype} and {tangent.dtype}.")
     dual = _alias(tensor, lvl)
     set_tangent(dual, tangent, lvl)
     return dual
@@ -337,7 +334,8 @@ def unpack_dual(tensor, *, level=None):
     view without the tangent, the tangent is the tensor given to make_dual (or the one an op
     computed), None when there is none."""
     if not isinstance(tensor, Tensor):
-        return UnpackedDualTensor(tensor, None)
+        raise TypeError(f"_unpack_dual(): argument 'dual' (position 1) must be Tensor, not "
+                        f"{type(tensor).__name__}")
     lvl = _level_object(level)
     if lvl is None:
         return UnpackedDualTensor(tensor, None)

@@ -99,8 +99,21 @@ def test_enter_and_exit_dual_level_by_hand():
     fwAD.exit_dual_level(level=0)
     assert fwAD._current_level == -1
     assert fwAD.unpack_dual(x).tangent is None
-    with pytest.raises(RuntimeError, match="dual level"):
+    with pytest.raises(RuntimeError, match="no level exists, make sure to enter_dual_level"):
         fwAD.make_dual(dynjit.tensor([1.0]), dynjit.tensor([2.0]))
+    with pytest.raises(RuntimeError, match="Dual level must be a positive number"):
+        fwAD.exit_dual_level()
+    with fwAD.dual_level():
+        with pytest.raises(RuntimeError, match="Invalid level given to _make_dual"):
+            fwAD.make_dual(dynjit.tensor([1.0]), dynjit.tensor([2.0]), level=3)
+        with pytest.raises(RuntimeError, match="not the last one that was created"):
+            fwAD.exit_dual_level(level=3)
+        assert fwAD.unpack_dual(dynjit.ones(1), level=5).tangent is None
+        with pytest.raises(TypeError, match="must be Tensor, not int"):
+            fwAD.unpack_dual(3)
+        # a tangent of another floating dtype is kept as given (as PyTorch does)
+        t64 = dynjit.rand(2, dtype=dynjit.float64)
+        assert fwAD.unpack_dual(fwAD.make_dual(dynjit.rand(2), t64)).tangent is t64
 
 
 # ports: 002_7f98adb56adba91b.txt TestAutogradForwardMode.test_size_check
