@@ -57,3 +57,18 @@ def test_compiled_training_step_detaching_hidden_state(backend):
     losses, grad = _carry(dynjit.compile(_step, backend=backend))
     assert losses == pytest.approx(eager_losses, rel=1e-5)
     assert dynjit.allclose(grad, eager_grad, rtol=1e-4, atol=1e-5)
+
+
+def test_grad_of_a_detached_input_is_unused_as_in_eager():
+    def f(w, h):
+        return (h.detach() * w).sum()
+
+    compiled = aot_function(f, fw_compiler=nop)
+    for fn in (f, compiled):
+        w = dynjit.randn(3, requires_grad=True)
+        h = dynjit.randn(3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+            dynjit.autograd.grad(fn(w, h), [w, h])
+        gw, gh = dynjit.autograd.grad(fn(w, h), [w, h], allow_unused=True)
+        assert gh is None
+        assert dynjit.allclose(gw, h.detach())
