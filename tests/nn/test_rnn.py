@@ -472,6 +472,12 @@ def test_forward_errors():
         m(dynjit.zeros(2, 2, 3), (dynjit.zeros(1, 3, 4), dynjit.zeros(1, 2, 4)))
     with pytest.raises(RuntimeError, match=r"For batched 3-D input, hx and cx should also be 3-D but got \(2-D, 3-D\) tensors"):
         m(dynjit.zeros(2, 2, 3), (dynjit.zeros(2, 4), dynjit.zeros(1, 2, 4)))
+    with pytest.raises(TypeError, match=r"LSTM: hx must be a tuple \(h_0, c_0\) of two tensors"):
+        m(dynjit.zeros(2, 2, 3), dynjit.zeros(1, 2, 4))
+    with pytest.raises(TypeError, match=r"LSTM: hx must be a tuple"):
+        m(pack_sequence([dynjit.zeros(2, 3)]), dynjit.zeros(1, 1, 4))
+    out, (h, c) = m(pack_sequence([dynjit.zeros(2, 3)]), [dynjit.zeros(1, 1, 4), dynjit.zeros(1, 1, 4)])
+    assert tuple(h.shape) == (1, 1, 4)
     with pytest.raises(ValueError, match="RNN input dtype \\(dynjit.float64\\) does not match weight dtype"):
         m(dynjit.zeros(2, 2, 3, dtype=dynjit.float64))
     with pytest.raises(RuntimeError, match="Expected sequence length to be larger than 0 in RNN"):

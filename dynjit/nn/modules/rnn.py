@@ -260,6 +260,10 @@ class RNNBase(Module):
         num_directions = 2 if self.bidirectional else 1
         packed = isinstance(input, PackedSequence)
         is_batched = True
+        if is_lstm and hx is not None:
+            if not (isinstance(hx, (tuple, list)) and len(hx) == 2):
+                raise TypeError("LSTM: hx must be a tuple (h_0, c_0) of two tensors")
+            hx = tuple(hx)
         if packed:
             data, batch_sizes_t, sorted_indices, unsorted_indices = input
             batch_sizes = [int(size) for size in batch_sizes_t.tolist()]
@@ -289,10 +293,6 @@ class RNNBase(Module):
                 hx = (h_zeros, _fn.zeros(shape[:2] + (self.hidden_size,), dtype=data.dtype))
             else:
                 hx = h_zeros
-        elif is_lstm and not (isinstance(hx, (tuple, list)) and len(hx) == 2):
-            raise TypeError("LSTM: hx must be a tuple (h_0, c_0) of two tensors")
-        elif is_lstm:
-            hx = tuple(hx)
         self.check_forward_args(data, hx, batch_sizes if packed else None)
         if not batch_sizes:
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
@@ -315,8 +315,6 @@ class RNNBase(Module):
     def _check_hx_dims(self, hx, is_batched):
         want, kind = (3, "batched 3-D") if is_batched else (2, "unbatched 2-D")
         if self.mode == "LSTM":
-            if not (isinstance(hx, (tuple, list)) and len(hx) == 2):
-                raise TypeError("LSTM: hx must be a tuple (h_0, c_0) of two tensors")
             if hx[0].dim() != want or hx[1].dim() != want:
                 raise RuntimeError(f"For {kind} input, hx and cx should also be {want}-D but got "
                                    f"({hx[0].dim()}-D, {hx[1].dim()}-D) tensors")
