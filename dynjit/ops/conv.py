@@ -364,8 +364,10 @@ def max_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
     shape = pool_shape("max_pool", x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     nd = len(kernel_size)
     in_sizes, out_sizes = x.shape[-nd:], shape[-nd:]
-    xp = _pad(x, padding, _lowest(x.dtype),
-              _right_extra(in_sizes, out_sizes, kernel_size, stride, padding, dilation))
+    extra = _right_extra(in_sizes, out_sizes, kernel_size, stride, padding, dilation)
+    if not any(padding) and not any(extra) and not (x.dtype.kind == "f" and np.isnan(x).any()):
+        return _max_pool_by_argmax(x, shape, kernel_size, stride, dilation)
+    xp = _pad(x, padding, _lowest(x.dtype), extra)
     grid = _grid(out_sizes, nd)
     # as PyTorch: start at the window's first position inside the input, take a later value
     # when it is larger or NaN
@@ -388,6 +390,23 @@ def max_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
         pos = flat_of([g * s - p + j * d for g, s, p, j, d in zip(grid, stride, padding, offset, dilation)])
         np.copyto(index, np.broadcast_to(pos, shape), where=take)
     return best, index
+
+
+def _max_pool_by_argmax(x, shape, kernel_size, stride, dilation):
+    """max_pool without padding or NaNs, where every window position is in the input: one copy
+    of the windows and an argmax (the first maximum, as PyTorch's scan takes) instead of a
+    compare-and-select pass per kernel offset."""
+    nd = len(kernel_size)
+    in_sizes, out_sizes = x.shape[2:], shape[2:]
+    win = _windows(x, kernel_size, stride, dilation, out_sizes)          # (N, C, *O, *K), a view
+    flat = win.reshape(tuple(shape) + (_prod(kernel_size),))
+    arg = np.argmax(flat, axis=-1)
+    values = np.take_along_axis(flat, arg[..., None], -1)[..., 0]
+    flat_of = _flat_index(in_sizes)
+    offsets = np.array([flat_of([j * d for j, d in zip(k, dilation)])
+                        for k in itertools.product(*(range(k) for k in kernel_size))], dtype=np.int64)
+    base = flat_of([g * s for g, s in zip(_grid(out_sizes, nd), stride)])
+    return values, base + offsets[arg]
 
 
 def _flat_index(in_sizes):
@@ -470,6 +489,10 @@ def adaptive_max_pool(input, output_size):
     shape = adaptive_shape("adaptive_max_pool", x.shape, output_size)
     nd = len(output_size)
     in_sizes = x.shape[2:]
+    if all(o and i % o == 0 for i, o in zip(in_sizes, shape[2:])) and not (
+            x.dtype.kind == "f" and np.isnan(x).any()):
+        kernel = tuple(i // o for i, o in zip(in_sizes, shape[2:]))   # equal windows: a plain max pool
+        return _max_pool_by_argmax(x, shape, kernel, kernel, (1,) * nd)
     values = np.empty(shape, dtype=x.dtype)
     index = np.empty(shape, dtype=np.int64)
     lead = x.shape[:2]

@@ -165,9 +165,21 @@ def test_max_pool_ties_take_the_first_and_padding_never_wins():
     np.testing.assert_array_equal(i.numpy(), [[[0, 1]]])       # a -inf inside the input is a position
 
 
+def test_max_pool_ties_without_padding_take_the_first():
+    # no padding: the argmax path (the scan with padding is the test above)
+    v, i = F.max_pool1d(dynjit.tensor([[[-5.0, -5.0, 3.0, 3.0, -np.inf, -np.inf]]]), 2, return_indices=True)
+    _close(v, [[[-5.0, 3.0, -np.inf]]])
+    np.testing.assert_array_equal(i.numpy(), [[[0, 2, 4]]])
+    v, i = F.max_pool2d(dynjit.ones(1, 1, 4, 4), 2, stride=1, dilation=2, return_indices=True)
+    np.testing.assert_array_equal(i.numpy(), [[[[0, 1], [4, 5]]]])
+
+
 def test_max_pool_propagates_nan():
     x = dynjit.tensor([[[1.0, float("nan"), 3.0, 2.0]]])
     v, i = F.max_pool1d(x, 2, return_indices=True)
+    assert np.isnan(v.numpy()[0, 0, 0]) and v.numpy()[0, 0, 1] == 3.0
+    np.testing.assert_array_equal(i.numpy(), [[[1, 2]]])
+    v, i = F.adaptive_max_pool1d(x, 2, return_indices=True)
     assert np.isnan(v.numpy()[0, 0, 0]) and v.numpy()[0, 0, 1] == 3.0
     np.testing.assert_array_equal(i.numpy(), [[[1, 2]]])
 
