@@ -48,6 +48,13 @@ def _(grad, dim, result):
     return result * (grad - (grad * result).sum(d, keepdim=True))
 
 
+@softmax.jvp
+def _(tangents, result, self, dim):     # the Jacobian is symmetric: the backward formula
+    t = tangents[0]
+    d = dim if result.ndim else None
+    return result * (t - (t * result).sum(d, keepdim=True))
+
+
 @register("log_softmax", OTHER, variants="function, method")
 def log_softmax(self, dim):
     x = _softmax_input(self)
@@ -67,6 +74,13 @@ log_softmax.meta_fn(_softmax_meta)
 def _(grad, dim, result):
     d = dim if result.ndim else None
     return grad - result.exp() * grad.sum(d, keepdim=True)
+
+
+@log_softmax.jvp
+def _(tangents, result, self, dim):     # t minus the softmax-weighted mean of t
+    t = tangents[0]
+    d = dim if result.ndim else None
+    return t - (result.exp() * t).sum(d, keepdim=True)
 
 
 REDUCTIONS = ("none", "mean", "sum")
