@@ -29,6 +29,17 @@ def view_scatter(base, src, chain):
     return out
 
 
+@view_scatter.jvp
+def _(tangents, result, base, src, chain):     # linear in base and src together
+    from .factories import zeros
+    t_base, t_src = tangents[0], tangents[1]
+    if t_base is None:
+        t_base = zeros(tuple(base.shape), dtype=result.dtype)
+    if t_src is None:
+        t_src = zeros(tuple(src.shape), dtype=result.dtype)
+    return view_scatter(t_base, t_src, chain)
+
+
 @view_scatter.derivative
 def _(grad, src_shape, chain):
     from .factories import zeros
