@@ -26,7 +26,9 @@ dropped when the level exits.
 
 Levels nest internally (dynjit.func's jvp of jvp: each level is a mode, the
 inner level's tangent computations run through the outer one), but, as in
-PyTorch, the public `enter_dual_level` refuses a second level.
+PyTorch, the public `enter_dual_level` refuses a second public level (one inside
+a dynjit.func transform is allowed, as in PyTorch, whose functorch levels are
+separate).
 """
 import weakref
 from collections import namedtuple
@@ -60,6 +62,8 @@ class UnpackedDualTensor(namedtuple("UnpackedDualTensor", ["primal", "tangent"])
 class _Level(DispatchMode):
     """One dual level: the dispatch mode that computes tangents, and the tensors holding a
     tangent at this level (weakly, to clear them at exit)."""
+
+    public = True               # entered by enter_dual_level (not a dynjit.func transform)
 
     def __init__(self, index):
         self.index = index
@@ -106,9 +110,10 @@ class _Level(DispatchMode):
 
 def _enter(allow_nested):
     global _current_level
-    if _levels and not allow_nested:
+    if not allow_nested and any(lv.public for lv in _levels):
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
     level = _Level(len(_levels))
+    level.public = not allow_nested
     _levels.append(level)
     _dispatch._modes.append(level)
     _current_level = level.index

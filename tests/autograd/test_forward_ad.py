@@ -1382,3 +1382,22 @@ def test_inplace_into_a_view_of_an_unpacked_primal_stops_at_that_primal():
         assert fwAD.unpack_dual(primal).tangent.tolist() == [7.0, 0.0]
         assert fwAD.unpack_dual(foo).tangent is None
         assert fwAD.unpack_dual(dual).tangent.tolist() == [1.0, 1.0]
+
+
+def test_a_dual_level_inside_func_jvp_and_func_jvp_inside_a_dual_level():
+    x = dynjit.tensor([0.5, 1.5], dtype=dynjit.double)
+    ones = dynjit.ones(2, dtype=dynjit.double)
+
+    def f(x):
+        with fwAD.dual_level():
+            d = fwAD.make_dual(x, ones)
+            inner = fwAD.unpack_dual(d.exp()).tangent       # exp(x), itself differentiated
+        return inner
+    _, tangent = jvp(f, (x,), (ones,))
+    assert np.allclose(_np(tangent), np.exp(_np(x)))
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, ones * 2)
+        _, t = jvp(dynjit.sin, (d,), (ones,))
+        assert np.allclose(_np(fwAD.unpack_dual(t).primal), np.cos(_np(x)))
+        # the outer tangent flows through the inner derivative: d/dx cos(x) * 2
+        assert np.allclose(_np(fwAD.unpack_dual(t).tangent), -np.sin(_np(x)) * 2)
