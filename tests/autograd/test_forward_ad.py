@@ -1401,3 +1401,46 @@ def test_a_dual_level_inside_func_jvp_and_func_jvp_inside_a_dual_level():
         assert np.allclose(_np(fwAD.unpack_dual(t).primal), np.cos(_np(x)))
         # the outer tangent flows through the inner derivative: d/dx cos(x) * 2
         assert np.allclose(_np(fwAD.unpack_dual(t).tangent), -np.sin(_np(x)) * 2)
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_custom_function_error
+def test_custom_function_errors_for_missing_forward_backward_and_jvp():
+    class BadFw(Function):
+        @staticmethod
+        def backward(ctx, foo):
+            return foo
+
+    class BadBw(Function):
+        @staticmethod
+        def forward(ctx, foo):
+            return foo.clone()
+
+    class BadBw2(Function):
+        @staticmethod
+        def forward(ctx, foo):
+            return foo.clone()
+
+        @staticmethod
+        def backward(ctx, foo):
+            return foo
+
+        @staticmethod
+        def vjp(ctx, foo):
+            return foo
+
+    class BadJvp(Function):
+        @staticmethod
+        def forward(ctx, foo):
+            return foo.clone()
+
+    inp = dynjit.rand(1, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="must implement the forward"):
+        BadFw.apply(inp)
+    with pytest.raises(RuntimeError, match="must implement either the backward"):
+        BadBw.apply(inp).sum().backward()
+    with pytest.raises(RuntimeError, match="Implementing both 'backward' and 'vjp'"):
+        BadBw2.apply(inp).sum().backward()
+    with pytest.raises(RuntimeError, match="must implement the jvp function"):
+        with fwAD.dual_level():
+            d = fwAD.make_dual(inp, dynjit.rand_like(inp))
+            BadJvp.apply(d)
