@@ -70,7 +70,15 @@ class _Level(DispatchMode):
         self.holders = {}       # id(tensor) -> weakref to it
 
     def remember(self, t):
-        self.holders[id(t)] = weakref.ref(t)
+        key = id(t)
+        if key in self.holders and self.holders[key]() is t:
+            return
+        holders = self.holders
+
+        def forget(ref, key=key):       # a dead tensor leaves no entry behind
+            if holders.get(key) is ref:
+                del holders[key]
+        holders[key] = weakref.ref(t, forget)
 
     def clear(self):
         for ref in self.holders.values():

@@ -1444,3 +1444,14 @@ def test_custom_function_errors_for_missing_forward_backward_and_jvp():
         with fwAD.dual_level():
             d = fwAD.make_dual(inp, dynjit.rand_like(inp))
             BadJvp.apply(d)
+
+
+def test_a_long_level_keeps_no_record_of_dead_tensors():
+    with fwAD.dual_level():
+        level = fwAD._levels[-1]
+        d = fwAD.make_dual(dynjit.rand(3), dynjit.rand(3))
+        for _ in range(50):
+            y = (d * 2).sin()
+        del y
+        gc.collect()
+        assert len(level.holders) <= 3
