@@ -698,3 +698,18 @@ def _custom_function_jvp(cls, ctx, args, raw_outputs, wrapped, levels):
             if rt._data.shape != out._data.shape:
                 raise RuntimeError(_size_message(out, rt))
             set_tangent(out, rt, level)
+
+
+# -- out= variants ---------------------------------------------------------------------
+
+def check_out_variant(name, args, out):
+    """For the `out=` form of op `name`: PyTorch's error when forward AD would have to
+    differentiate it (an argument or `out` carries a tangent at an active level). Callers
+    that implement `out=` call this before writing."""
+    if not _levels or not _fwd_grad_enabled[0]:
+        return
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    for t in list(args) + list(outs):
+        if isinstance(t, Tensor) and any(get_tangent(t, lv) is not None for lv in _levels):
+            raise NotImplementedError(f"Trying to use forward AD with {name}_out that does not "
+                                      "support it because it is an out= function")

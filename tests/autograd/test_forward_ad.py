@@ -1455,3 +1455,17 @@ def test_a_long_level_keeps_no_record_of_dead_tensors():
         del y
         gc.collect()
         assert len(level.holders) <= 3
+
+
+def test_check_out_variant_refuses_dual_arguments_and_outputs():
+    """(What the seed's test_out_variant asserts of torch.add(..., out=); dynjit's out= entry
+    points call forward_ad.check_out_variant.)"""
+    bar = dynjit.rand(2)
+    fwAD.check_out_variant("add", (bar, bar), bar)          # no level: nothing to check
+    with fwAD.dual_level():
+        foo = fwAD.make_dual(dynjit.rand(2), dynjit.rand(2))
+        fwAD.check_out_variant("add", (bar, bar), dynjit.rand(2))
+        with pytest.raises(NotImplementedError, match="add_out that does not support it because it is an out= function"):
+            fwAD.check_out_variant("add", (bar, bar), foo)
+        with pytest.raises(NotImplementedError, match="out= function"):
+            fwAD.check_out_variant("add", (foo, bar), bar)
