@@ -81,7 +81,7 @@ class _Level(DispatchMode):
         holders[key] = weakref.ref(t, forget)
 
     def clear(self):
-        for ref in self.holders.values():
+        for ref in list(self.holders.values()):    # (callbacks may remove entries meanwhile)
             t = ref()
             if t is not None and t._fw_grads is not None:
                 t._fw_grads.pop(self.index, None)
@@ -138,8 +138,8 @@ def _exit(level):
         if modes[i] is level:
             del modes[i]
             break
-    level.clear()
     _current_level = len(_levels) - 1
+    level.clear()
 
 
 def enter_dual_level():

@@ -1469,3 +1469,26 @@ def test_check_out_variant_refuses_dual_arguments_and_outputs():
             fwAD.check_out_variant("add", (bar, bar), foo)
         with pytest.raises(NotImplementedError, match="out= function"):
             fwAD.check_out_variant("add", (foo, bar), bar)
+
+
+def test_forward_over_reverse_through_convolution_and_pooling_backward_ops():
+    """jvp of a gradient runs forward AD through the backward ops (convolution's adjoints,
+    the pooling backward ops, col2im): compared with central differences of the gradient."""
+    import dynjit.nn.functional as F
+    from dynjit.func import grad
+    rng = np.random.default_rng(7)
+    x = dynjit.from_numpy(rng.standard_normal((1, 2, 6, 6)))
+    w = dynjit.from_numpy(rng.standard_normal((3, 2, 3, 3)))
+    v = dynjit.from_numpy(rng.standard_normal((3, 2, 3, 3)))
+
+    def loss(w):
+        y = F.conv2d(x, w, padding=1)
+        y = F.max_pool2d(y, 2) + F.avg_pool2d(y, 2) + F.adaptive_avg_pool2d(y, 3)
+        cols = F.unfold(y, 2)
+        return (F.fold(cols, (3, 3), 2) ** 2).sum() + (y.tanh() ** 2).sum()
+    g = grad(loss)
+    _, hv = jvp(g, (w,), (v,))
+    eps = 1e-6
+    fd = (_np(g(dynjit.from_numpy(_np(w) + eps * _np(v))))
+          - _np(g(dynjit.from_numpy(_np(w) - eps * _np(v))))) / (2 * eps)
+    assert np.allclose(_np(hv), fd, rtol=1e-4, atol=1e-6)
