@@ -393,20 +393,26 @@ def max_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
 
 
 def _max_pool_by_argmax(x, shape, kernel_size, stride, dilation):
-    """max_pool without padding or NaNs, where every window position is in the input: one copy
-    of the windows and an argmax (the first maximum, as PyTorch's scan takes) instead of a
-    compare-and-select pass per kernel offset."""
+    """max_pool without padding or NaNs, where every window position is in the input: the max
+    as a chain of np.maximum over the kernel offsets, then the first offset that holds it (the
+    first maximum, as PyTorch's scan takes), found by going through the offsets backwards.
+    Twice as fast as the scan, which selects values and indices at every offset."""
     nd = len(kernel_size)
     in_sizes, out_sizes = x.shape[2:], shape[2:]
-    win = _windows(x, kernel_size, stride, dilation, out_sizes)          # (N, C, *O, *K), a view
-    flat = win.reshape(tuple(shape) + (_prod(kernel_size),))
-    arg = np.argmax(flat, axis=-1)
-    values = np.take_along_axis(flat, arg[..., None], -1)[..., 0]
+    offsets = list(itertools.product(*(range(k) for k in kernel_size)))
+    views = [x[(Ellipsis,) + tuple(slice(j * d, j * d + (o - 1) * s + 1, s)
+                                   for j, d, o, s in zip(offset, dilation, out_sizes, stride))]
+             for offset in offsets]
+    values = views[0].copy()
+    for v in views[1:]:
+        np.maximum(values, v, out=values)
+    local = np.zeros(shape, dtype=np.int32)
+    for k in range(len(views) - 1, -1, -1):
+        np.copyto(local, k, where=views[k] == values)
     flat_of = _flat_index(in_sizes)
-    offsets = np.array([flat_of([j * d for j, d in zip(k, dilation)])
-                        for k in itertools.product(*(range(k) for k in kernel_size))], dtype=np.int64)
+    table = np.array([flat_of([j * d for j, d in zip(offset, dilation)]) for offset in offsets], dtype=np.int64)
     base = flat_of([g * s for g, s in zip(_grid(out_sizes, nd), stride)])
-    return values, base + offsets[arg]
+    return values, base + table[local]
 
 
 def _flat_index(in_sizes):
