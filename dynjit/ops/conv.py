@@ -366,7 +366,7 @@ def max_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
     in_sizes, out_sizes = x.shape[-nd:], shape[-nd:]
     extra = _right_extra(in_sizes, out_sizes, kernel_size, stride, padding, dilation)
     if not any(padding) and not any(extra) and not (x.dtype.kind == "f" and np.isnan(x).any()):
-        return _max_pool_by_argmax(x, shape, kernel_size, stride, dilation)
+        return _max_pool_unpadded(x, shape, kernel_size, stride, dilation)
     xp = _pad(x, padding, _lowest(x.dtype), extra)
     grid = _grid(out_sizes, nd)
     # as PyTorch: start at the window's first position inside the input, take a later value
@@ -392,7 +392,7 @@ def max_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
     return best, index
 
 
-def _max_pool_by_argmax(x, shape, kernel_size, stride, dilation):
+def _max_pool_unpadded(x, shape, kernel_size, stride, dilation):
     """max_pool without padding or NaNs, where every window position is in the input: the max
     as a chain of np.maximum over the kernel offsets, then the first offset that holds it (the
     first maximum, as PyTorch's scan takes), found by going through the offsets backwards.
@@ -498,7 +498,7 @@ def adaptive_max_pool(input, output_size):
     if all(o and i % o == 0 for i, o in zip(in_sizes, shape[2:])) and not (
             x.dtype.kind == "f" and np.isnan(x).any()):
         kernel = tuple(i // o for i, o in zip(in_sizes, shape[2:]))   # equal windows: a plain max pool
-        return _max_pool_by_argmax(x, shape, kernel, kernel, (1,) * nd)
+        return _max_pool_unpadded(x, shape, kernel, kernel, (1,) * nd)
     values = np.empty(shape, dtype=x.dtype)
     index = np.empty(shape, dtype=np.int64)
     lead = x.shape[:2]
