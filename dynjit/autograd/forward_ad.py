@@ -40,7 +40,7 @@ from ..ops.dispatch import DispatchMode
 from ..ops.registry import registry as R
 from ..ops.vocab import INPLACE, POINTWISE, VIEW
 from ..tensor import Tensor
-from .grad_mode import enable_grad, no_grad
+from .grad_mode import enable_grad, no_grad, state as _grad_state
 
 __all__ = ["dual_level", "make_dual", "unpack_dual", "enter_dual_level", "exit_dual_level",
            "UnpackedDualTensor"]
@@ -496,6 +496,10 @@ def _jvp_by_double_vjp(op, args, tangents, result):
     needs = tuple(t is not None and (not isinstance(t, list) or any(x is not None for x in t))
                   for t in tangents)
     values = _derivative_values(op, args, result, needs)
+    # reverse over forward: a tangent that depends on tensors requiring grad (through the
+    # primals or the input tangents) keeps that history, as the other rules' ops do
+    keep_history = _grad_state.enabled and any(
+        x._requires_grad for x in _tensors_in(args) + _tensors_in(tangents))
     with enable_grad():
         if isinstance(result, (tuple, list)):
             g = [u if u is not None else _zeros_like(o) for u, o in zip(us, outs)]
@@ -523,15 +527,27 @@ def _jvp_by_double_vjp(op, args, tangents, result):
         if not formula_outs:
             jv = [None] * len(wanted)
         else:
-            jv = autograd_grad(formula_outs, wanted, tangent_grads, allow_unused=True)
+            jv = autograd_grad(formula_outs, wanted, tangent_grads, allow_unused=True,
+                               create_graph=keep_history)
     it = iter(jv)
     per_out = [next(it) if u is not None else None for u in us]
-    per_out = [None if j is None else R["detach"](j) if not _outer_tangent(j) else j
-               for j in per_out]
+    if not keep_history:
+        per_out = [None if j is None else R["detach"](j) if not _outer_tangent(j) else j
+                   for j in per_out]
     per_out = [j if j is not None or u is None else _zeros_like(u) for j, u in zip(per_out, us)]
     if isinstance(result, (tuple, list)):
         return per_out
     return per_out[0]
+
+
+def _tensors_in(values):
+    out = []
+    for v in values:
+        if isinstance(v, Tensor):
+            out.append(v)
+        elif isinstance(v, (list, tuple)):
+            out.extend(x for x in v if isinstance(x, Tensor))
+    return out
 
 
 def _outer_tangent(t):

@@ -1492,3 +1492,32 @@ def test_forward_over_reverse_through_convolution_and_pooling_backward_ops():
     fd = (_np(g(dynjit.from_numpy(_np(w) + eps * _np(v))))
           - _np(g(dynjit.from_numpy(_np(w) - eps * _np(v))))) / (2 * eps)
     assert np.allclose(_np(hv), fd, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [lambda x: x.sin() * x,                  # pointwise rules
+                                lambda x: (x @ x.t()).sum(1),           # bilinear/linear rules
+                                lambda x: x.cumprod(1).logsumexp(1)],   # linearized backward
+                         ids=["pointwise", "matmul", "linearized"])
+def test_reverse_over_forward_matches_finite_differences(fn):
+    """backward through a tangent: the gradient of <v', J(x) v> with respect to x."""
+    rng = np.random.default_rng(2)
+    x0, v, w = (rng.standard_normal((2, 3)) for _ in range(3))
+
+    def directional(x):
+        with fwAD.dual_level():
+            d = fwAD.make_dual(x, dynjit.from_numpy(v))
+            t = fwAD.unpack_dual(fn(d)).tangent
+        return t
+    x = dynjit.from_numpy(x0.copy()).requires_grad_(True)
+    t = directional(x)
+    weights = dynjit.from_numpy(rng.standard_normal(tuple(t.shape)))
+    (t * weights).sum().backward()
+    eps = 1e-6
+    fd = np.zeros_like(x0)
+    for idx in np.ndindex(x0.shape):
+        dx = np.zeros_like(x0)
+        dx[idx] = eps
+        plus = (_np(directional(dynjit.from_numpy(x0 + dx))) * _np(weights)).sum()
+        minus = (_np(directional(dynjit.from_numpy(x0 - dx))) * _np(weights)).sum()
+        fd[idx] = (plus - minus) / (2 * eps)
+    assert np.allclose(_np(x.grad), fd, rtol=1e-5, atol=1e-7)
