@@ -687,11 +687,17 @@ def _custom_function_jvp(cls, ctx, args, raw_outputs, wrapped, levels):
         if not isinstance(result, tuple):
             result = (result,)
         if len(result) != len(outs):
-            raise RuntimeError(f"{cls.__name__}.jvp returned {len(result)} tangents, but forward "
-                               f"returned {len(outs)} outputs")
-        for raw, out, rt in zip(raw_outputs, outs, result):
-            if not isinstance(out, Tensor) or rt is None:
+            raise RuntimeError(f"Function's jvp returned an invalid number of forward gradients "
+                               f"(expected {len(outs)} but got {len(result)})")
+        nondiff = {id(t) for t in ctx.non_differentiable}
+        for k, (raw, out, rt) in enumerate(zip(raw_outputs, outs, result)):
+            if rt is None:
                 continue
+            if not isinstance(out, Tensor) or id(raw) in nondiff or id(out) in nondiff \
+                    or not (out.dtype.is_floating_point or out.dtype.is_complex):
+                raise RuntimeError(f"Function's jvp returned a gradient at position {k}, but  the "
+                                   "corresponding forward output is not a differentiable Tensor."
+                                   "You should return None at that position instead.")
             source = next((j for j, a in enumerate(args) if a is raw), None)
             if source is not None and id(raw) in dirty:
                 if rt is not in_tangents[source] or rt._version_counter[0] == versions[source]:
@@ -709,8 +715,6 @@ def _custom_function_jvp(cls, ctx, args, raw_outputs, wrapped, levels):
                 expected = given._base if given._base is not None else given
                 if rt._base is not expected:
                     raise RuntimeError(_NOT_SAME_BASE if given._base is not None else _NOT_VIEW_OF_INPUT)
-            if not (out.dtype.is_floating_point or out.dtype.is_complex):
-                continue
             if rt._data.shape != out._data.shape:
                 raise RuntimeError(_size_message(out, rt))
             set_tangent(out, rt, level)

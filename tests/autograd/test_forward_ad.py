@@ -807,7 +807,41 @@ def test_custom_function_non_differentiable_outputs_get_no_tangent():
         assert fwAD.unpack_dual(out2_dual).tangent is None
     assert seen == [None]
 
-    class WrongTangentForAnIntOutput(Function):
+    class FuncWrong(Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            out = y.clone()
+            ctx.mark_non_differentiable(out)
+            return x.clone(), out
+
+        @staticmethod
+        def jvp(ctx, x_tangent, y_tangent):
+            return x_tangent, x_tangent.clone()
+
+    y = dynjit.tensor(3.0)
+    with fwAD.dual_level():
+        x_dual = fwAD.make_dual(x, x_tangent)
+        with pytest.raises(RuntimeError, match="You should return None at that position instead"):
+            FuncWrong.apply(x_dual, y)
+
+    class WithANonTensorOutput(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone(), object(), x.clone()
+
+        @staticmethod
+        def jvp(ctx, x_tangent):
+            return x_tangent, None, x_tangent
+
+    with fwAD.dual_level():
+        x_dual = fwAD.make_dual(x, x_tangent)
+        out_dual, _, out2_dual = WithANonTensorOutput.apply(x_dual)
+        assert dynjit.equal(fwAD.unpack_dual(out_dual).tangent, x_tangent)
+        assert dynjit.equal(fwAD.unpack_dual(out2_dual).tangent, x_tangent)
+
+
+def test_custom_function_jvp_errors_for_a_tangent_of_an_integral_output_or_a_wrong_count():
+    class IntOutput(Function):
         @staticmethod
         def forward(ctx, x, y):
             return x.clone(), y.clone()
@@ -816,11 +850,21 @@ def test_custom_function_non_differentiable_outputs_get_no_tangent():
         def jvp(ctx, x_tangent, y_tangent):
             return x_tangent, x_tangent.clone()
 
+    class TooFew(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone(), x.clone()
+
+        @staticmethod
+        def jvp(ctx, x_tangent):
+            return x_tangent
+
     with fwAD.dual_level():
-        x_dual = fwAD.make_dual(x, x_tangent)
-        _, out2_dual = WrongTangentForAnIntOutput.apply(x_dual, y)
-        # an integral output never carries a tangent
-        assert fwAD.unpack_dual(out2_dual).tangent is None
+        x_dual = fwAD.make_dual(dynjit.tensor(2.0), dynjit.tensor(1.0))
+        with pytest.raises(RuntimeError, match="returned a gradient at position 1, but  the corresponding"):
+            IntOutput.apply(x_dual, dynjit.tensor(3))
+        with pytest.raises(RuntimeError, match=r"invalid number of forward gradients \(expected 2 but got 1\)"):
+            TooFew.apply(x_dual)
 
 
 def test_custom_function_without_jvp_is_a_clear_error():
