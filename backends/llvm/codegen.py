@@ -423,13 +423,14 @@ class Scope:
     """One loop level: where its values are emitted (`block`), its memo, its indices.
     Values in a scope of `width` W > 1 are vectors whose lanes run along dim `vdim`
     (the innermost vectorized loop at or above this scope)."""
-    __slots__ = ("parent", "level", "width", "vdim", "block", "memo", "index", "part")
+    __slots__ = ("parent", "level", "width", "vdim", "block", "memo", "index", "part", "unrolled")
 
-    def __init__(self, parent, level, width, block, dim=None, index=None, vdim=None, part=0):
+    def __init__(self, parent, level, width, block, dim=None, index=None, vdim=None, part=0, unrolled=False):
         self.parent = parent
         self.level = level
         self.width = width
         self.part = part          # which of an unrolled loop's independent accumulators this step uses
+        self.unrolled = unrolled  # a step of the unrolled loop (parts 0 .. unroll-1 in one iteration)
         self.vdim = vdim
         self.block = block
         self.memo = {}
@@ -552,7 +553,7 @@ class KernelCodegen:
                 def unrolled(i):
                     for u in range(unroll):
                         iu = i if u == 0 else self.b.add(i, const(I64, u * w))
-                        body(self._scope(parent, level, d, iu, w, d, u))
+                        body(self._scope(parent, level, d, iu, w, d, u, unrolled=True))
                 rest = self.emit_loop(lo, hi, unroll * w, unrolled)
             rest = self.emit_loop(rest, hi, w, lambda i: body(self._scope(parent, level, d, i, w, d)))
             self.emit_loop(rest, hi, 1, lambda i: body(self._scope(parent, level, d, i, 1, None)))
@@ -563,8 +564,8 @@ class KernelCodegen:
     def _vector_width(self, d):
         return self.width if self.k.shape[d] >= self.width else 1
 
-    def _scope(self, parent, level, dim, index, width, vdim, part=0):
-        return Scope(parent, level, width, self.b.block, dim, index, vdim, part)
+    def _scope(self, parent, level, dim, index, width, vdim, part=0, unrolled=False):
+        return Scope(parent, level, width, self.b.block, dim, index, vdim, part, unrolled)
 
     def emit_loop(self, lo, hi, step, body):
         """for (i = lo; i + step <= hi; i += step) body(i); returns i after the loop."""
@@ -633,13 +634,31 @@ class KernelCodegen:
                     slots.append(((w, part), slot))
                 accs[id(r)] = dict(slots)
 
-            def body(scope, reds=reds, stores=stores, accs=accs, reloads=reloads):
+            pending = {}
+
+            def body(scope, reds=reds, stores=stores, accs=accs, reloads=reloads, pending=pending):
                 for v, op in reloads:
                     scope.memo[id(v)] = self.load(op, scope)
                 for r in reds:
                     acc_dt = r.params["acc"]
-                    x = cast(self.ops, self.value(r.args[0], scope), r.args[0].dtype, acc_dt)
-                    slot = accs[id(r)][scope.width, scope.part]
+                    x = self.value(r.args[0], scope)
+                    if scope.unrolled and _block_summed(r):
+                        # a float32 sum accumulated in float64: the unrolled iteration's vectors
+                        # are added pairwise in float32 (two roundings, as numpy's pairwise sum
+                        # makes more), then converted and added once: a quarter of the
+                        # conversions and float64 adds, which cost a third of softmax's sum pass
+                        block = pending.setdefault(id(r), [])
+                        block.append(x)
+                        if len(block) < unroll:
+                            continue
+                        while len(block) > 1:
+                            block[:] = [self.b.fadd(block[i], block[i + 1]) if i + 1 < len(block) else block[i]
+                                        for i in range(0, len(block), 2)]
+                        x = block.pop()
+                        slot = accs[id(r)][scope.width, 0]
+                    else:
+                        slot = accs[id(r)][scope.width, scope.part]
+                    x = cast(self.ops, x, r.args[0].dtype, acc_dt)
                     self.b.store(_combine(self.ops, r.op, acc_dt, self.b.load(slot), x), slot)
                 self.store_all(stores, scope)
             self.loop_nest(self.red, pscope, body, vector=not self.outer, unroll=unroll)
@@ -920,6 +939,12 @@ class KernelCodegen:
             if value.dtype is not op.dtype:
                 raise AssertionError(f"store of {value.dtype} into a {op.dtype} buffer")
             self.store(self.value(value, scope), op, scope)
+
+
+def _block_summed(r):
+    """A float sum whose accumulator is wider than its input (float32 summed in float64)."""
+    return (r.op == "sum" and is_float(r.args[0].dtype) and is_float(r.params["acc"])
+            and r.args[0].dtype.itemsize < r.params["acc"].itemsize)
 
 
 def _has_fma():

@@ -309,3 +309,21 @@ def test_threads_only_for_work_that_pays(monkeypatch):
     chunks = [int(c) for c in re.findall(r"\(\d+, \d+, (\d+)\)", fn.source)]
     assert chunks == [0, 1, 2], fn.source                        # 3 ranges, not 16
     np.testing.assert_array_equal(fn(mid).numpy(), np.full((rows, 256), 3, np.float32))
+
+
+@pytest.mark.parametrize("n", [1, 15, 16, 63, 64, 65, 1000, 4099])
+def test_float32_row_sums_stay_accurate(n):
+    """Row sums of float32 add each unrolled iteration's vectors in float32 before the float64
+    accumulator: the error stays within a few float32 roundings of the sum of magnitudes,
+    whatever the row length (unrolled, vector and scalar remainders)."""
+    rng = np.random.default_rng(10)
+    x = (rng.standard_normal((7, n)) * 10.0 ** rng.integers(-3, 4, (7, n))).astype(np.float32)
+    X = dynjit.tensor(x)
+    _, fn = compiled(lambda t: (t.sum(1), t.mean(1), (t - t.amax(1, keepdim=True)).exp().sum(1)), X)
+    s, m, e = fn(X)
+    exact = x.astype(np.float64).sum(1)
+    bound = 4 * np.finfo(np.float32).eps * np.abs(x.astype(np.float64)).sum(1) + 1e-45
+    assert np.all(np.abs(s.numpy() - exact) <= bound), (s.numpy(), exact)
+    assert np.all(np.abs(m.numpy() - exact / n) <= bound / n * 2)
+    ex = np.exp(x.astype(np.float64) - x.max(1, keepdims=True)).sum(1)
+    np.testing.assert_allclose(e.numpy(), ex, rtol=8 * np.finfo(np.float32).eps)
