@@ -30,6 +30,7 @@ import warnings
 from ..ops import dispatch as _dispatch
 from ..tensor import Tensor
 from .flat import call_key
+from ..autograd.saved import suspended_hooks
 from .joint import trace_function
 from .partition import default_partition
 from .runtime import CompiledEntry
@@ -128,7 +129,8 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
         training = True
         if compiled._aot_id is None:
             compiled._aot_id = next(AOT_COUNTER)
-        traced = trace_function(fn, leaves, spec, training, keep_inference_input_mutations, decompositions)
+        with suspended_hooks():     # the user's saved-tensor hooks see the compiled graph run, not its trace
+            traced = trace_function(fn, leaves, spec, training, keep_inference_input_mutations, decompositions)
         entry = cache[key] = _compile(traced, fw_compiler, bw_compiler, partition_fn, inference_compiler,
                                       compiled._aot_id, name)
         return entry

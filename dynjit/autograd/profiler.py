@@ -342,6 +342,8 @@ def _user_stack():
 class _OpRecorder(_dispatch.DispatchMode):
     """Times every op dispatched while its profiler runs, nested ops included."""
 
+    observes_only = True     # changes no result: compiled code keeps running compiled under it
+
     def __init__(self, prof):
         self.prof = prof
 

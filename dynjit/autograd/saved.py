@@ -35,6 +35,18 @@ class _HookState(threading.local):
 _hooks = _HookState()
 
 
+class suspended_hooks:
+    """No saved-tensor hooks inside (for computations that are not the user's own, such as the
+    example values a tracer computes: the user's pack hooks must not see them)."""
+
+    def __enter__(self):
+        self.stack, _hooks.stack = _hooks.stack, []
+
+    def __exit__(self, *exc):
+        _hooks.stack = self.stack
+        return False
+
+
 def _tracing():
     from ..ops.dispatch import _modes
     return bool(_modes)

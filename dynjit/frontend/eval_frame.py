@@ -19,6 +19,7 @@ import warnings
 import weakref
 
 from .. import _jit_callback, config
+from ..ops.dispatch import _modes as _dispatch_modes
 from ..exc import Unsupported, InternalError, DynjitError
 from ..utils import counters, call_when_freed
 from . import resume, tracebacks
@@ -84,6 +85,10 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if self._bound_self is not None:
             args = (self._bound_self,) + args
+        if _dispatch_modes and _transforming_mode_active():
+            # under vmap, a forward-AD level or make_fx every op must reach the mode; a compiled
+            # graph's kernels (llvm) would bypass it: the function runs as written
+            return self._fn(*args, **kwargs)
         try:
             for entry in self.entries:
                 try:
@@ -380,6 +385,12 @@ def _sweep_code_cache(*_):
         if info.code is code and sys.getrefcount(code) <= 4:
             cache.pop(code, None)
         del code, info
+
+
+def _transforming_mode_active():
+    """A dispatch mode that changes what ops compute is active (not one that only observes,
+    such as the profiler)."""
+    return any(not getattr(mode, "observes_only", False) for mode in _dispatch_modes)
 
 
 def _accepts(fn, args, kwargs):

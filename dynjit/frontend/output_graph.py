@@ -5,6 +5,7 @@ import operator
 import types
 
 from ..autograd.grad_mode import state as _grad_state
+from ..autograd.saved import suspended_hooks
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
 from ..fx.proxy_tensor import TensorMeta
@@ -142,7 +143,8 @@ class OutputGraph:
         prev = (_grad_state.enabled, _grad_state.inference)
         _grad_state.enabled = self.grad_enabled
         try:
-            value = fn(*args, **kwargs)
+            with suspended_hooks():
+                value = fn(*args, **kwargs)
         except Exception as e:
             unimplemented(BreakKind.USER_EXCEPTION, f"{type(e).__name__} raised by a tensor operation while tracing: {e}")
         finally:

@@ -25,13 +25,14 @@ object is checked by bytecode_check.verify before it is returned.
 """
 import dis
 import inspect
+import types
 import weakref
 
 from bytecode import Bytecode, Instr, Label, CellVar, FreeVar, TryBegin, TryEnd
 
 from . import emit
 from .bytecode_check import verify
-from .bytecode_info import code_info, loop_ranges, PY313, _NO_FALLTHROUGH
+from .bytecode_info import code_info, loop_ranges, _NO_FALLTHROUGH
 from .source import local_name
 
 STACK_PREFIX = "___stack"
@@ -120,7 +121,12 @@ _SUPERINSTRUCTIONS = {
 _LOCAL_OPS = ("LOAD_FAST", "STORE_FAST", "DELETE_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR")
 
 
-def _rewrite(instr, cellvars, renames):
+def _new_cell_into(var, loc):
+    """MAKE_CELL inside the body (a PEP 709 comprehension's own cell): a new empty cell."""
+    return emit.push_callable(types.CellType) + emit.call(0) + [Instr("STORE_FAST", cell_arg(var), location=loc)]
+
+
+def _rewrite(instr, cellvars, renames, prologue=False):
     """The generated form of one original instruction, as a list of instructions.
 
     3.13's two-local instructions are split: their packed argument holds two 4-bit local
@@ -136,13 +142,17 @@ def _rewrite(instr, cellvars, renames):
             out += _rewrite(Instr(opname, arg, location=loc), cellvars, renames)
         return out
     var = _var_name(instr.arg)
-    is_cell = var in cellvars and (isinstance(instr.arg, CellVar) or (PY313 and name == "LOAD_FAST"))
-    if is_cell:
+    if var in cellvars:
+        # the cell variable's slot is `___cell_<name>`, holding its cell as CPython's slot does; a
+        # comprehension inlined by PEP 709 (3.12+) that reuses the name saves the cell with
+        # LOAD_FAST_AND_CLEAR, uses the slot for its own values or a new cell, and restores it
         load_cell = Instr("LOAD_FAST", cell_arg(var), location=loc)
         if name == "MAKE_CELL":
-            return []
-        if name in ("LOAD_CLOSURE", "LOAD_FAST"):          # the cell itself (for a closure)
+            return [] if prologue else _new_cell_into(var, loc)    # prologue: cells are arguments
+        if name in ("LOAD_CLOSURE", "LOAD_FAST", "LOAD_FAST_CHECK"):   # the slot (cell or value)
             return [load_cell]
+        if name in ("STORE_FAST", "LOAD_FAST_AND_CLEAR", "DELETE_FAST"):
+            return [Instr(name, cell_arg(var), location=loc)]
         if name == "LOAD_DEREF":
             return [load_cell, emit.load_attr("cell_contents", loc)]
         if name == "STORE_DEREF":
@@ -246,6 +256,7 @@ def _body(info, renames, start, end=None, label_at=None):
     items, positions, _ = info.abstract()
     cellvars = info.cellvars
     index_of_position = {pos: k for k, pos in enumerate(positions)}
+    prologue_end = _prefix_end(items)
     out = []
     for p in range(start, len(items) if end is None else end):
         item = items[p]
@@ -253,7 +264,7 @@ def _body(info, renames, start, end=None, label_at=None):
         if label_at is not None and k == label_at[0]:
             out.append((label_at[1], None))
         if isinstance(item, Instr):
-            for instr in _rewrite(item, cellvars, renames):
+            for instr in _rewrite(item, cellvars, renames, prologue=p < prologue_end):
                 out.append((instr, k))
         else:
             out.append((item, None))

@@ -86,6 +86,8 @@ def lookup(fn):
     from ..autograd import grad_mode
     if fn in (grad_mode.set_grad_enabled, grad_mode.no_grad, grad_mode.enable_grad, grad_mode.is_grad_enabled):
         return Rule(Action.HANDLED, "grad mode")
+    if _in(fn, checkpoint_functions()):
+        return Rule(Action.HANDLED, "activation checkpoint: traced as a call of its function")
     if isinstance(fn, (type, types.MethodType)):
         return Rule(Action.INLINE, "class or bound method")
     if getattr(fn, "_dynjit_trace_into", False) or hasattr(fn, "_dynjit_traced_as"):
@@ -100,6 +102,35 @@ def lookup(fn):
     if isinstance(fn, types.FunctionType):
         return Rule(Action.INLINE, "Python function")
     return _builtin_rule(fn, module)
+
+
+def with_block(cls):
+    """The rule for `with` over an instance of `cls` (not a grad mode, which a tracker handles):
+    its __enter__/__exit__ are inlined, unless the class is dynjit's own and changes library
+    state that the graph's ops consult (saved-tensor hooks, dispatch modes, profilers): replayed
+    after the graph, that state would not surround the ops, so the block runs natively."""
+    module = getattr(cls, "__module__", "") or ""
+    if not module.startswith("dynjit") or _in(cls, _pure_context_managers()):
+        return Rule(Action.INLINE, "context manager written in Python")
+    return _break(BreakKind.GRAD_MODE, f"a `with` block over {cls.__qualname__} (dynjit state the graph cannot "
+                  "hold; runs natively)")
+
+
+def _pure_context_managers():
+    from ..amp import autocast
+    return (autocast,)
+
+
+# checkpoint's own keywords; the rest go to the checkpointed function
+CHECKPOINT_OPTIONS = ("use_reentrant", "context_fn", "determinism_check", "debug", "early_stop",
+                      "preserve_rng_state")
+
+
+def checkpoint_functions():
+    """dynjit.utils.checkpoint.checkpoint: a compiled trace runs its function inline (same values
+    and gradients; what the backward recomputes is the AOT partitioner's choice)."""
+    from ..utils.checkpoint import checkpoint
+    return (checkpoint,)
 
 
 def _dynjit_rule(fn, module):

@@ -18,10 +18,11 @@ from .exc import unimplemented, DataDependent, Unsupported, BreakKind
 from .source import GlobalSource, ConstSource, ItemSource, ClosureCellSource, DefaultSource
 from .variables import (ConstantVariable, NULL, wrap, TensorVariable, TupleVariable,
                         ListVariable, DictVariable, IteratorVariable, FunctionVariable,
-                        NestedFunctionVariable, CellVariable, GradModeVariable,
+                        NestedFunctionVariable, CellVariable, RealCellVariable, GradModeVariable,
                         UserObjectVariable, NewObjectVariable, SuperVariable, ModuleVariable)
 from .variables.objects import class_attribute
-from . import operators
+from . import operators, trace_rules
+from .trace_rules import Action
 from .operators import BINARY_OPS
 from .variables.containers import live_iter
 
@@ -290,7 +291,8 @@ class InstructionTranslator:
     NOP = CACHE = EXTENDED_ARG = COPY_FREE_VARS = RESUME
 
     def _load_local(self, name):
-        # 3.13 compiles LOAD_CLOSURE (the cell itself, for a closure being built) to LOAD_FAST
+        # 3.13 compiles LOAD_CLOSURE (the cell itself, for a closure being built) to LOAD_FAST; a
+        # cell variable's slot holds its cell (but see LOAD_FAST_AND_CLEAR)
         if PY313 and name in self.cells and (name in self.info.cellvars or name in self.info.freevars):
             return self.cells[name]
         v = self.locals.get(name, UNBOUND)
@@ -304,7 +306,14 @@ class InstructionTranslator:
     LOAD_FAST_CHECK = LOAD_FAST
 
     def LOAD_FAST_AND_CLEAR(self, inst):
-        self.push(self.locals.pop(inst.argval, NULL))
+        name = inst.argval
+        if name in self.info.cellvars and name in self.cells:
+            # a comprehension inlined by PEP 709 (3.12+) reusing a cell variable's name: the slot
+            # holds the function's cell, saved here and put back by the STORE_FAST after the
+            # comprehension; inside, the name is the comprehension's own (a value, or a new cell)
+            self.push(self.cells.pop(name))
+            return
+        self.push(self.locals.pop(name, NULL))
 
     def LOAD_FAST_LOAD_FAST(self, inst):
         a, b = inst.argval
@@ -315,6 +324,9 @@ class InstructionTranslator:
         v = self.pop()
         if v is NULL:
             self.locals.pop(inst.argval, None)
+        elif isinstance(v, (CellVariable, RealCellVariable)) and inst.argval in self.info.cellvars:
+            self.locals.pop(inst.argval, None)      # the function's cell put back (see LOAD_FAST_AND_CLEAR)
+            self.cells[inst.argval] = v
         else:
             self._store_local(inst.argval, v)
 
@@ -783,8 +795,11 @@ class InstructionTranslator:
         if not isinstance(ctx, (UserObjectVariable, NewObjectVariable)):
             unimplemented(BreakKind.GRAD_MODE, f"a `with` block over {ctx.describe()} (traced: grad modes and "
                           "context managers written in Python)")
-        # as Python does: both methods looked up on the type, __exit__ first
         cls = ctx.python_type()
+        rule = trace_rules.with_block(cls)
+        if rule.action is Action.BREAK:
+            unimplemented(rule.kind, rule.detail)
+        # as Python does: both methods looked up on the type, __exit__ first
         exit_fn = class_attribute(self, ctx, cls, "__exit__")
         enter_fn = class_attribute(self, ctx, cls, "__enter__")
         self.push(exit_fn)

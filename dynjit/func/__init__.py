@@ -14,3 +14,6 @@ from ._forward_transforms import jvp, jacfwd, linearize, hessian
 
 __all__ = ["vmap", "grad", "grad_and_value", "vjp", "jacrev", "functionalize", "jvp", "jacfwd",
            "linearize", "hessian"]
+
+from ..autograd.gradcheck import install_vmap as _install_vmap  # noqa: E402
+_install_vmap(vmap)   # gradcheck(check_batched_forward_grad=True) batches with it

@@ -1188,9 +1188,6 @@ def test_aot_puts_the_recomputation_in_the_backward_graph(use_checkpoint):
         assert len(bw_inputs) == 4 and "dynjit.ops.tanh" not in bw_ops
 
 
-@pytest.mark.xfail(strict=True, reason="frontend: checkpoint(fn, ...) inside a compiled function "
-                   "graph-breaks ('passing function block to a tensor operation'); the "
-                   "recomputation should be traced into the backward graph")
 def test_checkpoint_compiles_without_graph_break():
     from dynjit import utils
 
@@ -1203,3 +1200,30 @@ def test_checkpoint_compiles_without_graph_break():
     utils.reset_counters()
     dynjit.compile(fn, backend="aot_eager")(dynjit.randn(3, requires_grad=True))
     assert not utils.counters["graph_break"]
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "llvm"])
+@pytest.mark.parametrize("use_reentrant", [True, False, None])
+def test_compiled_checkpoint_gives_the_plain_values_and_gradients(backend, use_reentrant):
+    from dynjit import utils
+
+    def block(x, w, scale=1.0):
+        return (x @ w).tanh() * scale
+
+    def fn(x, w):
+        options = {} if use_reentrant is None else {"use_reentrant": use_reentrant}
+        extra = {"scale": 2.0} if use_reentrant is False else {}
+        return checkpoint(block, x, w, **options, **extra).pow(2).sum()
+
+    x, w = dynjit.randn(4, 3), dynjit.randn(3, 3, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")       # use_reentrant not passed: the plain call warns
+        expected = fn(x, w)
+        expected.backward()
+        grad, w.grad = w.grad.clone(), None
+        utils.reset_counters()
+        got = dynjit.compile(fn, backend=backend)(x, w)
+    got.backward()
+    assert dynjit.allclose(got, expected) and dynjit.allclose(w.grad, grad)
+    # without use_reentrant the call runs natively (it warns each time, as plain code does)
+    assert bool(utils.counters["graph_break"]) == (use_reentrant is None)

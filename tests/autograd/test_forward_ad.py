@@ -1218,13 +1218,7 @@ def test_jvp_inside_a_compiled_function_matches_eager(backend):
     assert dynjit.allclose(compiled[0], eager[0]) and dynjit.allclose(compiled[1], eager[1])
 
 
-@pytest.mark.parametrize("backend", [
-    "eager", "aot_eager",
-    pytest.param("llvm", marks=pytest.mark.xfail(strict=True, reason=(
-        "frontend: a compiled llvm graph called while a dispatch mode (a forward-AD dual "
-        "level) is active runs its native kernels and ignores the mode: the inputs' "
-        "tangents are dropped and the jvp is silently 0; it should run the function plain "
-        "(or graph-break) when dispatch._modes is non-empty, as eager/aot_eager do")))])
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "llvm"])
 def test_jvp_of_a_compiled_function_matches_eager(backend):
     x = dynjit.tensor([0.1, 0.5, -0.3], dtype=dynjit.double)
     t = dynjit.tensor([1.0, -1.0, 2.0], dtype=dynjit.double)
@@ -1564,3 +1558,12 @@ def test_reverse_over_forward_matches_finite_differences(fn):
         minus = (_np(directional(dynjit.from_numpy(x0 - dx))) * _np(weights)).sum()
         fd[idx] = (plus - minus) / (2 * eps)
     assert np.allclose(_np(x.grad), fd, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "llvm"])
+def test_vmap_of_a_compiled_function_matches_eager(backend):
+    from dynjit.func import vmap
+    xs = dynjit.tensor([[0.1, 0.2], [0.3, 0.4], [0.5, -0.6]], dtype=dynjit.double)
+    compiled = dynjit.compile(_f_for_compile, backend=backend)
+    assert dynjit.allclose(vmap(compiled)(xs), vmap(_f_for_compile)(xs))
+    assert dynjit.allclose(compiled(xs), _f_for_compile(xs))       # and compiled outside the mode

@@ -319,3 +319,29 @@ def test_tensor_constructor_with_data_is_a_constant_in_the_graph(backend):
     assert same(out, f(x)) and (frames, breaks) == (1, 0)
     dynjit.reset()
     assert same(dynjit.compile(f, backend=backend)(x), f(x))
+
+
+def test_saved_tensor_hooks_see_the_compiled_program_not_its_trace():
+    from dynjit.autograd.graph import saved_tensors_hooks
+    log = []
+
+    def pack(t):
+        log.append("pack")
+        return t
+
+    def unpack(t):
+        log.append("unpack")
+        return t
+
+    def f(x):
+        with saved_tensors_hooks(pack, unpack):
+            y = (x * x).sum()
+        return y
+
+    x = dynjit.randn(3, requires_grad=True)
+    f(x).backward()
+    expected, grad = list(log), x.grad.clone()
+    log.clear()
+    x.grad = None
+    dynjit.compile(f, backend="eager")(x).backward()
+    assert log == expected and same(x.grad, grad)

@@ -351,3 +351,32 @@ def test_an_inference_tensor_argument_is_guarded_and_traced_as_one():
         with pytest.raises(RuntimeError, match="Inplace update to inference tensor"):
             run(inference_tensor)
         assert log == {"before": 1}
+
+
+def test_comprehension_variables_that_share_a_cells_name():
+    # PEP 709 (3.12+) inlines comprehensions: one whose variable has the name of a cell of the
+    # function saves the cell (LOAD_FAST_AND_CLEAR), uses the slot for its own values or a new
+    # cell of its own, and puts the function's cell back after. The function's `b` must be 10
+    # afterwards, with or without a graph break before the comprehensions.
+    def no_break(x):
+        b = 10
+        g = lambda: b
+        n = [b * 2 for b in range(3)]
+        m = [(lambda: b)() for b in range(3)]
+        return x + g() + n[-1] + m[-1] + b
+
+    def with_break(x):
+        b = 10
+        g = lambda: b
+        k = int(x.sum())                                   # graph break
+        n = [b * 2 for b in range(3)]
+        m = [(lambda: b)() for b in range(3)]
+        return x + g() + n[-1] + m[-1] + b + k
+
+    def break_at_the_comprehension(x):
+        n = [int(b) for b in x.tolist()]                   # graph break (data read)
+        m = [sum(1 for a in n if a > b) for b in range(3)]  # `b` is also a cell
+        return x + m[0]
+
+    for fn in (no_break, with_break, break_at_the_comprehension):
+        check(fn)

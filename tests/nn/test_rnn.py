@@ -3,7 +3,6 @@ independent numpy implementation of the recurrences, float64 gradcheck, PyTorch'
 names, shapes and init, packed sequences against each sequence run alone, the packing and
 padding utilities, PyTorch's errors, and compiled == eager (forward and backward)."""
 import math
-import sys
 
 import numpy as np
 import pytest
@@ -590,19 +589,3 @@ def test_compiled_packed_sequence_matches_eager(backend):
     np.testing.assert_allclose(loss_c.item(), loss_e.item(), rtol=1e-5)
     for a, b in zip([x.grad.numpy()] + [p.grad.numpy() for p in m.parameters()], grads_e):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
-
-
-@pytest.mark.xfail(sys.version_info >= (3, 13), strict=True,
-                   reason="frontend: on 3.13, resuming after a graph break inside a list comprehension "
-                          "whose loop variable is also a cell of the function (read by a later "
-                          "generator expression) binds the loop variable to the cell object itself")
-def test_compiled_comprehension_variable_that_is_also_a_cell():
-    # the shape pad_packed_sequence once had: [int(b) for b in t.tolist()] and, later,
-    # a generator expression reading a loop variable `b`
-    def f(x):
-        n = [int(b) for b in x.tolist()]                     # graph break inside the comprehension
-        m = [sum(1 for a in n if a > b) for b in range(3)]    # `b` is also a cell
-        return x + m[0]
-
-    x = dynjit.tensor([1., 2., 3.])
-    np.testing.assert_array_equal(dynjit.compile(f, backend="eager")(x).numpy(), f(x).numpy())

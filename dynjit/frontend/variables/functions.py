@@ -403,8 +403,11 @@ def _issubclass(t, cls):
 
 # library code that is Python over tensors, traced into like user code
 def is_dynjit_callable(value):
-    """Functions of the dynjit library that become graph nodes when called on tensors."""
-    return trace_rules.lookup(value).why in ("op", "dynjit function")
+    """Functions of the dynjit library that become graph nodes when called on tensors, or that
+    a rule of their own handles (activation checkpoint, is_grad_enabled)."""
+    rule = trace_rules.lookup(value)
+    return rule.why in ("op", "dynjit function") or (
+        rule.action is Action.HANDLED and (getattr(value, "__module__", None) or "").startswith("dynjit"))
 
 
 class DynjitFunctionVariable(VariableTracker):
@@ -436,9 +439,26 @@ class DynjitFunctionVariable(VariableTracker):
             unimplemented(rule.kind, rule.detail)
         if fn is grad_mode.is_grad_enabled:
             return ConstantVariable(tx.output.grad_enabled)
+        if rule.action is Action.HANDLED and fn in trace_rules.checkpoint_functions():
+            return _call_checkpointed(tx, args, kwargs)
         if rule.action is Action.HANDLED:           # no_grad / enable_grad / set_grad_enabled
             return GradModeVariable.create(tx, fn, args)
         return tx.output.record(fn, args, kwargs)
+
+
+def _call_checkpointed(tx, args, kwargs):
+    """checkpoint(function, *args, use_reentrant=..., **kwargs) traced as function(*args,
+    **kwargs). Options that change what runs (context_fn, debug), a missing use_reentrant (the
+    plain call warns) and keywords the reentrant form refuses run natively instead."""
+    options = {k: v for k, v in kwargs.items() if k in trace_rules.CHECKPOINT_OPTIONS}
+    rest = {k: v for k, v in kwargs.items() if k not in trace_rules.CHECKPOINT_OPTIONS}
+    reentrant = options.get("use_reentrant")
+    if not args or reentrant is None or not reentrant.is_python_constant() \
+            or reentrant.as_python_constant() not in (True, False) \
+            or "context_fn" in options or "debug" in options or (reentrant.as_python_constant() and rest):
+        unimplemented(BreakKind.UNKNOWN_CALLABLE, "checkpoint() without use_reentrant=True/False, or with "
+                      "context_fn, debug or keywords the reentrant form refuses (runs natively)")
+    return args[0].call(tx, list(args[1:]), rest)
 
 
 class GradModeVariable(VariableTracker):

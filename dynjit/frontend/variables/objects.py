@@ -15,7 +15,7 @@ from ...tensor import Tensor, device
 from ..source import ConstSource
 from .builder import is_constant_value
 from .containers import IteratorVariable, NamedTupleVariable, TupleVariable, live_iter
-from .functions import BoundMethodVariable, BuiltinVariable, FunctionVariable, GradModeVariable
+from .functions import BoundMethodVariable, BuiltinVariable, CellVariable, FunctionVariable, GradModeVariable
 from .tensor import TensorVariable
 
 
@@ -196,6 +196,8 @@ class ClassVariable(VariableTracker):
                                  **{k: v.as_python_constant() for k, v in kwargs.items()}))
         if issubclass(cls, tuple) and hasattr(cls, "_fields"):
             return _make_namedtuple(tx, cls, args, kwargs)
+        if cls is types.CellType and not kwargs and len(args) <= 1:   # a new cell (resume code's MAKE_CELL)
+            return CellVariable(args[0] if args else None)
         if issubclass(cls, BaseException):
             unimplemented(BreakKind.UNSUPPORTED_VALUE, f"creating or raising an exception ({cls.__name__}) inside a compiled function")
         if cls in BuiltinVariable.SUPPORTED or cls.__module__ == "builtins":
