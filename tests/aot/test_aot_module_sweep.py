@@ -99,12 +99,138 @@ def _lstm_state(x_shape, h_shape, c_shape):
     return make
 
 
+def _pm_one(n):
+    """MarginRankingLoss / CosineEmbeddingLoss targets: 1 or -1 per sample."""
+    return dynjit.randint(0, 2, (n,)).float() * 2 - 1
+
+
+def _pair_target(x1_shape, x2_shape, n):
+    """Two differentiable inputs and a +-1 target (not differentiable)."""
+    def make():
+        a, b = _leaf(*x1_shape), _leaf(*x2_shape)
+        return [a, b], [a, b, _pm_one(n)]
+    return make
+
+
+def _three(*shape):
+    def make():
+        a, b, c = _leaf(*shape), _leaf(*shape), _leaf(*shape)
+        return [a, b, c], [a, b, c]
+    return make
+
+
+def _padding_mask(n, s):
+    """A random (N, S) key_padding_mask that never masks every key of a sample (an
+    all-masked row is NaN in PyTorch too); True = ignore that key."""
+    mask = dynjit.rand(n, s) < 0.4
+    mask[:, 0] = False
+    return mask
+
+
+def _float_mask(l, s):
+    """A random additive (L, S) attention mask: 0 or -inf, never -inf on every key."""
+    mask = dynjit.zeros(l, s).masked_fill(dynjit.rand(l, s) < 0.4, float("-inf"))
+    mask[:, 0] = 0.0
+    return mask
+
+
+def _causal(l):
+    return nn.Transformer.generate_square_subsequent_mask(l)
+
+
+def _attention(l, s, n, e, kdim=None, vdim=None, *, batch_first=False, self_attention=False,
+               key_padding=False, attn_mask=None, **kwargs):
+    """MultiheadAttention's (query, key, value) plus masks and flags. attn_mask: None,
+    "bool" (random, True = not allowed), "float" (random additive) or "causal" (with
+    is_causal=True, as the Transformer layers pass it)."""
+    def shape(length, dim):
+        return (n, length, dim) if batch_first else (length, n, dim)
+
+    def make():
+        q = _leaf(*shape(l, e))
+        if self_attention:
+            leaves, args = [q], [q, q, q]
+        else:
+            k, v = _leaf(*shape(s, kdim or e)), _leaf(*shape(s, vdim or e))
+            leaves, args = [q, k, v], [q, k, v]
+        kw = dict(kwargs)
+        if key_padding:
+            kw["key_padding_mask"] = _padding_mask(n, s)
+        if attn_mask == "bool":
+            kw["attn_mask"] = (dynjit.rand(l, s) < 0.4).masked_fill(
+                dynjit.arange(s).unsqueeze(0) == 0, False)
+        elif attn_mask == "float":
+            kw["attn_mask"] = _float_mask(l, s)
+        elif attn_mask == "causal":
+            kw["attn_mask"], kw["is_causal"] = _causal(l), True
+        return leaves, args, kw
+    return make
+
+
+def _src(s, n, e, *, batch_first=False, mask=None, padding=False, unbatched=False, mask_name="src_mask"):
+    """A Transformer encoder (layer)'s source and optional masks."""
+    def make():
+        src = _leaf(s, e) if unbatched else _leaf(*((n, s, e) if batch_first else (s, n, e)))
+        kw = {}
+        if mask == "causal":
+            kw[mask_name] = _causal(s)
+            kw["is_causal"] = True
+        elif mask == "float":
+            kw[mask_name] = _float_mask(s, s)
+        if padding:
+            kw["src_key_padding_mask"] = _padding_mask(n, s)
+        return [src], [src], kw
+    return make
+
+
+def _tgt_memory(t, s, n, e, *, batch_first=False, causal=False, padding=False, memory_mask=False,
+                causal_kw="tgt_is_causal"):
+    """A Transformer decoder (layer)'s target and memory, both differentiable, and masks."""
+    def make():
+        def shape(length):
+            return (n, length, e) if batch_first else (length, n, e)
+        tgt, mem = _leaf(*shape(t)), _leaf(*shape(s))
+        kw = {}
+        if causal:
+            kw["tgt_mask"], kw[causal_kw] = _causal(t), True
+        if padding:
+            kw["tgt_key_padding_mask"] = _padding_mask(n, t)
+            kw["memory_key_padding_mask"] = _padding_mask(n, s)
+        if memory_mask:
+            kw["memory_mask"] = _float_mask(t, s)
+        return [tgt, mem], [tgt, mem], kw
+    return make
+
+
+def _src_tgt(s, t, n, e, *, batch_first=False, masks=False):
+    """The full Transformer's source and target (both differentiable) and masks."""
+    def make():
+        def shape(length):
+            return (n, length, e) if batch_first else (length, n, e)
+        src, tgt = _leaf(*shape(s)), _leaf(*shape(t))
+        kw = {}
+        if masks:
+            kw = dict(tgt_mask=_causal(t), tgt_is_causal=True, src_key_padding_mask=_padding_mask(n, s),
+                      memory_key_padding_mask=_padding_mask(n, s), memory_mask=_float_mask(t, s))
+        return [src, tgt], [src, tgt], kw
+    return make
+
+
+def _enc_layer(**kw):
+    return nn.TransformerEncoderLayer(8, 2, dim_feedforward=12, **kw)
+
+
+def _dec_layer(**kw):
+    return nn.TransformerDecoderLayer(8, 2, dim_feedforward=12, **kw)
+
+
 def _seq():
     return nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.BatchNorm1d(6), nn.Dropout(0.5), nn.Linear(6, 2))
 
 
-# (row id, module class, constructor, make_inputs). make_inputs() -> (leaves, args):
-# gradients are taken w.r.t. the leaves (and the parameters); args go to forward.
+# (row id, module class, constructor, make_inputs). make_inputs() -> (leaves, args) or
+# (leaves, args, kwargs): gradients are taken w.r.t. the leaves (and the parameters);
+# args (and kwargs: masks, flags) go to forward.
 MODULES = [
     ("Identity", nn.Identity, lambda: nn.Identity(3, unused=True), _x(2, 3)),
     ("Linear", nn.Linear, lambda: nn.Linear(4, 3), _x(5, 4)),
@@ -140,6 +266,13 @@ MODULES = [
     ("Softmin", nn.Softmin, lambda: nn.Softmin(dim=0), _x(3, 4)),
     ("Dropout", nn.Dropout, lambda: nn.Dropout(0.3), _x(6, 5)),
     ("Dropout_inplace", nn.Dropout, lambda: nn.Dropout(0.3, inplace=True), _x_nonleaf(6, 5)),
+    ("Dropout1d", nn.Dropout1d, lambda: nn.Dropout1d(0.4), _x(3, 4, 5)),
+    ("Dropout1d_unbatched", nn.Dropout1d, lambda: nn.Dropout1d(0.4), _x(4, 5)),
+    ("Dropout2d", nn.Dropout2d, lambda: nn.Dropout2d(0.4), _x(2, 4, 3, 3)),
+    ("Dropout2d_inplace", nn.Dropout2d, lambda: nn.Dropout2d(0.4, inplace=True), _x_nonleaf(2, 4, 3, 3)),
+    ("Dropout3d", nn.Dropout3d, lambda: nn.Dropout3d(0.4), _x(2, 4, 2, 3, 2)),
+    ("Dropout3d_unbatched", nn.Dropout3d, lambda: nn.Dropout3d(0.4), _x(4, 2, 3, 2)),
+    ("AlphaDropout", nn.AlphaDropout, lambda: nn.AlphaDropout(0.3), _x(6, 5)),
     ("Flatten", nn.Flatten, lambda: nn.Flatten(), _x(2, 3, 4)),
     ("Flatten_dims", nn.Flatten, lambda: nn.Flatten(0, 1), _x(2, 3, 4)),
     ("Unflatten", nn.Unflatten, lambda: nn.Unflatten(1, (2, 3)), _x(4, 6)),
@@ -154,6 +287,29 @@ MODULES = [
     ("BatchNorm1d_no_stats", nn.BatchNorm1d, lambda: nn.BatchNorm1d(4, track_running_stats=False), _x(6, 4)),
     ("BatchNorm2d", nn.BatchNorm2d, lambda: nn.BatchNorm2d(3), _x(2, 3, 4, 4)),
     ("BatchNorm2d_eps", nn.BatchNorm2d, lambda: nn.BatchNorm2d(3, eps=1e-2, momentum=0.5), _x(2, 3, 2, 5)),
+    ("BatchNorm3d", nn.BatchNorm3d, lambda: nn.BatchNorm3d(3), _x(2, 3, 2, 3, 2)),
+    ("BatchNorm3d_no_affine_no_stats", nn.BatchNorm3d,
+     lambda: nn.BatchNorm3d(3, affine=False, track_running_stats=False), _x(2, 3, 2, 2, 3)),
+    ("InstanceNorm1d", nn.InstanceNorm1d, lambda: nn.InstanceNorm1d(3), _x(2, 3, 5)),
+    ("InstanceNorm1d_affine_stats", nn.InstanceNorm1d,
+     lambda: nn.InstanceNorm1d(3, affine=True, track_running_stats=True), _x(2, 3, 5)),
+    ("InstanceNorm1d_unbatched", nn.InstanceNorm1d, lambda: nn.InstanceNorm1d(3, affine=True), _x(3, 5)),
+    ("InstanceNorm2d", nn.InstanceNorm2d, lambda: nn.InstanceNorm2d(3, eps=1e-3), _x(2, 3, 4, 3)),
+    ("InstanceNorm2d_affine_stats", nn.InstanceNorm2d,
+     lambda: nn.InstanceNorm2d(3, momentum=0.3, affine=True, track_running_stats=True), _x(2, 3, 4, 3)),
+    ("InstanceNorm3d", nn.InstanceNorm3d, lambda: nn.InstanceNorm3d(2, affine=True), _x(2, 2, 2, 3, 2)),
+    ("InstanceNorm3d_stats_unbatched", nn.InstanceNorm3d,
+     lambda: nn.InstanceNorm3d(2, track_running_stats=True), _x(2, 2, 3, 2)),
+    ("GroupNorm", nn.GroupNorm, lambda: nn.GroupNorm(2, 4), _x(3, 4, 5)),
+    ("GroupNorm_no_affine_4d", nn.GroupNorm, lambda: nn.GroupNorm(3, 6, eps=1e-3, affine=False),
+     _x(2, 6, 2, 3)),
+    ("GroupNorm_2d", nn.GroupNorm, lambda: nn.GroupNorm(1, 4), _x(3, 4)),
+    ("RMSNorm", nn.RMSNorm, lambda: nn.RMSNorm(4), _x(3, 4)),
+    ("RMSNorm_2d_eps", nn.RMSNorm, lambda: nn.RMSNorm((3, 4), eps=1e-3), _x(2, 3, 4)),
+    ("RMSNorm_no_affine", nn.RMSNorm, lambda: nn.RMSNorm(4, elementwise_affine=False), _x(3, 4)),
+    ("LocalResponseNorm", nn.LocalResponseNorm, lambda: nn.LocalResponseNorm(2), _x(2, 5, 4)),
+    ("LocalResponseNorm_4d", nn.LocalResponseNorm, lambda: nn.LocalResponseNorm(3, alpha=0.1, beta=0.5, k=2.0),
+     _x(2, 6, 3, 3)),
     ("Embedding", nn.Embedding, lambda: nn.Embedding(10, 3), _ids(2, 4)),
     ("Embedding_padding_idx", nn.Embedding, lambda: nn.Embedding(10, 3, padding_idx=0),
      lambda: ([], [dynjit.tensor([[0, 2, 0], [5, 9, 2]])])),
@@ -183,6 +339,10 @@ MODULES = [
     ("ConvTranspose2d", nn.ConvTranspose2d, lambda: nn.ConvTranspose2d(3, 2, (2, 3), stride=(2, 1), padding=1),
      _x(2, 3, 4, 4)),
     ("ConvTranspose3d", nn.ConvTranspose3d, lambda: nn.ConvTranspose3d(2, 2, 2, stride=2), _x(1, 2, 2, 2, 3)),
+    ("PixelShuffle", nn.PixelShuffle, lambda: nn.PixelShuffle(2), _x(2, 8, 2, 3)),
+    ("PixelShuffle_unbatched", nn.PixelShuffle, lambda: nn.PixelShuffle(3), _x(9, 2, 1)),
+    ("PixelUnshuffle", nn.PixelUnshuffle, lambda: nn.PixelUnshuffle(2), _x(2, 2, 4, 6)),
+    ("PixelUnshuffle_5d", nn.PixelUnshuffle, lambda: nn.PixelUnshuffle(3), _x(2, 1, 2, 3, 6)),
     ("Unfold", nn.Unfold, lambda: nn.Unfold(2, padding=1, stride=2), _x(2, 3, 4, 5)),
     ("Fold", nn.Fold, lambda: nn.Fold((4, 5), 2), _x(2, 12, 12)),
     ("MaxPool1d", nn.MaxPool1d, lambda: nn.MaxPool1d(3, 2, padding=1, ceil_mode=True), _x(2, 3, 8)),
@@ -225,6 +385,67 @@ MODULES = [
     ("KLDivLoss", nn.KLDivLoss, lambda: nn.KLDivLoss(reduction="batchmean"), _log_probs(3, 4, False)),
     ("KLDivLoss_log_target", nn.KLDivLoss, lambda: nn.KLDivLoss(reduction="sum", log_target=True),
      _log_probs(3, 4, True)),
+    ("PairwiseDistance", nn.PairwiseDistance, lambda: nn.PairwiseDistance(), _two(3, 4)),
+    ("PairwiseDistance_p1_keepdim", nn.PairwiseDistance, lambda: nn.PairwiseDistance(p=1.0, keepdim=True),
+     _two(3, 4)),
+    ("PairwiseDistance_broadcast", nn.PairwiseDistance, lambda: nn.PairwiseDistance(p=3.0, eps=1e-3),
+     lambda: (lambda a, b: ([a, b], [a, b]))(_leaf(3, 4), _leaf(4))),
+    ("CosineSimilarity", nn.CosineSimilarity, lambda: nn.CosineSimilarity(), _two(3, 4)),
+    ("CosineSimilarity_dim0", nn.CosineSimilarity, lambda: nn.CosineSimilarity(dim=0, eps=1e-3), _two(3, 4, 2)),
+    ("MarginRankingLoss", nn.MarginRankingLoss, lambda: nn.MarginRankingLoss(), _pair_target((5,), (5,), 5)),
+    ("MarginRankingLoss_margin_none", nn.MarginRankingLoss,
+     lambda: nn.MarginRankingLoss(margin=0.5, reduction="none"), _pair_target((5,), (5,), 5)),
+    ("CosineEmbeddingLoss", nn.CosineEmbeddingLoss, lambda: nn.CosineEmbeddingLoss(),
+     _pair_target((5, 3), (5, 3), 5)),
+    ("CosineEmbeddingLoss_margin_sum", nn.CosineEmbeddingLoss,
+     lambda: nn.CosineEmbeddingLoss(margin=0.2, reduction="sum"), _pair_target((5, 3), (5, 3), 5)),
+    ("TripletMarginLoss", nn.TripletMarginLoss, lambda: nn.TripletMarginLoss(), _three(5, 3)),
+    ("TripletMarginLoss_p1_swap_none", nn.TripletMarginLoss,
+     lambda: nn.TripletMarginLoss(margin=2.0, p=1.0, swap=True, reduction="none"), _three(5, 3)),
+    ("MultiheadAttention", nn.MultiheadAttention, lambda: nn.MultiheadAttention(6, 2), _attention(3, 4, 2, 6)),
+    ("MultiheadAttention_self_nobias_no_weights", nn.MultiheadAttention,
+     lambda: nn.MultiheadAttention(6, 3, bias=False),
+     _attention(4, 4, 2, 6, self_attention=True, need_weights=False)),
+    ("MultiheadAttention_masks_per_head", nn.MultiheadAttention, lambda: nn.MultiheadAttention(6, 2),
+     _attention(3, 4, 2, 6, key_padding=True, attn_mask="bool", average_attn_weights=False)),
+    ("MultiheadAttention_float_mask_batch_first", nn.MultiheadAttention,
+     lambda: nn.MultiheadAttention(4, 2, batch_first=True), _attention(3, 5, 2, 4, batch_first=True,
+                                                                       attn_mask="float")),
+    ("MultiheadAttention_causal", nn.MultiheadAttention, lambda: nn.MultiheadAttention(4, 1),
+     _attention(3, 3, 2, 4, self_attention=True, attn_mask="causal", need_weights=False)),
+    ("MultiheadAttention_kdim_vdim_bias_kv_zero_attn", nn.MultiheadAttention,
+     lambda: nn.MultiheadAttention(4, 2, kdim=3, vdim=5, add_bias_kv=True, add_zero_attn=True),
+     _attention(3, 4, 2, 4, kdim=3, vdim=5, key_padding=True)),
+    ("MultiheadAttention_dropout", nn.MultiheadAttention, lambda: nn.MultiheadAttention(4, 2, dropout=0.3),
+     _attention(3, 4, 2, 4)),
+    ("MultiheadAttention_unbatched", nn.MultiheadAttention, lambda: nn.MultiheadAttention(4, 2),
+     lambda: (lambda q, k, v: ([q, k, v], [q, k, v]))(_leaf(3, 4), _leaf(5, 4), _leaf(5, 4))),
+    ("TransformerEncoderLayer", nn.TransformerEncoderLayer, lambda: _enc_layer(), _src(5, 2, 8)),
+    ("TransformerEncoderLayer_norm_first_gelu_masks", nn.TransformerEncoderLayer,
+     lambda: _enc_layer(activation="gelu", norm_first=True, batch_first=True),
+     _src(5, 2, 8, batch_first=True, mask="float", padding=True)),
+    ("TransformerEncoderLayer_causal_nobias", nn.TransformerEncoderLayer,
+     lambda: _enc_layer(dropout=0.0, bias=False, layer_norm_eps=1e-3), _src(4, 2, 8, mask="causal")),
+    ("TransformerEncoderLayer_unbatched", nn.TransformerEncoderLayer, lambda: _enc_layer(),
+     _src(4, 1, 8, unbatched=True)),
+    ("TransformerDecoderLayer", nn.TransformerDecoderLayer, lambda: _dec_layer(), _tgt_memory(4, 5, 2, 8)),
+    ("TransformerDecoderLayer_norm_first_masks", nn.TransformerDecoderLayer,
+     lambda: _dec_layer(norm_first=True, batch_first=True, activation=nn.functional.silu),
+     _tgt_memory(4, 5, 2, 8, batch_first=True, causal=True, padding=True, memory_mask=True)),
+    ("TransformerEncoder", nn.TransformerEncoder, lambda: nn.TransformerEncoder(_enc_layer(), 2),
+     _src(5, 2, 8, mask_name="mask")),
+    ("TransformerEncoder_norm_masks", nn.TransformerEncoder,
+     lambda: nn.TransformerEncoder(_enc_layer(batch_first=True), 2, norm=nn.LayerNorm(8)),
+     _src(5, 2, 8, batch_first=True, mask="causal", padding=True, mask_name="mask")),
+    ("TransformerDecoder", nn.TransformerDecoder, lambda: nn.TransformerDecoder(_dec_layer(), 2),
+     _tgt_memory(4, 5, 2, 8)),
+    ("TransformerDecoder_norm_masks", nn.TransformerDecoder,
+     lambda: nn.TransformerDecoder(_dec_layer(norm_first=True), 2, norm=nn.LayerNorm(8)),
+     _tgt_memory(4, 5, 2, 8, causal=True, padding=True, memory_mask=True)),
+    ("Transformer", nn.Transformer, lambda: nn.Transformer(8, 2, 1, 1, 12), _src_tgt(5, 4, 2, 8)),
+    ("Transformer_batch_first_masks", nn.Transformer,
+     lambda: nn.Transformer(8, 2, 2, 1, 12, dropout=0.2, batch_first=True, norm_first=True),
+     _src_tgt(5, 4, 2, 8, batch_first=True, masks=True)),
     ("RNNBase", nn.RNNBase, lambda: nn.RNNBase("GRU", 3, 4), _x(5, 2, 3)),
     ("RNN", nn.RNN, lambda: nn.RNN(3, 4), _x(5, 2, 3)),
     ("RNN_relu_bidirectional_batch_first", nn.RNN,
@@ -266,10 +487,10 @@ def _tensors(v):
     return []
 
 
-def _forward_backward(fn, mod, leaves, args):
+def _forward_backward(fn, mod, leaves, args, kwargs):
     """Run forward; the gradients of sum |out.sum()| over the tensor outputs w.r.t. the
     parameters and the leaves (None where there is no path)."""
-    out = fn(*args)
+    out = fn(*args, **kwargs)
     diff = [p for p in mod.parameters() if p.requires_grad] + leaves
     total = sum(o.sum().abs() for o in _tensors(out) if o.requires_grad)
     if not diff or not isinstance(total, dynjit.Tensor):
@@ -294,8 +515,8 @@ def _check(ref_mod, test_mod, compiled, make_inputs, seed):
     results = []
     for mod, fn in ((ref_mod, ref_mod), (test_mod, compiled)):
         dynjit.manual_seed(seed)            # same inputs, same dropout masks
-        leaves, args = make_inputs()
-        out, grads = _forward_backward(fn, mod, leaves, args)
+        leaves, args, *kwargs = make_inputs()
+        out, grads = _forward_backward(fn, mod, leaves, args, kwargs[0] if kwargs else {})
         results.append((out, grads, args))
     (ref_out, ref_grads, ref_args), (out, grads, args) = results
     ref_outs, outs = _tensors(ref_out), _tensors(out)
