@@ -357,7 +357,7 @@ def test_forward_ad_runs_through_an_op_declared_after_import():
         del registry["h7_late_op_for_test"]
 
 
-# ports: 002_7f98adb56adba91b.txt TestAutogradForwardMode.test_out_variant
+# part of 002_7f98adb56adba91b.txt TestAutogradForwardMode.test_out_variant (the rest needs out=)
 def test_out_argument_with_a_dual_tensor_is_refused():
     with fwAD.dual_level():
         foo = fwAD.make_dual(dynjit.rand(2), dynjit.rand(2))
@@ -912,7 +912,7 @@ def test_custom_function_forward_runs_without_forward_ad():
 
 # -- gradcheck(check_forward_ad=True) --------------------------------------------------
 
-# ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_forward_ad
+# part of 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_forward_ad (the complex-input cases need complex dtypes)
 def test_gradcheck_forward_ad_catches_a_wrong_tangent():
     """(The seed's complex-input cases wait for complex dtypes.)"""
     def fn(x, y):
