@@ -166,7 +166,10 @@ class CompiledFunction:
             new = [s for s in getattr(reason, "scalars", ()) if s not in self._dynamic_scalars]
             if self._dynamic is None and new:
                 self._dynamic_scalars.update(new)     # numbers that changed: symbolic from now on
-                reason = GuardFailure(f"{reason}; now dynamic: {', '.join(new)}", scalar=reason.scalar)
+                where = "" if _takes_scalars(self._backend) else (
+                    " (Python arithmetic only: this backend takes tensor inputs, so a number a tensor "
+                    "op uses stays a constant)")
+                reason = GuardFailure(f"{reason}; now dynamic: {', '.join(new)}{where}", scalar=reason.scalar)
                 dynamic_log.debug("%s: dynamic numbers %s", fn.__qualname__, ", ".join(new))
             counters["recompiles"][fn.__qualname__] += 1
             recompiles_log.debug("Recompiling function %s: guard failed: %s", fn.__qualname__, reason)
@@ -385,6 +388,11 @@ def _sweep_code_cache(*_):
         if info.code is code and sys.getrefcount(code) <= 4:
             cache.pop(code, None)
         del code, info
+
+
+def _takes_scalars(backend):
+    from ..compiler.registry import lookup_backend
+    return bool(getattr(lookup_backend(backend), "dynjit_scalar_inputs", False))
 
 
 def _transforming_mode_active():
