@@ -58,6 +58,16 @@ _FROM_NP = {d.np: d for d in _ALL}
 _default_float = [float32]
 
 
+# PyTorch's C++ scalar type names, which its "not implemented for" errors use
+_SCALAR_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+                      "int64": "Long", "float16": "Half", "float32": "Float", "float64": "Double"}
+
+
+def scalar_type_name(d):
+    """PyTorch's name of dtype `d` in kernel errors ('Long' for int64)."""
+    return _SCALAR_TYPE_NAMES[d.name]
+
+
 def get_default_dtype():
     return _default_float[0]
 

@@ -653,10 +653,11 @@ def _to_array(data, dtype):
         arr = np.array(data, dtype=np_dtype, copy=True)
     else:
         data = _unwrap_nested(data)
-        arr = np.array(data, dtype=np_dtype)
+        arr = _python_data_array(data, np_dtype)
         if np_dtype is None:
             if arr.dtype.kind == "f":
-                arr = arr.astype(_dtype.get_default_dtype().np)
+                with np.errstate(over="ignore"):        # 1e300 is inf in float32, as in PyTorch
+                    arr = arr.astype(_dtype.get_default_dtype().np)
             elif arr.dtype.kind in "iu":
                 arr = arr.astype(np.int64)
     if arr.dtype.kind == "f" and np_dtype is None and arr.dtype == np.float64 and not isinstance(data, np.ndarray):
@@ -664,6 +665,72 @@ def _to_array(data, dtype):
     if arr.dtype not in _dtype._FROM_NP:
         raise TypeError(f"can't make a tensor from data of numpy dtype {arr.dtype}")
     return arr
+
+
+_INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
+
+
+def _python_data_array(data, np_dtype):
+    """Python numbers (nested lists) as an array of `np_dtype` (None: numpy's inference,
+    refined by the caller), converted as PyTorch converts them: an int beyond int64 is
+    an overflow error unless it becomes a float or bool; a value outside an integer
+    dtype's range is an error (a negative int wraps into uint8, a float is truncated);
+    numpy would wrap silently or give up on the int64 range."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        try:
+            arr = np.array(data)
+        except OverflowError:
+            arr = None
+        if arr is None or arr.dtype.kind in "uO" or (
+                arr.dtype.kind == "f" and arr.size and np.fmax.reduce(np.abs(arr), axis=None) >= 2.0 ** 63):
+            # numpy met an int outside int64 (and gave uint64, object or, nested, float64)
+            target = np_dtype.kind if np_dtype is not None else None
+            if target in ("f", "b") or (target is None and _contains_float(data)):
+                return np.array(data, dtype=np_dtype)
+            big = _int_beyond_int64(data)
+            if big is not None:
+                raise ValueError(f"Overflow when unpacking long long: {big} does not fit in int64 "
+                                 "(the range of dynjit's integer tensors)")
+            if arr is None:
+                arr = np.array(data, dtype=np_dtype)
+        if np_dtype is None or arr.dtype == np_dtype or arr.dtype.kind not in "biuf":
+            return arr if np_dtype is None else np.array(data, dtype=np_dtype)
+        if np_dtype.kind in "iu" and arr.dtype.kind in "iuf":
+            _check_integer_range(arr, np_dtype)
+        return arr.astype(np_dtype)
+
+
+def _check_integer_range(arr, np_dtype):
+    info = np.iinfo(np_dtype)
+    if arr.dtype.kind == "f":
+        bad = ~((arr >= info.min) & (arr <= info.max))      # NaN too
+    elif np_dtype.kind == "u":
+        bad = (arr > info.max) | (arr < -info.max)          # -1 wraps to 255, as in PyTorch
+    else:
+        bad = (arr > info.max) | (arr < info.min)
+    if bad.any():
+        raise RuntimeError(f"value cannot be converted to type {np_dtype.name} without overflow "
+                           f"(got {arr[bad].flat[0].item()!r})")
+
+
+def _contains_float(data):
+    if isinstance(data, (list, tuple)):
+        return any(_contains_float(d) for d in data)
+    return isinstance(data, (float, np.floating)) or (
+        isinstance(data, np.ndarray) and data.dtype.kind == "f")
+
+
+def _int_beyond_int64(data):
+    """The first Python int in `data` outside int64's range, or None."""
+    if isinstance(data, (list, tuple)):
+        for d in data:
+            big = _int_beyond_int64(d)
+            if big is not None:
+                return big
+        return None
+    if isinstance(data, int) and not isinstance(data, bool) and not _INT64_MIN <= data <= _INT64_MAX:
+        return data
+    return None
 
 
 def _unwrap_nested(data):

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import functional as _F
 from ..random import default_generator
+from ..ops.factories import check_floating_random
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor, tensor as _tensor
 
@@ -50,12 +51,14 @@ def calculate_gain(nonlinearity, param=None):
 
 def _rand(tensor, generator):
     """U(0, 1) values of tensor's shape, from `generator` (a dynjit.Generator) if given."""
+    check_floating_random("check_uniform_bounds", tensor.dtype)
     if generator is None:
         return _F.rand(tuple(tensor.shape), dtype=tensor.dtype)
     return _tensor(generator.np.random(tuple(tensor.shape)), dtype=tensor.dtype)
 
 
 def _randn(tensor, generator):
+    check_floating_random("normal_kernel_cpu", tensor.dtype)
     if generator is None:
         return _F.randn(tuple(tensor.shape), dtype=tensor.dtype)
     return _tensor(generator.np.standard_normal(tuple(tensor.shape)), dtype=tensor.dtype)
@@ -139,6 +142,7 @@ def orthogonal_(tensor, gain=1, generator=None):
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
+    check_floating_random("normal_kernel_cpu", tensor.dtype)
     flat = _randn(_F.empty((rows, cols)), generator).numpy().astype(np.float64)
     if rows < cols:
         flat = flat.T

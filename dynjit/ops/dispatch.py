@@ -221,7 +221,9 @@ def eager(op, args, kwargs):
             kind = np_dtype.kind
             uniform = kind == "f" or (scalar == 1 and kind in "iu")
         rule = op.dtype_rule
-        if uniform and (rule is PROMOTE or (rule is FLOAT and np_dtype is not None and np_dtype.kind == "f")):
+        # no tensor operand (where(cond, 1.0, 0)): the scalars promote as wrapped numbers,
+        # which only result_type knows (numpy would compute 1.0 and 0 in float64)
+        if uniform and np_dtype is not None and (rule is PROMOTE or (rule is FLOAT and np_dtype is not None and np_dtype.kind == "f")):
             want = np_dtype         # computed and returned in the operands' own dtype
         elif uniform and rule is BOOL:
             want = _NP_BOOL

@@ -120,18 +120,37 @@ def eye(n, m=None, dtype=None):
 eye.meta_fn(lambda n, m, dtype: (_eye_shape(n, m), _dt(dtype)))
 
 
+def check_floating_random(kernel_name, dtype):
+    """PyTorch draws continuous distributions (uniform, normal) for floating point dtypes
+    only; an integer or bool dtype is its "not implemented" error (a cast of the floats
+    would silently give zeros). Returns the dtype."""
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f"\"{kernel_name}\" not implemented for '{_dtype.scalar_type_name(dtype)}'")
+    return dtype
+
+
+def _rand_dtype(dtype):
+    return check_floating_random("check_uniform_bounds", _dt(dtype))
+
+
+def _randn_dtype(dtype):
+    return check_floating_random("normal_kernel_cpu", _dt(dtype))
+
+
 @register("rand", FACTORY, differentiable=False, tags=(RANDOM,))
 def rand(size, dtype=None):
-    return default_generator.np.random(_size(size)).astype(_np_dtype(dtype))
+    dtype = _rand_dtype(dtype)
+    return default_generator.np.random(_size(size)).astype(dtype.np)
 
 
 @register("randn", FACTORY, differentiable=False, tags=(RANDOM,))
 def randn(size, dtype=None):
-    return default_generator.np.standard_normal(_size(size)).astype(_np_dtype(dtype))
+    dtype = _randn_dtype(dtype)
+    return default_generator.np.standard_normal(_size(size)).astype(dtype.np)
 
 
-rand.meta_fn(_sized_meta)
-randn.meta_fn(_sized_meta)
+rand.meta_fn(lambda size, dtype: (_size(size), _rand_dtype(dtype)))
+randn.meta_fn(lambda size, dtype: (_size(size), _randn_dtype(dtype)))
 
 
 def _check_range(low, high):
@@ -151,18 +170,36 @@ def _(low, high, size, dtype):
     return _size(size), _dt(dtype, _dtype.int64)
 
 
+def _randperm_dtype(dtype):
+    dtype = _dt(dtype, _dtype.int64)
+    if dtype is _dtype.bool_:
+        raise NotImplementedError("\"randperm\" not implemented for 'Bool'")
+    return dtype
+
+
 @register("randperm", FACTORY, differentiable=False, tags=(RANDOM,))
 def randperm(n, dtype=None):
-    return default_generator.np.permutation(n).astype(_np_dtype(dtype, _dtype.int64))
+    return default_generator.np.permutation(n).astype(_randperm_dtype(dtype).np)
 
 
-randperm.meta_fn(lambda n, dtype: (_size((n,)), _dt(dtype, _dtype.int64)))
+randperm.meta_fn(lambda n, dtype: (_size((n,)), _randperm_dtype(dtype)))
+
+
+def _check_bernoulli(dtype, p):
+    # the probabilities are read from `self` only when no p is given: they must be floats
+    if p is None and dtype.kind != "f":
+        raise NotImplementedError("\"bernoulli_tensor_cpu_p_\" not implemented for "
+                                  f"'{_dtype.scalar_type_name(_dtype.from_numpy_dtype(dtype))}'")
 
 
 @register("bernoulli", FACTORY, differentiable=False, tags=(RANDOM,))
 def bernoulli(self, p=None):
+    _check_bernoulli(np.asarray(self).dtype, p)
     prob = self if p is None else np.full(np.shape(self), p)
     return (default_generator.np.random(np.shape(self)) < prob).astype(np.asarray(self).dtype)
 
 
-bernoulli.meta_fn(lambda self, p: same_as(self))
+@bernoulli.meta_fn
+def _(self, p):
+    _check_bernoulli(self.dtype.np, p)
+    return same_as(self)

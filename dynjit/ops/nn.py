@@ -163,12 +163,23 @@ def native_dropout(self, p, train):
         return x.copy(), np.ones(x.shape, dtype=np.bool_)
     if p == 1:
         return np.zeros_like(x), np.zeros(x.shape, dtype=np.bool_)
+    _check_dropout_dtype(_dtype.from_numpy_dtype(x.dtype), p, train)
     mask = default_generator.np.random(x.shape) >= p
     return (x * mask / (1 - p)).astype(x.dtype), mask
 
 
-native_dropout.meta_fn(lambda self, p, train: [(tuple(self.shape), self.dtype),
-                                                (tuple(self.shape), _dtype.bool_)])
+def _check_dropout_dtype(dtype, p, train):
+    # PyTorch scales the kept values by 1 / (1 - p) in float: an integer or bool tensor
+    # can't hold the result (a cast would silently truncate)
+    if train and 0 < p < 1 and not dtype.is_floating_point:
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{_dtype.scalar_type_name(dtype)}")
+
+
+@native_dropout.meta_fn
+def _(self, p, train):
+    _check_dropout_dtype(self.dtype, p, train)
+    return [(tuple(self.shape), self.dtype), (tuple(self.shape), _dtype.bool_)]
 
 
 @native_dropout.derivative

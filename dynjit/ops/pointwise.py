@@ -257,6 +257,21 @@ def _(grad, self, other, needs):
     return (grad * other if needs[0] else None), (grad * self if needs[1] else None)
 
 
+def check_integer_divisor(kernel_name, self, other):
+    """PyTorch's integer division (floor/trunc division, remainder, fmod) in the
+    computation dtype the dispatcher converted the operands to: a zero divisor is
+    PyTorch's "ZeroDivisionError" RuntimeError (numpy would silently give 0), and bool
+    operands are not implemented. True when the division is an integer one."""
+    kind = np.result_type(self, other).kind
+    if kind == "b":
+        raise NotImplementedError(f"\"{kernel_name}\" not implemented for 'Bool'")
+    if kind in "iu":
+        if np.any(np.equal(other, 0)):
+            raise RuntimeError("ZeroDivisionError: integer division or remainder by zero")
+        return True
+    return False
+
+
 @register("div", POINTWISE, dtype_rule=FLOAT, variants="function, method", inplace=True,
           wraps_scalar="other")
 @quiet
@@ -275,9 +290,10 @@ def _(grad, self, other, needs):
 def div_mode(self, other, rounding_mode):
     """Division rounded to an integer value (`div(..., rounding_mode=)`): keeps integer dtypes."""
     if rounding_mode == "floor":
+        check_integer_divisor("div_floor_cpu", self, other)
         return np.floor_divide(self, other)
     if rounding_mode == "trunc":
-        if np.result_type(self, other).kind in "biu":
+        if check_integer_divisor("div_trunc_cpu", self, other):
             q = np.floor_divide(self, other)
             inexact = (np.remainder(self, other) != 0) & ((np.less(self, 0)) != (np.less(other, 0)))
             return q + inexact
@@ -292,12 +308,14 @@ div_mode.derivative(lambda grad: (grad * 0, grad * 0))
 @register("floor_divide", POINTWISE, differentiable=False, variants="function, method", inplace=True)
 @quiet
 def floor_divide(self, other):
+    check_integer_divisor("div_floor_cpu", self, other)
     return np.floor_divide(self, other)
 
 
 @register("remainder", POINTWISE, variants="function, method", inplace=True)
 @quiet
 def remainder(self, other):
+    check_integer_divisor("remainder_cpu", self, other)
     return np.remainder(self, other)
 
 
@@ -309,6 +327,7 @@ def _(grad, self, other):
 @register("fmod", POINTWISE, variants="function, method", inplace=True)
 @quiet
 def fmod(self, other):
+    check_integer_divisor("fmod_cpu", self, other)
     return np.fmod(self, other)
 
 
