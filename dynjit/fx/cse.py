@@ -27,9 +27,12 @@ import numpy as np
 from .node import map_arg
 
 # the pure functions of the operator module (not setitem, iadd ...)
-_OPERATOR_FUNCTIONS = frozenset(getattr(operator, name) for name in (
-    "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "neg", "pos", "abs", "invert",
-    "and_", "or_", "xor", "lshift", "rshift", "getitem", "eq", "ne", "lt", "le", "gt", "ge", "not_", "truth"))
+_o = operator
+_OPERATOR_FUNCTIONS = frozenset((
+    _o.add, _o.sub, _o.mul, _o.truediv, _o.floordiv, _o.mod, _o.pow, _o.matmul, _o.neg, _o.pos, _o.abs, _o.invert,
+    _o.and_, _o.or_, _o.xor, _o.lshift, _o.rshift, _o.getitem, _o.eq, _o.ne, _o.lt, _o.le, _o.gt, _o.ge, _o.not_,
+    _o.truth))
+del _o
 
 
 def _key(value):

@@ -192,6 +192,7 @@ IMPLEMENTATION_TABLES = {
     ("dynjit/functional.py", "__all__"): "the public names of functions written out by hand",
     ("backends/llvm/lowering.py", "REDUCTIONS"): "llvm: how each reduction is lowered",
     ("backends/llvm/lowering.py", "COPY_OPS"): "llvm: ops lowered as copies",
+    ("backends/llvm/lowering.py", "DECOMPOSED"): "llvm: ops spelled as reductions and pointwise ops",
     ("backends/llvm/lowering.py", "Lowering.try_reduction"): "llvm: reductions lowered with a dtype argument",
     ("backends/llvm/mathlib.py", "FAST_F32"): "llvm: math lowered with float32 approximations",
     ("backends/llvm/mathlib.py", "LIBM_UNARY"): "llvm: math lowered to libm calls",
