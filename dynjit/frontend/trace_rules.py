@@ -146,7 +146,13 @@ def _dynjit_rule(fn, module):
     return _break(BreakKind.UNKNOWN_CALLABLE, f"calling {callable_name(fn)}")
 
 
+# immutable builtin values: every method of theirs is a pure function of its arguments
+_IMMUTABLE_TYPES = (str, bytes, int, float, complex, bool, tuple, frozenset, range)
+
+
 def _builtin_rule(fn, module):
+    if isinstance(fn, types.BuiltinMethodType) and type(getattr(fn, "__self__", None)) in _IMMUTABLE_TYPES:
+        return Rule(Action.FOLD, "method of an immutable value")
     if _in(fn, SIDE_EFFECT_BUILTINS):
         return _break(BreakKind.SIDE_EFFECT_CALL, f"builtin: {fn.__name__}")
     if _in(fn, HANDLED_BUILTINS) or _in(fn, PURE_BUILTINS) and \

@@ -345,3 +345,15 @@ def test_saved_tensor_hooks_see_the_compiled_program_not_its_trace():
     x.grad = None
     dynjit.compile(f, backend="eager")(x).backward()
     assert log == expected and same(x.grad, grad)
+
+
+def test_methods_of_strings_and_numbers_fold_at_trace_time():
+    def f(x, name):
+        if name.startswith("RNN") and name.split("_")[1].upper() == "A" and "q".join(["a", "b"]) == "aqb":
+            return x * len(name.replace("_", "")) + float("1.5") + (3).bit_length()
+        return x - 1
+
+    for name in ["RNN_a", "LSTM_b"]:
+        x = dynjit.randn(2)
+        out, frames, breaks = _one_graph(f, x, name)
+        assert same(out, f(x, name)) and (frames, breaks) == (1, 0)
