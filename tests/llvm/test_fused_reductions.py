@@ -327,3 +327,15 @@ def test_float32_row_sums_stay_accurate(n):
     assert np.all(np.abs(m.numpy() - exact / n) <= bound / n * 2)
     ex = np.exp(x.astype(np.float64) - x.max(1, keepdims=True)).sum(1)
     np.testing.assert_allclose(e.numpy(), ex, rtol=8 * np.finfo(np.float32).eps)
+
+
+@pytest.mark.xfail(strict=True, reason="frontend: dynjit.tensor(<numpy array global>) inside a compiled function "
+                   "fails while tracing (ValueError: truth value of an array is ambiguous), for every backend")
+def test_tensor_of_a_numpy_global_inside_a_compiled_softmax():
+    probe = np.arange(6.0).reshape(3, 2)
+
+    def f(x):
+        return (x.softmax(1) * dynjit.tensor(probe)).sum()
+    x = dynjit.tensor(np.ones((3, 2)))
+    for backend in BACKENDS:
+        assert dynjit.compile(f, backend=backend)(x).item() == pytest.approx(f(x).item())
