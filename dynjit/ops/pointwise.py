@@ -305,6 +305,27 @@ def div_mode(self, other, rounding_mode):
 div_mode.derivative(lambda grad: (grad * 0, grad * 0))
 
 
+def _integer_division_meta(op, kernel_name):
+    """The meta of an integer-capable division: the promoted dtype, and, as the kernel,
+    "not implemented" for bool (a zero divisor is a value, which only the kernel sees)."""
+    def meta(self, other, *rounding_mode):
+        shape, dtype = pointwise_meta(op, (self, other) + rounding_mode)
+        name = kernel_name
+        if rounding_mode:
+            mode, = rounding_mode
+            if mode not in ("floor", "trunc"):
+                raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                                 f"but found {mode!r}")
+            name = f"div_{mode}_cpu"
+        if dtype is _dtype.bool_:
+            raise NotImplementedError(f"\"{name}\" not implemented for 'Bool'")
+        return shape, dtype
+    op.meta_fn(meta)
+
+
+_integer_division_meta(div_mode, None)
+
+
 @register("floor_divide", POINTWISE, differentiable=False, variants="function, method", inplace=True)
 @quiet
 def floor_divide(self, other):
@@ -329,6 +350,11 @@ def _(grad, self, other):
 def fmod(self, other):
     check_integer_divisor("fmod_cpu", self, other)
     return np.fmod(self, other)
+
+
+_integer_division_meta(floor_divide, "div_floor_cpu")
+_integer_division_meta(remainder, "remainder_cpu")
+_integer_division_meta(fmod, "fmod_cpu")
 
 
 @fmod.derivative
