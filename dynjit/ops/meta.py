@@ -225,6 +225,8 @@ _GENERIC = {POINTWISE: pointwise_meta, REDUCTION: reduction_meta, VIEW: dummy_me
 def run_meta(op, args, kwargs):
     """The body of `OpDef.meta`."""
     args = op.normalize(tuple(args), kwargs or {})
+    if op.operand_check is not None:        # the errors the dispatcher raises before the kernel
+        op.operand_check(*args)
     if op._meta is not None:
         return op._meta(*args)
     return _GENERIC.get(op.kind, dummy_meta)(op, args)

@@ -203,7 +203,30 @@ def _is_bool(x):
     return getattr(x, "dtype", None) in (np.bool_, _dtype.bool_) or isinstance(x, bool)
 
 
-@register("sub", POINTWISE, variants="function, method", inplace=True, wraps_scalar="other")
+def _tensor_dtype(x):
+    """The dynjit dtype of an array or TensorMeta operand; None for a Python number."""
+    d = getattr(x, "dtype", None)
+    if d is None or isinstance(x, np.generic):
+        return None
+    return d if isinstance(d, _dtype.dtype) else _dtype.from_numpy_dtype(d)
+
+
+_SUB_WITH_BOOL = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                  "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _check_sub_operands(self, other, alpha=1):
+    """PyTorch's sub_check, on the operands as given: a bool operand (tensor or Python
+    bool) is an error, not a subtraction in the promoted integer or float dtype."""
+    a, b = _is_bool(self), _is_bool(other)
+    if a and b:
+        raise RuntimeError(_SUB_BOOL)
+    if a or b:
+        raise RuntimeError(_SUB_WITH_BOOL)
+
+
+@register("sub", POINTWISE, variants="function, method", inplace=True, wraps_scalar="other",
+          operand_check=_check_sub_operands)
 def sub(self, other, alpha=1):
     try:
         if type(alpha) is int and alpha == 1:
@@ -228,7 +251,7 @@ def _(grad, alpha):
     return grad, (-grad if alpha == 1 else grad * (-alpha))
 
 
-@register("rsub", POINTWISE)
+@register("rsub", POINTWISE, operand_check=_check_sub_operands)
 @quiet
 def rsub(self, other, alpha=1):
     if _is_bool(self) and _is_bool(other):
@@ -362,9 +385,17 @@ def _(grad, self, other):
     return grad, -grad * (self / other).trunc()
 
 
-@register("pow", POINTWISE, variants="function, method", inplace=True)
+def _check_pow_operands(self, exponent):
+    # PyTorch's pow with a tensor exponent has no bool kernel (a Python bool exponent is fine)
+    e, b = _tensor_dtype(exponent), _tensor_dtype(self)
+    if e is _dtype.bool_ and (b is _dtype.bool_ or _is_bool(self)):
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+
+
+@register("pow", POINTWISE, variants="function, method", inplace=True, operand_check=_check_pow_operands)
 @quiet
 def pow_op(self, exponent):
+    _check_pow_operands(self, exponent)
     if isinstance(exponent, (int, np.integer)) and not isinstance(exponent, bool) and exponent < 0 \
             and isinstance(self, np.ndarray) and self.dtype.kind in "iu":
         raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -464,10 +495,16 @@ def _(grad, self, other, needs):
             (grad * (other - self).sigmoid()) if needs[1] else None)
 
 
+def _check_addcmul_operands(self, tensor1, tensor2, value=1):
+    if all(_tensor_dtype(x) is _dtype.bool_ for x in (self, tensor1, tensor2)):
+        raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
+
+
 @register("addcmul", POINTWISE, operands=("self", "tensor1", "tensor2"),
-          variants="function, method", inplace=True)
+          variants="function, method", inplace=True, operand_check=_check_addcmul_operands)
 @quiet
 def addcmul(self, tensor1, tensor2, value=1):
+    _check_addcmul_operands(self, tensor1, tensor2)
     # `value` in the result dtype, as PyTorch converts it (0.5 is 0 for integers)
     value = scalar_to(value, np.result_type(self, tensor1, tensor2))
     return np.add(self, np.multiply(np.multiply(tensor1, tensor2), value))

@@ -422,3 +422,52 @@ def test_compiled_random_with_integer_dtype_raises_as_eager(backend, fn, message
         fn(dynjit.tensor([1, 0]))
     with pytest.raises((NotImplementedError, RuntimeError), match=message):
         dynjit.compile(fn, backend=backend)(dynjit.tensor([1, 0]))
+
+
+# -- ops that PyTorch does not implement for bool operands ------------------------------
+
+SUB_WITH_BOOL = "Subtraction, the `-` operator, with a bool tensor is not supported"
+SUB_TWO_BOOLS = "Subtraction, the `-` operator, with two bool tensors is not supported"
+
+
+@pytest.mark.parametrize("fn,message", [
+    (lambda b: dynjit.tensor([1, 2]) - b, SUB_WITH_BOOL),
+    (lambda b: b - dynjit.tensor([1.0]), SUB_WITH_BOOL),
+    (lambda b: dynjit.tensor([1.0]) - True, SUB_WITH_BOOL),
+    (lambda b: 1 - b, SUB_WITH_BOOL),
+    (lambda b: b - 1, SUB_WITH_BOOL),
+    (lambda b: dynjit.sub(dynjit.tensor([3]), b, alpha=2), SUB_WITH_BOOL),
+    (lambda b: dynjit.tensor([3]).sub_(b), SUB_WITH_BOOL),
+    (lambda b: b - b, SUB_TWO_BOOLS),
+], ids=["int-bool", "bool-float", "float-pybool", "rsub", "bool-int", "alpha", "inplace", "bool-bool"])
+def test_subtraction_with_a_bool_operand_is_an_error(fn, message):
+    with pytest.raises(RuntimeError, match=message):
+        fn(dynjit.tensor([True, False]))
+
+
+def test_sub_meta_rejects_a_bool_operand():
+    meta = TensorMeta.of(dynjit.tensor([True]))
+    with pytest.raises(RuntimeError, match=SUB_WITH_BOOL):
+        registry["sub"].meta([TensorMeta.of(dynjit.tensor([1])), meta])
+    assert registry["sub"].meta([TensorMeta.of(dynjit.tensor([1])), 2])[1] is dynjit.int64
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_compiled_sub_with_a_bool_operand_raises(backend):
+    with pytest.raises(RuntimeError, match=SUB_WITH_BOOL):
+        dynjit.compile(lambda a, b: a - b, backend=backend)(dynjit.tensor([1]), dynjit.tensor([True]))
+
+
+def test_pow_and_addcmul_of_bools_are_not_implemented():
+    b = dynjit.tensor([True, False])
+    for fn in (lambda: b ** b, lambda: dynjit.pow(True, b), lambda: dynjit.pow(b, dynjit.tensor(True))):
+        with pytest.raises(NotImplementedError, match="\"pow\" not implemented for 'Bool'"):
+            fn()
+    with pytest.raises(NotImplementedError, match="\"pow\" not implemented for 'Bool'"):
+        registry["pow"].meta([TensorMeta.of(b), TensorMeta.of(b)])
+    # a Python bool exponent, or an int operand, is a real power
+    assert (b ** True).tolist() == [True, False] and (b ** True).dtype is dynjit.bool
+    assert dynjit.pow(2, b).tolist() == [2, 1]
+    with pytest.raises(NotImplementedError, match="\"addcmul_cpu_out\" not implemented for 'Bool'"):
+        dynjit.addcmul(b, b, b)
+    assert dynjit.addcmul(dynjit.tensor([1, 1]), b, b).tolist() == [2, 1]
