@@ -85,7 +85,7 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if self._bound_self is not None:
             args = (self._bound_self,) + args
-        if _dispatch_modes and _transforming_mode_active():
+        if _dispatch_modes.items and _transforming_mode_active():
             # under vmap, a forward-AD level or make_fx every op must reach the mode; a compiled
             # graph's kernels (llvm) would bypass it: the function runs as written
             return self._fn(*args, **kwargs)

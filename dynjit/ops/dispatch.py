@@ -19,7 +19,43 @@ from .._dtype import result_type
 from .vocab import POINTWISE, VIEW, INPLACE, FLOAT, BOOL, KEEP, PROMOTE
 from .._dtype import _FROM_NP
 
-_modes = []   # dispatch-mode stack; innermost last
+class _ModeStack(threading.local):
+    """The dispatch-mode stack, innermost last, per thread: a mode one thread enters (make_fx,
+    vmap, a forward-AD level, a profiler) sees only that thread's ops. It reads and writes
+    like a list."""
+
+    def __init__(self):
+        self.items = []
+
+    def append(self, mode):
+        self.items.append(mode)
+
+    def pop(self):
+        return self.items.pop()
+
+    def extend(self, modes):
+        self.items.extend(modes)
+
+    def clear(self):
+        self.items.clear()
+
+    def __bool__(self):
+        return bool(self.items)
+
+    def __len__(self):
+        return len(self.items)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __getitem__(self, index):
+        return self.items[index]
+
+    def __setitem__(self, index, value):
+        self.items[index] = value
+
+
+_modes = _ModeStack()
 _snapshot_observers = []   # tracers told about the copy an in-place op saves for backward
 _mutation_observers = []   # fn(tensor) before an in-place op writes `tensor` (allow_mutation_on_saved_tensors)
 
@@ -86,17 +122,18 @@ class DispatchMode:
 
 
 def dispatch(op, args, kwargs):
-    if _modes:
-        mode = _modes.pop()
+    stack = _modes.items
+    if stack:
+        mode = stack.pop()
         try:
             return mode.__dispatch__(op, args, kwargs)
         finally:
-            _modes.append(mode)
+            stack.append(mode)
     return op.impl(op, args, kwargs)
 
 
 def current_modes():
-    return tuple(_modes)
+    return tuple(_modes.items)
 
 
 # -- eager execution ------------------------------------------------------
