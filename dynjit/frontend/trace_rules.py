@@ -84,7 +84,7 @@ def lookup(fn):
     if _in(fn, _KNOWN_BUILTINS):              # before classes: int, list, zip are types
         return _builtin_rule(fn, "builtins")
     from ..autograd import grad_mode
-    if fn in (grad_mode.set_grad_enabled, grad_mode.no_grad, grad_mode.enable_grad, grad_mode.is_grad_enabled):
+    if _in(fn, (grad_mode.set_grad_enabled, grad_mode.no_grad, grad_mode.enable_grad, grad_mode.is_grad_enabled)):
         return Rule(Action.HANDLED, "grad mode")
     if _in(fn, checkpoint_functions()):
         return Rule(Action.HANDLED, "activation checkpoint: traced as a call of its function")
@@ -188,8 +188,12 @@ def callable_name(fn):
 
 
 def _in(value, collection):
-    try:
-        return value in collection
-    except TypeError:     # unhashable
-        return False
+    """`value` is one of `collection`'s members, by identity for a sequence (a value whose
+    == is elementwise, such as a numpy array, must not be compared by ==)."""
+    if isinstance(collection, (set, frozenset, dict)):
+        try:
+            return value in collection
+        except TypeError:     # unhashable
+            return False
+    return any(value is member for member in collection)
 

@@ -54,6 +54,15 @@ class _ModeStack(threading.local):
     def __setitem__(self, index, value):
         self.items[index] = value
 
+    def __delitem__(self, index):
+        del self.items[index]
+
+    def __contains__(self, mode):
+        return mode in self.items
+
+    def __getattr__(self, name):          # the rest of list's methods (index, insert, remove ...)
+        return getattr(self.items, name)
+
 
 _modes = _ModeStack()
 _snapshot_observers = []   # tracers told about the copy an in-place op saves for backward

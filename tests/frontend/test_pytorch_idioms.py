@@ -357,3 +357,21 @@ def test_methods_of_strings_and_numbers_fold_at_trace_time():
         x = dynjit.randn(2)
         out, frames, breaks = _one_graph(f, x, name)
         assert same(out, f(x, name)) and (frames, breaks) == (1, 0)
+
+
+PROBE = None
+
+
+def test_a_numpy_array_global_is_read_when_the_function_runs():
+    import numpy as np
+    global PROBE
+    PROBE = np.ones((3, 2))
+
+    def f(x):
+        return (x * dynjit.tensor(PROBE)).sum()
+
+    compiled = dynjit.compile(f, backend="eager")
+    x = dynjit.ones(3, 2)
+    assert same(compiled(x), f(x))
+    PROBE[0, 0] = 5.0                 # mutated in place: the next call must see it
+    assert same(compiled(x), f(x))

@@ -329,8 +329,6 @@ def test_float32_row_sums_stay_accurate(n):
     np.testing.assert_allclose(e.numpy(), ex, rtol=8 * np.finfo(np.float32).eps)
 
 
-@pytest.mark.xfail(strict=True, reason="frontend: dynjit.tensor(<numpy array global>) inside a compiled function "
-                   "fails while tracing (ValueError: truth value of an array is ambiguous), for every backend")
 def test_tensor_of_a_numpy_global_inside_a_compiled_softmax():
     probe = np.arange(6.0).reshape(3, 2)
 

@@ -439,7 +439,7 @@ class DynjitFunctionVariable(VariableTracker):
             unimplemented(rule.kind, rule.detail)
         if fn is grad_mode.is_grad_enabled:
             return ConstantVariable(tx.output.grad_enabled)
-        if rule.action is Action.HANDLED and fn in trace_rules.checkpoint_functions():
+        if rule.action is Action.HANDLED and trace_rules._in(fn, trace_rules.checkpoint_functions()):
             return _call_checkpointed(tx, args, kwargs)
         if rule.action is Action.HANDLED:           # no_grad / enable_grad / set_grad_enabled
             return GradModeVariable.create(tx, fn, args)
@@ -544,7 +544,7 @@ def _wrap_cell(tx, value, source, guards):
 
 @wraps("function", object)
 def _wrap_function(tx, value, source, guards):
-    if is_dynjit_callable(value):
+    if callable(value) and is_dynjit_callable(value):
         guards.identity(source, value)
         return DynjitFunctionVariable(value, source=source)
     if isinstance(value, types.FunctionType):
