@@ -9,6 +9,7 @@ from .. import _dtype
 from ..random import default_generator
 from .registry import register, FACTORY, RANDOM
 from .meta import same_as
+from .pointwise import scalar_to
 
 
 def _np_dtype(dtype, default=None):
@@ -54,14 +55,21 @@ ones.meta_fn(_sized_meta)
 empty.meta_fn(_sized_meta)
 
 
+def _full_dtype(fill_value, dtype):
+    """The dtype of full(size, fill_value, dtype), after PyTorch's check that the value
+    fits it (numpy would wrap 2**63 or raise its own OverflowError)."""
+    dtype = _dt(dtype, _dtype.scalar_dtype(fill_value))
+    scalar_to(fill_value, dtype.np)
+    return dtype
+
+
 @register("full", FACTORY, differentiable=False)
 def full(size, fill_value, dtype=None):
-    if dtype is None:
-        dtype = _dtype.scalar_dtype(fill_value)
-    return np.full(_size(size), fill_value, dtype=_np_dtype(dtype))
+    dtype = _full_dtype(fill_value, dtype)
+    return np.full(_size(size), scalar_to(fill_value, dtype.np), dtype=dtype.np)
 
 
-full.meta_fn(lambda size, fill_value, dtype: (_size(size), _dt(dtype, _dtype.scalar_dtype(fill_value))))
+full.meta_fn(lambda size, fill_value, dtype: (_size(size), _full_dtype(fill_value, dtype)))
 
 
 def _arange_args(start, end, step, dtype):
@@ -76,8 +84,14 @@ def _arange_args(start, end, step, dtype):
     if dtype is None:
         is_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (start, end, step))
         dtype = _dtype.int64 if is_int else _dtype.get_default_dtype()
+    dtype = _dtype.to_dtype(dtype)
+    if not dtype.is_floating_point:
+        for v in (start, end, step):
+            if isinstance(v, int) and not -2 ** 63 <= v < 2 ** 63:
+                # PyTorch reads integer bounds as int64 (numpy would wrap the values)
+                raise RuntimeError("value cannot be converted to type int64_t without overflow")
     length = max(0, math.ceil((end - start) / step))
-    return start, end, step, _dtype.to_dtype(dtype), length
+    return start, end, step, dtype, length
 
 
 @register("arange", FACTORY, differentiable=False)

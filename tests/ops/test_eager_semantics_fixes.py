@@ -321,6 +321,30 @@ def test_values_that_convert(data, dtype, expected):
     assert out.tolist() == expected
 
 
+@pytest.mark.parametrize("make,dtype_name", [
+    (lambda: dynjit.full((2,), 2 ** 63), "int64_t"),
+    (lambda: dynjit.full((2,), 300, dtype=dynjit.int8), "int8_t"),
+    (lambda: dynjit.full((1,), float("nan"), dtype=dynjit.int64), "int64_t"),
+    (lambda: dynjit.full((1,), 1e40, dtype=dynjit.float32), "float"),
+    (lambda: dynjit.full_like(dynjit.tensor([1]), 2 ** 63), "int64_t"),
+    (lambda: dynjit.arange(2 ** 63 - 2, 2 ** 63 + 1), "int64_t"),
+    (lambda: dynjit.arange(0, 2 ** 64, 2 ** 62), "int64_t"),
+], ids=["full-big", "full-int8", "full-nan", "full-float", "full_like", "arange", "arange-step"])
+def test_factories_reject_fill_values_and_bounds_outside_the_dtype(make, dtype_name):
+    with pytest.raises(RuntimeError, match=f"value cannot be converted to type {dtype_name} without overflow"):
+        make()
+
+
+def test_factory_values_that_convert():
+    assert dynjit.full((2,), 2.5, dtype=dynjit.int64).tolist() == [2, 2]          # truncated
+    assert dynjit.full((2,), -1, dtype=dynjit.uint8).tolist() == [255, 255]       # wraps, as in PyTorch
+    assert dynjit.arange(-2 ** 63, -2 ** 63 + 2).tolist() == [-2 ** 63, -2 ** 63 + 1]
+    big = dynjit.arange(0.0, 2.0 ** 64, 2.0 ** 63)
+    assert big.dtype is dynjit.float32 and big.tolist() == [0.0, 2.0 ** 63]
+    with pytest.raises(RuntimeError, match="int8_t without overflow"):
+        registry["full"].meta([(2,), 300, dynjit.int8])
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_compiled_tensor_construction_errors_match_eager(backend):
     def big(x):
