@@ -686,15 +686,17 @@ def _python_data_array(data, np_dtype):
             # numpy met an int outside int64 (and gave uint64, object or, nested, float64)
             target = np_dtype.kind if np_dtype is not None else None
             if target in ("f", "b") or (target is None and _contains_float(data)):
-                return np.array(data, dtype=np_dtype)
+                return np.array(data, dtype=np_dtype or np.float64)
             big = _int_beyond_int64(data)
             if big is not None:
                 raise ValueError(f"Overflow when unpacking long long: {big} does not fit in int64 "
                                  "(the range of dynjit's integer tensors)")
             if arr is None:
                 arr = np.array(data, dtype=np_dtype)
-        if np_dtype is None or arr.dtype == np_dtype or arr.dtype.kind not in "biuf":
-            return arr if np_dtype is None else np.array(data, dtype=np_dtype)
+        if np_dtype is None or arr.dtype == np_dtype:
+            return arr
+        if arr.dtype.kind not in "biuf":
+            return np.array(data, dtype=np_dtype)
         if np_dtype.kind in "iu" and arr.dtype.kind in "iuf":
             _check_integer_range(arr, np_dtype)
         return arr.astype(np_dtype)

@@ -283,6 +283,7 @@ def test_int64_limits_and_big_ints_as_floats_or_bools():
     assert dynjit.tensor([-2 ** 63, 2 ** 63 - 1]).tolist() == [-2 ** 63, 2 ** 63 - 1]
     # a float in the data makes it a float tensor; a float or bool dtype converts any int
     assert dynjit.tensor([1.5, 2 ** 63]).tolist() == [1.5, float(2 ** 63)]
+    assert dynjit.tensor([[2 ** 64], [1.5]]).tolist() == [[float(2 ** 64)], [1.5]]
     assert dynjit.tensor([2 ** 63], dtype=dynjit.float64).tolist() == [float(2 ** 63)]
     assert dynjit.tensor([[1], [2 ** 64]], dtype=dynjit.float32).dtype is dynjit.float32
     assert dynjit.tensor([2 ** 63, 0], dtype=dynjit.bool).tolist() == [True, False]
