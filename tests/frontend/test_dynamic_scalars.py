@@ -185,3 +185,61 @@ def test_the_recompile_log_names_the_number_made_dynamic(caplog):
         dynjit.set_logs()
     assert any("dynamic numbers k" in r.getMessage() for r in caplog.records)
     counters.clear()
+
+
+# -- sizes: once a tensor's size changed, an input's sizes are dynamic numbers -----------------
+def _heads(x, w):
+    b, t = x.shape[0], x.size(1)
+    h = x.view(b, t, 2, -1).transpose(1, 2)          # a transformer-style split into heads
+    y = h.reshape(b, -1) @ w
+    return y * x.shape[-1] + b, x.shape[1:], b * t
+
+
+def test_reading_sizes_compiles_twice_for_twenty_batch_sizes():
+    cnt = CompileCounter()
+    compiled = dynjit.compile(_heads, backend=cnt)
+    for n in range(2, 22):
+        x, w = dynjit.randn(n, 3, 4), dynjit.randn(12, 5)
+        _both(_heads, compiled, x, w)
+    assert cnt.frame_count == 2
+    assert compiled.recompile_reasons == ["x: size (3, 3, 4) (compiled for (2, 3, 4))"]
+
+
+def test_a_size_the_trace_compares_is_guarded():
+    def f(x):
+        if x.shape[0] > 3:
+            return x * 2
+        return x.view(x.shape[0], -1) - 1
+
+    compiled = dynjit.compile(f, backend="eager")
+    for n in [1, 2, 5, 3, 7, 4]:
+        _both(f, compiled, dynjit.randn(n, 2, 2))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sizes_on_every_backend_give_the_plain_result(backend):
+    compiled = dynjit.compile(_heads, backend=backend)
+    for n in range(2, 8):
+        _both(_heads, compiled, dynjit.randn(n, 3, 4), dynjit.randn(12, 5))
+
+
+def test_a_training_step_over_batches_of_every_size_compiles_a_bounded_number_of_times():
+    plain_model, plain_opt = _make()
+    model, opt = _make()
+    cnt = CompileCounter()
+
+    def step(model, opt, x, y):
+        opt.zero_grad()
+        out = model(x.view(x.shape[0], -1))
+        loss = ((out - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = dynjit.compile(step, backend=cnt)
+    for n in range(2, 22):
+        x, y = dynjit.randn(n, 2, 2), dynjit.randn(n, 1)
+        assert same(compiled(model, opt, x, y), step(plain_model, plain_opt, x, y))
+    for p, q in zip(plain_model.parameters(), model.parameters()):
+        assert dynjit.allclose(p, q)
+    assert cnt.frame_count <= 6

@@ -422,9 +422,21 @@ def test_automatic_dynamic_shapes_a_third_size_does_not_recompile():
     assert compiled.entries[-1].dynamic
 
 
-def test_reading_a_size_keeps_sizes_static():
+def test_a_size_read_into_a_view_is_dynamic_after_the_first_change():
     def fn(x):
         return x.view(x.size(0), -1) * 2
+
+    counter = CompileCounter()
+    compiled = dynjit.compile(fn, backend=counter)
+    for n in (2, 3, 4):
+        x = t(n, 2)
+        assert same(compiled(x), fn(x))
+    assert counter.frame_count == 2     # static, then x.size(0) a graph input
+
+
+def test_a_size_a_python_branch_reads_stays_static():
+    def fn(x):
+        return x * 2 if x.size(0) > 2 else x - 1
 
     counter = CompileCounter()
     compiled = dynjit.compile(fn, backend=counter)

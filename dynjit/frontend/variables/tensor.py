@@ -12,12 +12,27 @@ from ..trace_rules import Action
 from .base import VariableTracker, ConstantVariable
 from .builder import wraps, wrap
 from ...tensor import Size
-from ..source import AttrSource
+from ..source import AttrSource, ItemSource
+from .symbolic import SymNumberVariable
 from .containers import ListVariable, NamedTupleVariable, TupleVariable
 
 STATIC_ATTRS = {"shape", "dtype", "ndim", "requires_grad", "is_leaf", "device", "is_cuda", "layout", "is_cpu",
                 "is_xpu", "is_mps", "is_meta", "is_sparse", "is_quantized", "is_nested", "is_mkldnn"}
 GRAPH_ATTRS = {"T", "mT", "data", "real"}
+
+
+class SizeVariable(TupleVariable):
+    """A tensor's shape whose sizes are dynamic numbers (a trace for dynamic sizes)."""
+    python_cls = Size
+
+    def getitem(self, tx, key):
+        index = key.as_python_constant() if key.is_python_constant() else None
+        if isinstance(index, slice):
+            return SizeVariable(self.items[index])
+        return super().getitem(tx, key)
+
+    def reconstruct(self, cg):
+        return f"{cg.constant(Size)}(({''.join(cg.value(v) + ', ' for v in self.items)}))"
 
 
 class TensorVariable(VariableTracker):
@@ -44,10 +59,33 @@ class TensorVariable(VariableTracker):
     def iterate(self, tx):
         return [self.getitem(tx, ConstantVariable(i)) for i in range(self.length(tx))]
 
+    # sizes ------------------------------------------------------------------------------------
+    def _dynamic_sizes(self, tx):
+        """In a trace for dynamic sizes, an input tensor's sizes are dynamic numbers (read from
+        the tensor when the compiled code runs; a use that needs the value guards it); other
+        sizes are read as constants and make the trace's tensor guards exact."""
+        output = tx.output
+        return output.dynamic and self.source is not None and output.backend_takes_scalars
+
+    def size_var(self, tx, dim):
+        size = self.example.shape[dim]
+        if not self._dynamic_sizes(tx):
+            tx.output.shape_specialized = True
+            return ConstantVariable(size)
+        dim = dim % self.example.ndim
+        return SymNumberVariable.from_source(size, ItemSource(AttrSource(self.source, "shape"), dim),
+                                             tx.output.guards)
+
+    def shape_var(self, tx):
+        if not self._dynamic_sizes(tx):
+            tx.output.shape_specialized = True
+            return ConstantVariable(self.example.shape)
+        return SizeVariable([self.size_var(tx, d) for d in range(self.example.ndim)])
+
     def getattr(self, tx, name):
+        if name == "shape":
+            return self.shape_var(tx)
         if name in STATIC_ATTRS and hasattr(self.example, name):
-            if name == "shape":
-                tx.output.shape_specialized = True
             return ConstantVariable(getattr(self.example, name))
         if name in GRAPH_ATTRS:
             return tx.output.record(getattr, [self, ConstantVariable(name)], {})
@@ -111,6 +149,8 @@ class TensorMethodVariable(VariableTracker):
         if rule.action is Action.BREAK:
             raise (DataDependent if rule.kind is BreakKind.TENSOR_DATA_READ else Unsupported)(rule.kind, rule.detail)
         if rule.action is Action.FOLD:
+            if name == "size" and not kwargs and len(args) <= 1 and all(a.is_python_constant() for a in args):
+                return self.tensor.size_var(tx, args[0].as_python_constant()) if args else self.tensor.shape_var(tx)
             if name in ("size", "numel", "stride", "nelement", "is_contiguous"):
                 # sizes and layout are read: guard them exactly (strides too, under dynamic shapes)
                 tx.output.shape_specialized = True
