@@ -483,7 +483,18 @@ def _(grad, self, end, weight):
     return grad * (1 - weight), grad * weight, grad * (end - self)
 
 
-@register("logaddexp", POINTWISE, dtype_rule=FLOAT, variants="function, method")
+def _check_logaddexp_operands(self, other):
+    # PyTorch computes logaddexp for floating point operands only: integers are not
+    # converted to float, they are an error
+    a, b = _tensor_dtype(self), _tensor_dtype(other)
+    if a is not None and b is not None:
+        d = _dtype.promote_types(a, b)
+        if not d.is_floating_point:
+            raise NotImplementedError(f"\"logaddexp_cpu\" not implemented for '{_dtype.scalar_type_name(d)}'")
+
+
+@register("logaddexp", POINTWISE, dtype_rule=FLOAT, variants="function, method",
+          operand_check=_check_logaddexp_operands)
 @quiet
 def logaddexp(self, other):
     return np.logaddexp(self, other)

@@ -228,7 +228,7 @@ binary("fmod", rhs=pos, scalar=1.5)
 add("pow", S(pos(2, 3), r(2, 3)), S(pos(2, 3), 3), S(pos(3), 0.5), S(pos(2, 3), r(3)), S(2.0, r(3)),
     S(pos(), r(2, 2)), S(NC(pos(2, 2)), 2), S(ints(3, low=0), 2), S(r(3), 0))
 binary("atan2", rhs=away)
-binary("logaddexp")
+binary("logaddexp", int_ok=False)
 add("addcmul", S(r(2, 3), r(2, 3), r(2, 3)), S(r(2, 3), r(3), r(2, 1), value=0.5), S(r(), r(3), r(3), value=-2),
     S(NC(r(3, 2)), r(3, 2), r(3, 2)), S(ints(3), ints(3), ints(3), value=2))
 add("addcdiv", S(r(2, 3), r(2, 3), away(2, 3)), S(r(2, 3), r(3), away(2, 1), value=0.5),

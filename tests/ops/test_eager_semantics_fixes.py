@@ -496,3 +496,19 @@ def test_pow_and_addcmul_of_bools_are_not_implemented():
     with pytest.raises(NotImplementedError, match="\"addcmul_cpu_out\" not implemented for 'Bool'"):
         dynjit.addcmul(b, b, b)
     assert dynjit.addcmul(dynjit.tensor([1, 1]), b, b).tolist() == [2, 1]
+
+
+@pytest.mark.parametrize("a,b,name", [
+    (dynjit.tensor([1, 2]), dynjit.tensor([3, 4]), "Long"),
+    (dynjit.tensor([1, 2], dtype=dynjit.int32), dynjit.tensor([3], dtype=dynjit.int8), "Int"),
+    (dynjit.tensor([True]), dynjit.tensor([False]), "Bool"),
+])
+def test_logaddexp_of_integers_is_not_implemented(a, b, name):
+    with pytest.raises(NotImplementedError, match=f"\"logaddexp_cpu\" not implemented for '{name}'"):
+        dynjit.logaddexp(a, b)
+    with pytest.raises(NotImplementedError, match="logaddexp_cpu"):
+        registry["logaddexp"].meta([TensorMeta.of(a), TensorMeta.of(b)])
+    # one floating operand makes it a float computation
+    out = dynjit.logaddexp(a, b.float())
+    expected = np.logaddexp(a.numpy().astype(np.float32), b.numpy().astype(np.float32))
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
