@@ -327,7 +327,7 @@ class Tensor:
 
     # -- conversion --------------------------------------------------------
     def numpy(self, *, force=False):
-        if self._requires_grad and not force:
+        if self._requires_grad and not force and _grad_state.enabled:     # as PyTorch: fine under no_grad
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
         if _data_reads:

@@ -409,7 +409,9 @@ def current_graph_task_execution_order():
             "multithreading disabled, e.g. by running:\n\n"
             ">>> with dynjit.autograd.set_multithreading_enabled(False):\n"
             "...     dynjit.autograd.grad(...)")
-    return execution_order(task.root, task.initial_deps, task.should_execute)
+    order = execution_order(task.root, task.initial_deps, task.should_execute)
+    # the GraphRoot made for several roots is the engine's own, not part of the user's graph
+    return [node for node in order if not isinstance(node, _graph.GraphRoot)]
 
 
 def execution_order(root, deps, should_execute=None):

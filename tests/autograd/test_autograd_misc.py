@@ -876,3 +876,11 @@ def test_multi_grad_hook_any_mode_with_threads():
     assert errors == 1
     # t3's gradient is ready (and fires the hook) before the failing node runs
     assert second == ["any"] * 5
+
+
+def test_numpy_of_a_tensor_that_requires_grad_works_under_no_grad_only():
+    x = dynjit.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires grad"):
+        x.numpy()
+    with dynjit.no_grad():
+        assert x.numpy().tolist() == [1.0, 1.0]

@@ -443,6 +443,17 @@ def test_predicted_execution_order_matches_the_real_one():
         dynjit.autograd.grad((out,), inputs=(a,))
     assert _names(predicted[0]) == ["SinBackward0", "MulBackward0", "AccumulateGrad"]
 
+    # several roots: the engine's own GraphRoot is not part of the predicted order
+    a = dynjit.tensor(1.0, requires_grad=True)
+    b = dynjit.tensor(2.0, requires_grad=True)
+    c = a * b
+    out, out2, out3 = c.sin(), c.cos(), c.cos()
+    out.register_hook(predict)
+    with dynjit.autograd.set_multithreading_enabled(False):
+        dynjit.autograd.grad((out, out3, out2), inputs=(a,))
+    assert _names(predicted[0]) == ["CosBackward0", "CosBackward0", "SinBackward0", "MulBackward0",
+                                    "AccumulateGrad"]
+
     with pytest.raises(RuntimeError, match="should only be called during the backward pass"):
         ag._current_graph_task_execution_order()
 
