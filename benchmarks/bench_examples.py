@@ -1,12 +1,11 @@
 """Time per training step of each program in examples/, eager and compiled on each backend,
-with the graphs and graph breaks each compiled run makes.
+with the graphs, graph breaks and recompiles each compiled run makes.
 
-A step's time is the slope of the run time over the number of steps ((T(2n) - T(n)) / n,
-each T the fastest of `--repeat` runs after a warm-up run), so compiling, data set-up and
-caches filled on the first run cancel. The examples are dynjit programs; torch's own time
-for the same program is not measured here.
+Every example reads its loss with `loss.item()` once per step, outside the compiled step.
+A step's time is the median interval between consecutive `item()` calls, after the first
+`--warmup` steps (compiling and recompiling happen there), so it is the steady state.
 
-    python benchmarks/bench_examples.py [--steps N] [--only NAME ...]
+    python benchmarks/bench_examples.py [--steps N] [--warmup K] [--only NAME ...]
 """
 import argparse
 import importlib.util
@@ -28,7 +27,7 @@ PROGRAMS = {
     "char_gpt": ("steps", {"verbose": False, "sample_chars": 0}),
     "lstm_language_model": ("steps", {}),
     "vae": ("steps", {"verbose": False}),
-    "regression_dataloader": ("epochs", {}),
+    "regression_dataloader": ("epochs", {"n": 256}),
 }
 BACKENDS = (None, "eager", "aot_eager", "llvm")
 
@@ -40,41 +39,51 @@ def _load(name):
     return module
 
 
-def _run(main, count_kw, n, backend, extra):
+def _run(main, count_kw, n, backend, extra, warmup):
+    """Run `main` for n steps; the median time between consecutive loss.item() calls after
+    the first `warmup` steps, in ms."""
+    stamps = []
+    item = dynjit.Tensor.item
+
+    def timed_item(self):
+        stamps.append(time.perf_counter())
+        return item(self)
     dynjit.reset()
     counters.clear()
-    start = time.perf_counter()
-    with redirect_stdout(io.StringIO()):
-        main(**{count_kw: n}, backend=backend, **extra)
-    return time.perf_counter() - start
+    dynjit.Tensor.item = timed_item
+    try:
+        with redirect_stdout(io.StringIO()):
+            main(**{count_kw: n}, backend=backend, **extra)
+    finally:
+        dynjit.Tensor.item = item
+    gaps = sorted(b - a for a, b in zip(stamps[warmup:], stamps[warmup + 1:]))
+    return gaps[len(gaps) // 2] * 1e3 if gaps else float("nan")
 
 
-def measure(name, steps, repeat):
+def measure(name, steps, warmup):
     count_kw, extra = PROGRAMS[name]
     main = _load(name).main
     rows = []
     for backend in BACKENDS:
-        _run(main, count_kw, steps, backend, extra)                   # warm-up (caches, imports)
-        t1 = min(_run(main, count_kw, steps, backend, extra) for _ in range(repeat))
-        t2 = min(_run(main, count_kw, 2 * steps, backend, extra) for _ in range(repeat))
+        ms = _run(main, count_kw, steps, backend, extra, warmup)
         graphs = counters["stats"]["frames_converted"]
         breaks = sum(counters["graph_break"].values())
         recompiles = sum(counters["recompiles"].values())
-        rows.append((backend or "plain", (t2 - t1) / steps * 1e3, graphs, breaks, recompiles))
+        rows.append((backend or "plain", ms, graphs, breaks, recompiles))
     return rows
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--only", nargs="*", default=None)
     args = parser.parse_args(argv)
     names = args.only or list(PROGRAMS)
     print(f"| example | run | ms/step | vs plain | graphs | breaks | recompiles |")
     print("|---|---|---|---|---|---|---|")
     for name in names:
-        rows = measure(name, args.steps, args.repeat)
+        rows = measure(name, args.steps, args.warmup)
         plain = rows[0][1]
         for backend, ms, graphs, breaks, recompiles in rows:
             ratio = f"{plain / ms:.2f}x" if ms > 0 else "-"
