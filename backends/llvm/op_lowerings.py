@@ -161,26 +161,37 @@ def _div(kb, out, self, other):
     return kb.prim("div", *_all(kb, out, self, other))
 
 
+def _no_integer_division(out):
+    """Integer division and remainder raise PyTorch's ZeroDivisionError for a zero divisor; a
+    kernel cannot raise, so these run as the eager op (which checks) instead of in a kernel."""
+    if not out.is_floating_point:
+        raise Unsupported(f"integer division ({out.name}): a zero divisor must raise")
+
+
 @lowering("div_mode")
 def _div_mode(kb, out, self, other, rounding_mode):
     if rounding_mode not in ("floor", "trunc"):
         raise Unsupported(f"rounding_mode {rounding_mode!r}")
+    _no_integer_division(out)
     return kb.prim("floordiv" if rounding_mode == "floor" else "truncdiv", *_all(kb, out, self, other))
 
 
 @lowering("floor_divide")
 def _floor_divide(kb, out, self, other):
+    _no_integer_division(out)
     return kb.prim("floordiv", *_all(kb, out, self, other))
 
 
-def _binary(prim):
+def _binary(prim, check=None):
     def lower(kb, out, self, other):
+        if check is not None:
+            check(out)
         return kb.prim(prim, *_all(kb, out, self, other))
     return lower
 
 
-LOWERINGS["remainder"] = _binary("remainder")
-LOWERINGS["fmod"] = _binary("fmod")
+LOWERINGS["remainder"] = _binary("remainder", _no_integer_division)
+LOWERINGS["fmod"] = _binary("fmod", _no_integer_division)
 LOWERINGS["maximum"] = _binary("maximum")
 LOWERINGS["minimum"] = _binary("minimum")
 

@@ -138,11 +138,6 @@ def test_division_meta_dtype_matches_eager(op, args):
     assert dtype is registry[op](*args).dtype
 
 
-LLVM_CACHED_DIVISION = pytest.mark.xfail(
-    strict=True, reason="llvm backend: a cached compiled integer division/remainder/fmod with a zero "
-                        "divisor returns 0 instead of raising (the check runs only when tracing)")
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name,fn,ref", DIVISIONS[:7], ids=DIVISION_IDS[:7])
 def test_compiled_integer_division_by_zero_raises_when_traced(backend, name, fn, ref):
@@ -151,8 +146,7 @@ def test_compiled_integer_division_by_zero_raises_when_traced(backend, name, fn,
         compiled(dynjit.tensor([7, 5]), dynjit.tensor([2, 0]))
 
 
-@pytest.mark.parametrize("backend", [
-    "eager", "aot_eager", pytest.param("llvm", marks=LLVM_CACHED_DIVISION)])
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name,fn,ref", DIVISIONS[:7], ids=DIVISION_IDS[:7])
 def test_compiled_integer_division_by_zero_raises_on_a_cached_graph(backend, name, fn, ref):
     compiled = dynjit.compile(fn, backend=backend)
