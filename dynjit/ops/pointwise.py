@@ -461,11 +461,34 @@ def _(grad, self, other):
 
 # As in PyTorch the weight takes no part in promotion: the result has the dtype of self
 # and end, and integer self and end are an error (not a float result).
-@register("lerp", POINTWISE, operands=("self", "end"), variants="function, method", inplace=True)
+_CPP_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+                   "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                   "uint8": "unsigned char", "bool": "bool"}
+
+
+def _check_lerp_operands(self, end, weight):
+    # PyTorch's lerp does not promote: `end`, and a `weight` tensor that has dimensions, must
+    # have self's dtype (a 0-d weight tensor may differ)
+    expected = _tensor_dtype(self)
+    if expected is not None and not expected.is_floating_point:
+        kernel = "lerp_kernel_tensor" if _tensor_dtype(weight) is not None else "lerp_kernel_scalar"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype.scalar_type_name(expected)}'")
+    for name, operand, zero_dim_ok in (("end", end, False), ("weight", weight, True)):
+        got = _tensor_dtype(operand)
+        if got is None or expected is None or got is expected:
+            continue
+        if zero_dim_ok and len(getattr(operand, "shape", ())) == 0:
+            continue
+        raise RuntimeError(f"expected dtype {_CPP_TYPE_NAMES[expected.name]} for `{name}` but got dtype "
+                           f"{_CPP_TYPE_NAMES[got.name]}")
+
+
+@register("lerp", POINTWISE, operands=("self", "end", "weight"), variants="function, method", inplace=True,
+          operand_check=_check_lerp_operands)
 @quiet
 def lerp(self, end, weight):
+    _check_lerp_operands(self, end, weight)     # also when the operands' dtypes agree (no conversion)
     dt = np.result_type(self, end)
-    check_float_only("lerp", dt)
     if isinstance(weight, np.ndarray) and weight.dtype != dt:
         weight = weight.astype(dt)
     return self + np.multiply(weight, np.subtract(end, self))
@@ -473,9 +496,8 @@ def lerp(self, end, weight):
 
 @lerp.meta_fn
 def _(self, end, weight):
-    shape, dtype = pointwise_meta(lerp, (self, end, weight))
-    check_float_only("lerp", dtype)
-    return shape, dtype
+    _check_lerp_operands(self, end, weight)
+    return pointwise_meta(lerp, (self, end, weight))
 
 
 @lerp.derivative

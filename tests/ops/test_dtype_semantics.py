@@ -220,7 +220,6 @@ MIXED_CALLS = {
     "clamp-python-float": lambda a, b: a.clamp(min=0.5),
     "addcmul": lambda a, b: dynjit.addcmul(b, a, b, value=2),
     "addcdiv": lambda a, b: dynjit.addcdiv(a, b, b),
-    "lerp": lambda a, b: dynjit.lerp(b, a, 0.25),
     "where": lambda a, b: dynjit.where(a > 4, a, b),
     "add-alpha": lambda a, b: a.add(b, alpha=3),
     "python-float": lambda a, b: a * 1.5,
@@ -443,8 +442,6 @@ def test_alpha_rules_like_pytorch():
     ("leaky_relu", lambda x: dynjit.nn.functional.leaky_relu(x, 0.2)),
     ("leaky_relu", lambda x: dynjit.nn.functional.leaky_relu(x, 2)),
     ("elu", lambda x: dynjit.nn.functional.elu(x)),
-    ("lerp", lambda x: dynjit.lerp(x, x, 0.5)),
-    ("lerp", lambda x: dynjit.lerp(x, x, x)),
 ])
 @pytest.mark.parametrize("dtype", [i8, u8, i64, b8], ids=lambda d: d.name)
 def test_float_only_activations_reject_integer_tensors(name, call, dtype):
@@ -460,19 +457,35 @@ def test_float_only_activations_reject_integer_tensors(name, call, dtype):
 
 @pytest.mark.parametrize("name,args", [
     ("leaky_relu", [TensorMeta((3,), i8), 0.2]), ("elu", [TensorMeta((3,), i64)]),
-    ("lerp", [TensorMeta((3,), i8), TensorMeta((3,), i8), 0.5]),
+    ("lerp_kernel_scalar", [TensorMeta((3,), i8), TensorMeta((3,), i8), 0.5]),
 ])
 def test_float_only_activations_meta_rejects_integers(name, args):
     with pytest.raises(NotImplementedError, match=f'"{name}" not implemented'):
-        registry[name].meta(args)
+        registry[name.replace("_kernel_scalar", "")].meta(args)
 
 
-def test_lerp_weight_takes_no_part_in_promotion():
+@pytest.mark.parametrize("dtype,torch_name", [(i8, "Char"), (u8, "Byte"), (i64, "Long"), (b8, "Bool")])
+def test_lerp_rejects_integer_tensors_with_pytorchs_message(dtype, torch_name):
+    x = dynjit.tensor([1, 0, 1], dtype=dtype)
+    with pytest.raises(NotImplementedError, match=f'"lerp_kernel_scalar" not implemented for \'{torch_name}\''):
+        dynjit.lerp(x, x, 0.5)
+    with pytest.raises(NotImplementedError, match=f'"lerp_kernel_tensor" not implemented for \'{torch_name}\''):
+        dynjit.lerp(x, x, x)
+
+
+def test_lerp_does_not_promote():
+    """PyTorch's lerp takes end, and a weight tensor with dimensions, in self's dtype only; a
+    0-d weight tensor and a Python number may differ (they do not promote)."""
     a, b = dynjit.tensor([1.0, 2.0]), dynjit.tensor([3.0, 6.0])
-    w = dynjit.tensor([0.25, 0.5], dtype=f64)
-    out = dynjit.lerp(a, b, w)
-    assert out.dtype is f32 and out.tolist() == [1.5, 4.0]
-    assert dynjit.lerp(a, b, 0.5).dtype is f32
+    with pytest.raises(RuntimeError, match="expected dtype float for `end` but got dtype double"):
+        dynjit.lerp(a, b.double(), 0.5)
+    with pytest.raises(RuntimeError, match="expected dtype float for `weight` but got dtype double"):
+        dynjit.lerp(a, b, dynjit.tensor([0.25, 0.5], dtype=f64))
+    with pytest.raises(RuntimeError, match="expected dtype double for `end` but got dtype float"):
+        dynjit.lerp(a.double(), b, 0.5)
+    out = dynjit.lerp(a, b, dynjit.tensor(0.5, dtype=f64))
+    assert out.dtype is f32 and out.tolist() == [2.0, 4.0]
+    assert dynjit.lerp(a, b, 0.25).dtype is f32
 
 
 def test_addmm_converts_beta_and_alpha_to_the_integer_dtype():
