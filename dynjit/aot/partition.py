@@ -23,7 +23,7 @@ from collections import deque
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
 from ..fx.node import Node, map_arg, iter_nodes
-from ..ops.registry import EXTERN, INPLACE, RANDOM, registry
+from ..ops.registry import COMPUTE_BOUND, EXTERN, INPLACE, RANDOM, registry
 
 _clone = registry["clone"]
 
@@ -155,8 +155,8 @@ def default_partition(joint_module, _joint_inputs=None, *, num_fwd_outputs):
 
 def _is_recomputable(n):
     """May backward recompute this node instead of the forward saving it? Everything but
-    expensive ops (matmul and friends), random ops (they would draw other numbers) and
-    calls that are not registered ops."""
+    expensive ops (matmul and friends, ops tagged COMPUTE_BOUND such as convolution and
+    pooling), random ops (they would draw other numbers) and calls that are not registered ops."""
     if n.op == "placeholder":
         return False
     if n.op != "call_function":
@@ -164,7 +164,8 @@ def _is_recomputable(n):
     if n.target is operator.getitem:
         return True
     kind = getattr(n.target, "kind", None)
-    if kind is None or kind in (EXTERN, INPLACE) or RANDOM in getattr(n.target, "tags", ()):
+    tags = getattr(n.target, "tags", ())
+    if kind is None or kind in (EXTERN, INPLACE) or RANDOM in tags or COMPUTE_BOUND in tags:
         return False
     return True
 

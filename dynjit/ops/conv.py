@@ -34,7 +34,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .. import _dtype
-from .registry import register, OTHER
+from .registry import register, OTHER, COMPUTE_BOUND
 
 
 # -- shape rules shared by kernels and meta functions ---------------------------------
@@ -207,7 +207,7 @@ def _dt(a):
 
 # -- convolution --------------------------------------------------------------------
 
-@register("convolution", OTHER)
+@register("convolution", OTHER, tags=(COMPUTE_BOUND,))
 def convolution(input, weight, bias, stride, padding, dilation, groups):
     x, w = np.asarray(input), np.asarray(weight)
     b = None if bias is None else np.asarray(bias)
@@ -249,7 +249,7 @@ def _(grad, input, weight, stride, padding, dilation, groups, needs):
     return g_in, g_w, g_b
 
 
-@register("convolution_backward_input", OTHER)
+@register("convolution_backward_input", OTHER, tags=(COMPUTE_BOUND,))
 def convolution_backward_input(grad_output, weight, input_size, stride, padding, dilation, groups):
     g, w = np.asarray(grad_output), np.asarray(weight)
     _check_same_dtype(_dt(g), _dt(w))
@@ -277,7 +277,7 @@ def _(grad, grad_output, weight, stride, padding, dilation, groups, needs):
     return g_out, g_w
 
 
-@register("convolution_backward_weight", OTHER)
+@register("convolution_backward_weight", OTHER, tags=(COMPUTE_BOUND,))
 def convolution_backward_weight(input, grad_output, weight_size, stride, padding, dilation, groups):
     x, g = np.asarray(input), np.asarray(grad_output)
     _check_same_dtype(_dt(x), _dt(g))
@@ -357,7 +357,7 @@ def _grid(out_sizes, nd):
 
 # -- max pooling ---------------------------------------------------------------------------
 
-@register("max_pool", OTHER, nondiff_outputs=(1,))
+@register("max_pool", OTHER, nondiff_outputs=(1,), tags=(COMPUTE_BOUND,))
 def max_pool(input, kernel_size, stride, padding, dilation, ceil_mode):
     x = np.asarray(input)
     _check_not_bool("max_pool", _dt(x))
@@ -432,7 +432,7 @@ def _(grads, input_shape, result):
     return max_pool_backward(grads[0], result[1], tuple(input_shape))
 
 
-@register("max_pool_backward", OTHER)
+@register("max_pool_backward", OTHER, tags=(COMPUTE_BOUND,))
 def max_pool_backward(grad_output, indices, input_size):
     g, idx = np.asarray(grad_output), np.asarray(indices)
     _max_pool_backward_check(g.shape, idx.shape, _dt(idx), input_size)
@@ -488,7 +488,7 @@ def adaptive_shape(name, shape, output_size):
     return shape[:2] + tuple(int(o) for o in output_size)
 
 
-@register("adaptive_max_pool", OTHER, nondiff_outputs=(1,))
+@register("adaptive_max_pool", OTHER, nondiff_outputs=(1,), tags=(COMPUTE_BOUND,))
 def adaptive_max_pool(input, output_size):
     x = np.asarray(input)
     _check_not_bool("adaptive_max_pool", _dt(x))
@@ -559,7 +559,7 @@ def _avg_check(divisor_override):
         raise RuntimeError("divisor must be not zero")
 
 
-@register("avg_pool", OTHER)
+@register("avg_pool", OTHER, tags=(COMPUTE_BOUND,))
 def avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override=None):
     x = np.asarray(input)
     _check_not_bool("avg_pool", _dt(x))
@@ -594,7 +594,7 @@ def _(grad, input_shape, kernel_size, stride, padding, ceil_mode, count_include_
                              count_include_pad, divisor_override)
 
 
-@register("avg_pool_backward", OTHER)
+@register("avg_pool_backward", OTHER, tags=(COMPUTE_BOUND,))
 def avg_pool_backward(grad_output, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad,
                       divisor_override=None):
     g = np.asarray(grad_output)
@@ -648,7 +648,7 @@ def _apply_per_dim(x, matrices):
     return np.ascontiguousarray(x)
 
 
-@register("adaptive_avg_pool", OTHER)
+@register("adaptive_avg_pool", OTHER, tags=(COMPUTE_BOUND,))
 def adaptive_avg_pool(input, output_size):
     x = np.asarray(input)
     shape = adaptive_shape("adaptive_avg_pool", x.shape, output_size)
@@ -673,7 +673,7 @@ def _(grad, input_shape):
     return adaptive_avg_pool_backward(grad, tuple(input_shape))
 
 
-@register("adaptive_avg_pool_backward", OTHER)
+@register("adaptive_avg_pool_backward", OTHER, tags=(COMPUTE_BOUND,))
 def adaptive_avg_pool_backward(grad_output, input_size):
     g = np.asarray(grad_output)
     _adaptive_backward_check(g.shape, input_size)
@@ -728,7 +728,7 @@ def im2col_shape(shape, kernel_size, dilation, padding, stride):
     return (shape[0], shape[1] * _prod(kernel_size), _prod(blocks))
 
 
-@register("im2col", OTHER)
+@register("im2col", OTHER, tags=(COMPUTE_BOUND,))
 def im2col(input, kernel_size, dilation, padding, stride):
     x = np.asarray(input)
     shape = im2col_shape(x.shape, kernel_size, dilation, padding, stride)
@@ -773,7 +773,7 @@ def col2im_shape(shape, output_size, kernel_size, dilation, padding, stride):
     return (shape[0], shape[1] // k) + tuple(int(o) for o in output_size)
 
 
-@register("col2im", OTHER)
+@register("col2im", OTHER, tags=(COMPUTE_BOUND,))
 def col2im(input, output_size, kernel_size, dilation, padding, stride):
     c = np.asarray(input)
     shape = col2im_shape(c.shape, output_size, kernel_size, dilation, padding, stride)

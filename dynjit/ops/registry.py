@@ -36,7 +36,7 @@ from it (no layer keeps its own list of op names)::
 - `inplace=True`: the op has an in-place variant `<name>_` (kind INPLACE, a
   Tensor method) that runs the op and writes the result into `self`;
   `op.inplace` and `op.inplace.functional` link the pair.
-- `tags`: facts that passes read (TAGS below): RANDOM, NONE_DIM_REDUCES_ALL.
+- `tags`: facts that passes read (TAGS below): RANDOM, NONE_DIM_REDUCES_ALL, COMPUTE_BOUND.
 - `varargs`: the list parameter that the method also takes spread out
   (`x.view(2, 3)` for `x.view((2, 3))`).
 - `wraps_scalar`: the parameter that PyTorch's schema types `Tensor` and that
@@ -59,7 +59,7 @@ import inspect
 from .dispatch import dispatch, install
 from .vocab import (POINTWISE, REDUCTION, VIEW, INPLACE, EXTERN, FACTORY, OTHER, KINDS,  # noqa: F401
                     PROMOTE, FLOAT, BOOL, KEEP, FUNCTION, METHOD, VARIANTS, RANDOM,
-                    NONE_DIM_REDUCES_ALL, TAGS)
+                    NONE_DIM_REDUCES_ALL, COMPUTE_BOUND, TAGS)
 
 registry = {}
 

@@ -23,4 +23,5 @@ VARIANTS = (FUNCTION, METHOD)
 # tags: facts about an op that passes read
 RANDOM = "random"            # draws from the RNG: never dropped as dead code nor recomputed
 NONE_DIM_REDUCES_ALL = "none_dim_reduces_all"   # a reduction whose dim=None means every dim
-TAGS = (RANDOM, NONE_DIM_REDUCES_ALL)
+COMPUTE_BOUND = "compute_bound"  # costs far more than reading its result: saved, never recomputed
+TAGS = (RANDOM, NONE_DIM_REDUCES_ALL, COMPUTE_BOUND)

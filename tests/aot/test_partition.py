@@ -156,6 +156,20 @@ def test_min_cut_never_recomputes_matmul_or_random_ops():
     assert "matmul" in fw.meta["saved"] or "tanh" in fw.meta["saved"]
 
 
+def test_min_cut_never_recomputes_compute_bound_ops():
+    import dynjit.nn.functional as F
+
+    def f(x, w):
+        return F.max_pool2d(F.conv2d(x, w, padding=1).relu(), 2).sum()
+    x, w = dynjit.randn(2, 1, 8, 8, requires_grad=True), dynjit.randn(4, 1, 3, 3, requires_grad=True)
+    fw, bw = fw_bw_graphs(f, [x, w], min_cut_rematerialization_partition)
+    bw_targets = [n.target.name for n in bw.graph.nodes
+                  if n.op == "call_function" and hasattr(n.target, "name")]
+    # convolution and pooling are tagged COMPUTE_BOUND: saved by the forward, not run again
+    assert "convolution" not in bw_targets and "max_pool" not in bw_targets
+    assert "max_pool_backward" in bw_targets and "convolution_backward_weight" in bw_targets
+
+
 def test_recomputable_ops_option():
     x = dynjit.randn(10, 10, requires_grad=True)
     fw, _ = fw_bw_graphs(_pointwise_chain, [x],
