@@ -68,11 +68,13 @@ def explain(fn, *extra_args, **extra_kwargs):
 
 
 def _unwrap_compiled(fn):
-    """explain(f) for f already compiled (dynjit.compile of a function, method or module):
-    explain what f compiles."""
-    from .eval_frame import OptimizedModule
+    """explain(f) for f already compiled (dynjit.compile of a function, method or module), or
+    for an nn.Module: explain what f compiles."""
+    from .eval_frame import OptimizedModule, is_nn_module
     if isinstance(fn, OptimizedModule):
         return fn._orig_mod.forward
+    if is_nn_module(fn):            # explain(model)(x): what compiling the model compiles
+        return fn.forward
     if isinstance(fn, CompiledFunction):
         inner = fn._fn
         return inner if fn._bound_self is None else inner.__get__(fn._bound_self)

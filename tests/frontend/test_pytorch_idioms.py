@@ -375,3 +375,22 @@ def test_a_numpy_array_global_is_read_when_the_function_runs():
     assert same(compiled(x), f(x))
     PROBE[0, 0] = 5.0                 # mutated in place: the next call must see it
     assert same(compiled(x), f(x))
+
+
+def test_explain_takes_a_module_as_its_message_says():
+    class Breaks(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            y = self.lin(x)
+            print("logged")                     # a graph break
+            return y.relu()
+
+    model = Breaks()
+    x = dynjit.randn(2, 3)
+    out = dynjit.explain(model)(x)
+    assert same(out.result, model(x))
+    assert len(out.graphs) == 2 and [b.reason for b in out.break_reasons] == ["builtin: print"]
+    assert dynjit.explain(dynjit.compile(model))(x).break_reasons == out.break_reasons
