@@ -350,10 +350,54 @@ def one_hot(tensor, num_classes=-1):
     return _op("one_hot", tensor, num_classes)
 
 
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def _pad_dim(x, dim, left, right, mode):
+    """x padded by (left, right) along `dim` in a non-constant `mode`, from narrow / flip /
+    expand / cat (so it differentiates and compiles into the graph)."""
+    size = x.shape[dim]
+    if mode == "circular":
+        if left > size or right > size:
+            raise ValueError("Padding value causes wrapping around more than once.")
+        parts = [x.narrow(dim, size - left, left), x, x.narrow(dim, 0, right)]
+    elif mode == "replicate":
+        def edge(start, n):
+            shape = list(x.shape)
+            shape[dim] = n
+            return x.narrow(dim, start, 1).expand(shape)
+        parts = [edge(0, left), x, edge(size - 1, right)]
+    else:       # reflect: mirror about the edge element, which is not repeated
+        if left >= size or right >= size:
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                               f"but got: padding ({left}, {right}) at dimension {dim} of input {list(x.shape)}")
+        parts = [x.narrow(dim, 1, left).flip([dim]), x, x.narrow(dim, size - 1 - right, right).flip([dim])]
+    return _fn.cat([p for p in parts if p.shape[dim] > 0], dim)
+
+
 def pad(input, pad, mode="constant", value=None):
-    """Constant padding: `pad` lists (left, right) amounts for the last dims, last dim first."""
+    """Pad the last dims: `pad` lists (left, right) amounts, last dim first. Modes: constant
+    (`value`, default 0), reflect, replicate, circular (for the last 1-3 dims of a batched or
+    unbatched input, as PyTorch)."""
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if mode != "constant":
-        raise NotImplementedError(f"pad mode {mode!r} is not supported by dynjit (only 'constant')")
+        if value is not None and value != 0:
+            raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument")
+        n = len(pad) // 2
+        if len(pad) % 2 or not 1 <= n <= 3 or input.ndim not in (n + 1, n + 2):
+            raise NotImplementedError(
+                f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n"
+                "Supported combinations for non-constant padding:\n"
+                "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+                "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+                "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+        out = input
+        for i in range(n):
+            left, right = int(pad[2 * i]), int(pad[2 * i + 1])
+            if left or right:
+                out = _pad_dim(out, input.ndim - 1 - i, left, right, mode)
+        return out
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ValueError(f"Padding length must be divisible by 2 and at most twice the number of "
                          f"dims ({input.ndim}), got {len(pad)}")

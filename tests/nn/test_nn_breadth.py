@@ -227,3 +227,37 @@ def test_breadth_compiled_matches_eager(backend):
     got, want = run(dynjit.compile(f, backend=backend)), run(f)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+# -- F.pad's non-constant modes --------------------------------------------------------------
+_NP_PAD_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+
+@pytest.mark.parametrize("mode", sorted(_NP_PAD_MODES))
+@pytest.mark.parametrize("shape,pad", [((2, 5), (2, 1)), ((1, 2, 5), (0, 3)), ((2, 3, 4), (1, 2, 2, 1)),
+                                       ((1, 2, 3, 4), (1, 1, 2, 0)), ((1, 1, 3, 4, 5), (1, 2, 1, 0, 2, 2))])
+def test_pad_modes_against_numpy(mode, shape, pad):
+    import numpy as np
+    import dynjit.nn.functional as F
+    x = dynjit.randn(*shape, dtype=dynjit.float64, requires_grad=True)
+    widths = [(0, 0)] * len(shape)
+    for i in range(len(pad) // 2):
+        widths[len(shape) - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    out = F.pad(x, pad, mode=mode)
+    np.testing.assert_array_equal(out.detach().numpy(), np.pad(x.detach().numpy(), widths, mode=_NP_PAD_MODES[mode]))
+    assert dynjit.autograd.gradcheck(lambda t: F.pad(t, pad, mode=mode), (x,))
+    compiled = dynjit.compile(lambda t: F.pad(t, pad, mode=mode) * 2, backend="aot_eager")
+    assert dynjit.equal(compiled(x.detach()), out.detach() * 2)
+
+
+def test_pad_mode_errors_are_pytorchs():
+    import dynjit.nn.functional as F
+    x = dynjit.arange(8.).reshape(1, 2, 4)
+    with pytest.raises(NotImplementedError, match="Padding size 2 is not supported for 1D input tensor"):
+        F.pad(dynjit.arange(4.), (1, 1), mode="reflect")
+    with pytest.raises(RuntimeError, match="Padding size should be less than the corresponding input dimension"):
+        F.pad(x, (4, 0), mode="reflect")
+    with pytest.raises(ValueError, match="wrapping around more than once"):
+        F.pad(x, (5, 0), mode="circular")
+    with pytest.raises(NotImplementedError, match="Unrecognised padding mode bogus"):
+        F.pad(x, (1, 1), mode="bogus")

@@ -20,39 +20,6 @@ def _ntuple(value, n):
     return (value,) * n
 
 
-def _pad_dim(x, dim, left, right, mode):
-    """x padded by (left, right) along `dim` in `mode`, from narrow / flip / expand / cat."""
-    size = x.shape[dim]
-    if mode == "circular":
-        if left > size or right > size:
-            raise ValueError("Padding value causes wrapping around more than once.")
-        parts = [x.narrow(dim, size - left, left), x, x.narrow(dim, 0, right)]
-    elif mode == "replicate":
-        def edge(start, n):
-            shape = list(x.shape)
-            shape[dim] = n
-            return x.narrow(dim, start, 1).expand(shape)
-        parts = [edge(0, left), x, edge(size - 1, right)]
-    else:       # reflect: mirror about the edge element, which is not repeated
-        if left >= size or right >= size:
-            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
-                               f"but got: padding ({left}, {right}) at dimension {dim} of input {list(x.shape)}")
-        parts = [x.narrow(dim, 1, left).flip([dim]), x, x.narrow(dim, size - 1 - right, right).flip([dim])]
-    return _fn.cat([p for p in parts if p.shape[dim] > 0], dim)
-
-
-def mode_pad(input, pad, mode):
-    """F.pad's reflect / replicate / circular modes (F.pad has only 'constant' yet), from
-    registered ops so that it differentiates and compiles into the graph. `pad` is F.pad's
-    list: (left, right) for the last dim first."""
-    out = input
-    for i in range(len(pad) // 2):
-        left, right = int(pad[2 * i]), int(pad[2 * i + 1])
-        if left or right:
-            out = _pad_dim(out, input.ndim - 1 - i, left, right, mode)
-    return out
-
-
 class _ConvNd(Module):
     """What Conv1d/2d/3d and ConvTranspose1d/2d/3d share: arguments, parameters, repr."""
 
@@ -142,7 +109,7 @@ class _Conv(_ConvNd):
     def _conv_forward(self, input, weight, bias):
         conv = (F.conv1d, F.conv2d, F.conv3d)[self._nd - 1]
         if self.padding_mode != "zeros":
-            padded = mode_pad(input, self._reversed_padding_repeated_twice, self.padding_mode)
+            padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
             return conv(padded, weight, bias, self.stride, 0, self.dilation, self.groups)
         return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
