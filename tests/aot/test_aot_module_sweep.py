@@ -460,6 +460,21 @@ MODULES = [
     ("RNNCell", nn.RNNCell, lambda: nn.RNNCell(3, 4, nonlinearity="relu"), _two_rnn((2, 3), (2, 4))),
     ("LSTMCell", nn.LSTMCell, lambda: nn.LSTMCell(3, 4), _lstm_state((2, 3), (2, 4), (2, 4))),
     ("GRUCell", nn.GRUCell, lambda: nn.GRUCell(3, 4), _x(3)),
+    ("ZeroPad1d", nn.ZeroPad1d, lambda: nn.ZeroPad1d((1, 2)), _x(2, 3, 4)),
+    ("ZeroPad2d", nn.ZeroPad2d, lambda: nn.ZeroPad2d(1), _x(1, 2, 3, 4)),
+    ("ZeroPad3d", nn.ZeroPad3d, lambda: nn.ZeroPad3d((1, 0, 0, 1, 1, 1)), _x(1, 2, 3, 3, 3)),
+    ("ConstantPad1d", nn.ConstantPad1d, lambda: nn.ConstantPad1d(2, 3.5), _x(2, 4)),
+    ("ConstantPad2d", nn.ConstantPad2d, lambda: nn.ConstantPad2d((1, 2, 0, 1), -1.0), _x(2, 3, 4)),
+    ("ConstantPad3d", nn.ConstantPad3d, lambda: nn.ConstantPad3d(1, 0.5), _x(1, 2, 2, 3, 3)),
+    ("ReflectionPad1d", nn.ReflectionPad1d, lambda: nn.ReflectionPad1d((2, 1)), _x(2, 3, 5)),
+    ("ReflectionPad2d", nn.ReflectionPad2d, lambda: nn.ReflectionPad2d(1), _x(1, 2, 4, 4)),
+    ("ReflectionPad3d", nn.ReflectionPad3d, lambda: nn.ReflectionPad3d((1, 1, 2, 0, 0, 1)), _x(1, 1, 3, 4, 3)),
+    ("ReplicationPad1d", nn.ReplicationPad1d, lambda: nn.ReplicationPad1d(2), _x(2, 3, 4)),
+    ("ReplicationPad2d", nn.ReplicationPad2d, lambda: nn.ReplicationPad2d((0, 2, 1, 1)), _x(1, 2, 3, 3)),
+    ("ReplicationPad3d", nn.ReplicationPad3d, lambda: nn.ReplicationPad3d(1), _x(1, 1, 2, 3, 2)),
+    ("CircularPad1d", nn.CircularPad1d, lambda: nn.CircularPad1d((1, 2)), _x(2, 3, 4)),
+    ("CircularPad2d", nn.CircularPad2d, lambda: nn.CircularPad2d(1), _x(1, 2, 3, 4)),
+    ("CircularPad3d", nn.CircularPad3d, lambda: nn.CircularPad3d((1, 0, 1, 1, 0, 1)), _x(1, 1, 3, 3, 3)),
 ]
 
 # Exported classes with no forward taking a tensor: Module is the abstract base (its

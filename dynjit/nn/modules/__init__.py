@@ -31,6 +31,7 @@ __all__ = ["Module", "Identity", "Linear", "Bilinear", "Sequential", "ModuleList
 from .conv import *  # noqa: E402,F401,F403
 from .pooling import *  # noqa: E402,F401,F403
 from .rnn import *  # noqa: E402,F401,F403
-from . import conv, pooling, rnn  # noqa: E402
-__all__ += conv.__all__ + pooling.__all__ + rnn.__all__
+from .padding import *  # noqa: E402,F401,F403
+from . import conv, pooling, rnn, padding  # noqa: E402
+__all__ += conv.__all__ + pooling.__all__ + rnn.__all__ + padding.__all__
 from . import module  # noqa: F401  (nn.modules.module.register_module_forward_hook, ...)
