@@ -261,3 +261,17 @@ def test_pad_mode_errors_are_pytorchs():
         F.pad(x, (5, 0), mode="circular")
     with pytest.raises(NotImplementedError, match="Unrecognised padding mode bogus"):
         F.pad(x, (1, 1), mode="bogus")
+
+
+@pytest.mark.parametrize("cls,mode,nd", [
+    (nn.ZeroPad2d, "constant", 2), (nn.ConstantPad1d, "constant", 1), (nn.ReflectionPad1d, "reflect", 1),
+    (nn.ReflectionPad2d, "reflect", 2), (nn.ReplicationPad3d, "replicate", 3), (nn.CircularPad2d, "circular", 2)])
+def test_padding_modules_are_f_pad(cls, mode, nd):
+    import numpy as np
+    x = dynjit.randn(*([1, 2] + [4] * nd))
+    module = cls(1) if cls is not nn.ConstantPad1d else cls(1, 2.5)
+    widths = [(0, 0), (0, 0)] + [(1, 1)] * nd
+    np_mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
+    kwargs = {"constant_values": 2.5 if cls is nn.ConstantPad1d else 0.0} if mode == "constant" else {}
+    np.testing.assert_array_equal(module(x).numpy(), np.pad(x.numpy(), widths, mode=np_mode, **kwargs))
+    assert module.padding == (1,) * (2 * nd)
