@@ -248,9 +248,13 @@ class _Hooked(VariableTracker):
         inner = self.inner
         if hasattr(inner, "hooked"):      # e.g. F.apply: its forward goes through the hook
             return cg.constant(inner.hooked(self.hook))
+        if isinstance(inner, FunctionVariable) and not inner.pinned:
+            # an argument guarded by its code: this call's own function, wrapped when it runs
+            return f"{cg.constant(self.hook)}({cg.value(inner)})"
         if isinstance(inner, FunctionVariable):
             return _wrapper_constant(cg, inner.fn, self.hook(inner.fn))
-        if isinstance(inner, BoundMethodVariable) and isinstance(inner.func, FunctionVariable):
+        if isinstance(inner, BoundMethodVariable) and isinstance(inner.func, FunctionVariable) \
+                and inner.func.pinned:
             wrapper = _wrapper_constant(cg, inner.func.fn, self.hook(inner.func.fn))
             return f"K['MethodType']({wrapper}, {cg.value(inner.self_var)})"
         return cg.value(inner)

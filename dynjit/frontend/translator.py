@@ -38,6 +38,19 @@ class _Unbound:
 UNBOUND = _Unbound()
 
 
+_NOT_AN_OBJECT = object()
+
+
+def _real_object(var):
+    """The existing object a tracker stands for (a function, a user object, a module, a
+    cell), or _NOT_AN_OBJECT for values made while tracing and constants."""
+    for cls, attr in ((FunctionVariable, "fn"), (UserObjectVariable, "value"), (ModuleVariable, "module"),
+                      (RealCellVariable, "cell")):
+        if type(var) is cls:
+            return getattr(var, attr)
+    return _NOT_AN_OBJECT
+
+
 class InstructionTranslator:
     def __init__(self, code, f_globals, f_locals, cells, output, parent=None, globals_source=None,
                  fn_var=None):
@@ -154,12 +167,23 @@ class InstructionTranslator:
         return operators.unary(self, fn, a)
 
     def is_same(self, a, b):
+        """`a is b` for two trackers. Objects reached through two sources are compared as
+        the objects they are now, and the answer is guarded (the two sources stay one object,
+        or stay two), since the trackers' own guards may not pin identity (a function is
+        guarded by its code, an object by its type)."""
         if a is b:
             return True
+        real_a, real_b = _real_object(a), _real_object(b)
+        if real_a is not _NOT_AN_OBJECT and real_b is not _NOT_AN_OBJECT:
+            same = real_a is real_b
+            if a.source is not None and b.source is not None and a.source != b.source:
+                if same:
+                    self.output.guards.alias(a.source, b.source)
+                else:
+                    self.output.guards.distinct([a.source, b.source], 2)
+            return same
         if a.is_python_constant() and b.is_python_constant():
             return a.as_python_constant() is b.as_python_constant()
-        if isinstance(a, UserObjectVariable) and isinstance(b, UserObjectVariable):
-            return a.value is b.value
         if isinstance(a, TensorVariable) and isinstance(b, TensorVariable):
             return a.node is b.node
         return False

@@ -380,3 +380,54 @@ def test_comprehension_variables_that_share_a_cells_name():
 
     for fn in (no_break, with_break, break_at_the_comprehension):
         check(fn)
+
+
+def _helper(t):
+    return t * 2
+
+
+class _Box:
+    pass
+
+
+def test_is_between_objects_reached_two_ways_is_guarded():
+    # `fn is _helper` compares the objects, and the answer is guarded: the same compiled code
+    # must not answer for another function, nor for two arguments that become one object
+    def by_function(x, fn):
+        return fn(x) + 100 if fn is _helper else fn(x)
+
+    compiled = dynjit.compile(by_function)
+    for fn in (_helper, lambda t: t * 3, _helper, lambda t: t * 2):
+        assert same(compiled(dynjit.ones(2), fn), by_function(dynjit.ones(2), fn))
+
+    def by_object(x, a, b):
+        return x + 1 if a is b else x - 1
+
+    compiled = dynjit.compile(by_object)
+    one, other = _Box(), _Box()
+    for a, b in ((one, other), (one, one), (other, one), (other, other)):
+        assert same(compiled(dynjit.ones(2), a, b), by_object(dynjit.ones(2), a, b))
+
+
+def test_a_lambda_made_for_each_call_does_not_recompile_each_time():
+    from dynjit.testing import CompileCounter
+    counter = CompileCounter()
+
+    def apply(fn, x):
+        return fn(x) + 1
+
+    compiled = dynjit.compile(apply, backend=counter)
+    for k in range(12):
+        scale = 2.0
+        assert same(compiled(lambda t: t * scale + k, dynjit.ones(2)), apply(lambda t: t * scale + k, dynjit.ones(2)))
+    assert counter.frame_count <= 2         # k changed: one more compile, with k dynamic
+
+    def outer(x, k):
+        def inner(t):
+            return t * k
+        return compiled(inner, x)
+
+    counter.clear()
+    for k in (3, 3, 3, 4):
+        assert same(outer(dynjit.ones(2), k), dynjit.ones(2) * k + 1)
+    assert counter.frame_count <= 2

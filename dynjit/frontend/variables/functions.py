@@ -13,7 +13,7 @@ from .. import trace_rules
 from ..trace_rules import Action, PURE_BUILTINS, HANDLED_BUILTINS
 from ...autograd import grad_mode
 from ...autograd.grad_mode import state
-from ..source import AttrSource
+from ..source import AttrSource, LocalSource
 from .containers import DictVariable, IteratorVariable, ListVariable, TupleVariable, lazy_enumerate, lazy_filter, lazy_map, lazy_reversed, lazy_zip, live_iter
 from .tensor import TensorVariable
 
@@ -21,9 +21,17 @@ from .tensor import TensorVariable
 class FunctionVariable(VariableTracker):
     """A real Python function; calling it inlines its bytecode."""
 
-    def __init__(self, fn, source=None):
+    def __init__(self, fn, source=None, pinned=True):
         super().__init__(source)
         self.fn = fn
+        # False for a function argument guarded by its code only (see _wrap_function): this
+        # object may be another call's; pin() guards its identity where the trace needs it
+        self.pinned = pinned
+
+    def pin(self, tx):
+        if not self.pinned:
+            tx.output.guards.identity(self.source, self.fn)
+            self.pinned = True
 
     def describe(self):
         return f"function {self.fn.__qualname__}"
@@ -42,6 +50,7 @@ class FunctionVariable(VariableTracker):
         if traced_as is not None:       # library code that names what to trace instead of it
             return FunctionVariable(traced_as).call(tx, args, kwargs)
         if rule.why == "allow_in_graph":
+            self.pin(tx)                                       # the node calls this very object
             return tx.output.record(self.fn, args, kwargs)     # one opaque node, not traced into
         return tx.inline_call(self, args, kwargs)
 
@@ -547,9 +556,19 @@ def _wrap_function(tx, value, source, guards):
     if callable(value) and is_dynjit_callable(value):
         guards.identity(source, value)
         return DynjitFunctionVariable(value, source=source)
-    if isinstance(value, types.FunctionType):
+    if isinstance(value, types.FunctionType) and not isinstance(source, LocalSource):
         guards.identity(source, value)
         return FunctionVariable(value, source=source)
+    if isinstance(value, types.FunctionType):
+        # an argument: guarded by what the trace reads of it, not by identity, so that a
+        # closure or lambda made anew for each call (same code) does not recompile. Its defaults
+        # and closure cells are read through their own guarded sources; `is` on it guards
+        # identity (translator.is_same).
+        guards.type(source, value)
+        guards.identity(AttrSource(source, "__code__"), value.__code__)
+        guards.identity(AttrSource(source, "__globals__"), value.__globals__)
+        guards.dict_keys(AttrSource(source, "__dict__"), value.__dict__)      # markers (dynjit.disable)
+        return FunctionVariable(value, source=source, pinned=False)
     return NotImplemented
 
 
