@@ -38,6 +38,6 @@ from . import profiler  # noqa: E402,F401
 from . import compiled_autograd  # noqa: E402,F401
 from .control_flow import cond  # noqa: E402,F401  (torch.cond; map is dynjit.control_flow.map)
 from .frontend import (compile, optimize, optimize_assert, disable, reset, graph_break, explain,  # noqa: E402
-                       allow_in_graph)
+                       allow_in_graph, mark_dynamic, maybe_mark_dynamic, mark_static)
 from ._logging import set_logs, init_from_env as _init_logs  # noqa: E402
 _init_logs()

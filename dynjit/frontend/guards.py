@@ -28,6 +28,7 @@ from .. import _dtype, _jit_callback
 from ..autograd.grad_mode import state as _grad_state
 from ..tensor import Tensor
 from .variables.symbolic import is_dynamic_number
+from .dynamic_marks import ConstraintViolationError
 from .source import local_name
 from .source import (Source, LocalSource, GlobalSource, ConstSource, AttrSource, ItemSource,
                      ClosureCellSource, DefaultSource, CallSource, ObjectKey)
@@ -605,9 +606,20 @@ class GuardBuilder:
             sources = [var.source for _, var in effects._objects.values() if var.source is not None]
             if len(sources) > 1:
                 self.distinct(sources, len(sources))
-        dynamic = self.output.dynamic and not self.output.shape_specialized
-        if dynamic:
-            self.guards = [Guard(g.source, Kind.TENSOR_DYNAMIC, g.expected) if g.kind is Kind.TENSOR else g
+        specialized = self.output.shape_specialized
+        dynamic = self.output.dynamic and not specialized
+        marked = self.output.tensor_marks
+        if specialized:
+            strict = [src for src, marks in marked.items() if "dynamic" in marks.values()]
+            if strict:
+                raise ConstraintViolationError(
+                    f"{strict[0]} has a dimension marked dynamic (dynjit.mark_dynamic), but the compiled "
+                    "code read a size of a tensor computed inside it, which makes every size static. Use "
+                    "dynjit.maybe_mark_dynamic to allow specializing it.")
+        if dynamic or (marked and not specialized):
+            # marked tensors: the sizes not marked dynamic are guarded one dimension at a time
+            self.guards = [Guard(g.source, Kind.TENSOR_DYNAMIC, g.expected)
+                           if g.kind is Kind.TENSOR and (dynamic or g.source.expr() in marked) else g
                            for g in self.guards]
         return dynamic
 

@@ -12,7 +12,8 @@ from ..fx.proxy_tensor import TensorMeta
 from ..tensor import Tensor
 from .exc import unimplemented, DataDependent, BreakKind
 from .guards import GuardBuilder
-from .source import local_name
+from .source import local_name, AttrSource, ItemSource
+from .dynamic_marks import marks_of
 from .side_effects import SideEffects
 from .variables import (ConstantVariable, TensorVariable, TupleVariable, ListVariable, DictVariable,
                         VariableTracker)
@@ -46,6 +47,7 @@ class OutputGraph:
         self.backend_call = backend_call
         self.placeholder_sources = {}
         self.scalar_inputs = {}          # source expression -> placeholder of a dynamic number
+        self.tensor_marks = {}           # source expression -> {dim: "dynamic"/"maybe"/"static"}
         self.dynamic_scalars = ()        # sources (expressions) of numbers to make symbolic, or ALL
         self.dynamic = False             # guard input sizes by rank only (if no size was read)
         self.shape_specialized = False   # the trace read a concrete size
@@ -68,6 +70,13 @@ class OutputGraph:
                 self.guards.alias(source, entry[1])
             return entry[2]
         self.guards.tensor(source, value)
+        marks = marks_of(value)
+        if marks:       # mark_dynamic / mark_static: the dims not dynamic are guarded one by one
+            self.tensor_marks[source.expr()] = marks
+            for dim, size in enumerate(value._data.shape):
+                how = marks.get(dim)
+                if how == "static" or (how is None and not self.dynamic):
+                    self.guards.constant(ItemSource(AttrSource(source, "shape"), dim), size)
         name = _placeholder_name(source)
         first_op = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
         if first_op is None:

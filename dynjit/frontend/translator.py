@@ -21,6 +21,7 @@ from .variables import (ConstantVariable, NULL, wrap, TensorVariable, TupleVaria
                         NestedFunctionVariable, CellVariable, RealCellVariable, GradModeVariable,
                         UserObjectVariable, NewObjectVariable, SuperVariable, ModuleVariable)
 from .variables.objects import class_attribute
+from .dynamic_marks import ConstraintViolationError
 from . import operators, trace_rules
 from .trace_rules import Action
 from .operators import BINARY_OPS
@@ -103,6 +104,12 @@ class InstructionTranslator:
                     e._break_index = self.ip - 1
                 else:
                     e._in_inlined_call = True
+                raise
+            except ConstraintViolationError as e:
+                if not getattr(e, "_located", False):   # the innermost frame: the user's line
+                    e._located = True
+                    filename, line = self.lineno()
+                    e.args = (f"{e.args[0]}\n  at {filename}:{line}",)
                 raise
             steps += 1
             if steps > config.max_loop_unroll * 20:

@@ -243,3 +243,52 @@ def test_a_training_step_over_batches_of_every_size_compiles_a_bounded_number_of
     for p, q in zip(plain_model.parameters(), model.parameters()):
         assert dynjit.allclose(p, q)
     assert cnt.frame_count <= 6
+
+
+# -- mark_dynamic / maybe_mark_dynamic / mark_static ---------------------------------------------
+def _flatten_rows(x):
+    return x.view(x.shape[0], -1) * 2
+
+
+def test_mark_dynamic_compiles_once_for_every_size_of_the_marked_dimension():
+    cnt = CompileCounter()
+    compiled = dynjit.compile(_flatten_rows, backend=cnt)
+    for n in range(2, 9):
+        x = dynjit.randn(n, 3, 2)
+        dynjit.mark_dynamic(x, 0)
+        _both(_flatten_rows, compiled, x)
+    assert cnt.frame_count == 1
+    x = dynjit.randn(4, 5, 2)          # an unmarked dimension changed: guarded, compiles again
+    dynjit.mark_dynamic(x, 0)
+    _both(_flatten_rows, compiled, x)
+    assert cnt.frame_count == 2
+
+
+def test_specializing_a_dimension_marked_dynamic_is_an_error_naming_the_line():
+    def f(x):
+        if x.shape[0] > 3:
+            return x * 2
+        return x
+
+    x = dynjit.randn(5, 2)
+    dynjit.mark_dynamic(x, 0)
+    with pytest.raises(dynjit.frontend.ConstraintViolationError,
+                       match=r"dimension 0 of x was marked dynamic(.|\n)*test_dynamic_scalars.py:\d+"):
+        dynjit.compile(f, backend="eager")(x)
+    y = dynjit.randn(5, 2)
+    dynjit.maybe_mark_dynamic(y, 0)               # may be specialized: guarded instead
+    _both(f, dynjit.compile(f, backend="eager"), y)
+    with pytest.raises(dynjit.frontend.ConstraintViolationError, match="takes tensor inputs only"):
+        dynjit.compile(_flatten_rows, backend="aot_eager")(x)
+
+
+def test_mark_static_keeps_a_dimension_guarded_exactly_under_dynamic_true():
+    cnt = CompileCounter()
+    compiled = dynjit.compile(lambda x: x.view(x.shape[0], -1) + 1, backend=cnt, dynamic=True)
+    for n in range(2, 5):
+        x = dynjit.randn(n, 3)
+        dynjit.mark_static(x, 0)
+        assert same(compiled(x), x.view(n, -1) + 1)
+    assert cnt.frame_count == 3
+    with pytest.raises(IndexError):
+        dynjit.mark_dynamic(dynjit.ones(2), 1)

@@ -81,7 +81,11 @@ class SymNumberVariable(ConstantVariable):
     def specialized(self):
         return self._guard_on_use is None
 
+    on_specialize = None     # called first when specializing (a dimension marked dynamic raises)
+
     def _specialize(self):
+        if self.on_specialize is not None:
+            self.on_specialize()
         for source, value in self.leaves:
             self._guards.constant(source, value)
 

@@ -14,11 +14,20 @@ from .builder import wraps, wrap
 from ...tensor import Size
 from ..source import AttrSource, ItemSource
 from .symbolic import SymNumberVariable
+from ..dynamic_marks import ConstraintViolationError
 from .containers import ListVariable, NamedTupleVariable, TupleVariable
 
 STATIC_ATTRS = {"shape", "dtype", "ndim", "requires_grad", "is_leaf", "device", "is_cuda", "layout", "is_cpu",
                 "is_xpu", "is_mps", "is_meta", "is_sparse", "is_quantized", "is_nested", "is_mkldnn"}
 GRAPH_ATTRS = {"T", "mT", "data", "real"}
+
+
+def _marked_dimension_specialized(size_src, dim):
+    def fail(why="the compiled code needs its value (a comparison, a size, a folded call)"):
+        raise ConstraintViolationError(
+            f"dimension {dim} of {size_src.base.base.expr()} was marked dynamic (dynjit.mark_dynamic), but it "
+            f"cannot stay dynamic: {why}. Use dynjit.maybe_mark_dynamic to allow specializing it.")
+    return fail
 
 
 class SizeVariable(TupleVariable):
@@ -60,27 +69,42 @@ class TensorVariable(VariableTracker):
         return [self.getitem(tx, ConstantVariable(i)) for i in range(self.length(tx))]
 
     # sizes ------------------------------------------------------------------------------------
-    def _dynamic_sizes(self, tx):
-        """In a trace for dynamic sizes, an input tensor's sizes are dynamic numbers (read from
-        the tensor when the compiled code runs; a use that needs the value guards it); other
-        sizes are read as constants and make the trace's tensor guards exact."""
-        output = tx.output
-        return output.dynamic and self.source is not None and output.backend_takes_scalars
+    def _marks(self, tx):
+        return tx.output.tensor_marks.get(self.source.expr(), {}) if self.source is not None else {}
 
     def size_var(self, tx, dim):
+        """Size `dim`: in a trace for dynamic sizes, or for a dimension marked dynamic, an input
+        tensor's size is a dynamic number (read when the compiled code runs; a use that needs
+        the value guards it); other sizes are constants, guarded exactly."""
+        output = tx.output
         size = self.example.shape[dim]
-        if not self._dynamic_sizes(tx):
-            tx.output.shape_specialized = True
-            return ConstantVariable(size)
         dim = dim % self.example.ndim
-        return SymNumberVariable.from_source(size, ItemSource(AttrSource(self.source, "shape"), dim),
-                                             tx.output.guards)
+        marks = self._marks(tx)
+        how = marks.get(dim)
+        size_src = ItemSource(AttrSource(self.source, "shape"), dim) if self.source is not None else None
+        wants_dynamic = how in ("dynamic", "maybe") or (output.dynamic and how != "static")
+        if size_src is not None and wants_dynamic and output.backend_takes_scalars:
+            sym = SymNumberVariable.from_source(size, size_src, output.guards)
+            if how == "dynamic":
+                sym.on_specialize = _marked_dimension_specialized(size_src, dim)
+            return sym
+        if how == "dynamic":
+            _marked_dimension_specialized(size_src, dim)("this backend takes tensor inputs only, so sizes "
+                                                         "are constants (backend='eager' keeps them dynamic)")
+        if marks:                  # a marked tensor: its sizes are guarded one dimension at a time
+            output.guards.constant(size_src, size)
+            return ConstantVariable(size)
+        output.shape_specialized = True
+        return ConstantVariable(size)
 
     def shape_var(self, tx):
-        if not self._dynamic_sizes(tx):
+        if self.source is None or not (tx.output.dynamic or self._marks(tx)):
             tx.output.shape_specialized = True
             return ConstantVariable(self.example.shape)
-        return SizeVariable([self.size_var(tx, d) for d in range(self.example.ndim)])
+        sizes = [self.size_var(tx, d) for d in range(self.example.ndim)]
+        if all(isinstance(v, ConstantVariable) and not isinstance(v, SymNumberVariable) for v in sizes):
+            return ConstantVariable(self.example.shape)
+        return SizeVariable(sizes)
 
     def getattr(self, tx, name):
         if name == "shape":
