@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype
-from .registry import register, POINTWISE, FLOAT, BOOL, KEEP
+from .registry import register, POINTWISE, FLOAT, BOOL, KEEP, COMPUTE_BOUND
 from .meta import broadcast_error, pointwise_meta
 
 LN2 = math.log(2.0)
@@ -748,7 +748,10 @@ def _(grad, self, alpha):
     return grad * ((self > 0) + (self <= 0) * (self.clamp(max=0).exp() * alpha))
 
 
-@register("erf", POINTWISE, dtype_rule=FLOAT, variants="function, method", inplace=True)
+# erf (and gelu through it) runs math.erf element by element: far costlier than reading a
+# saved result, so AOT's partitioner must not recompute them in backward
+@register("erf", POINTWISE, dtype_rule=FLOAT, variants="function, method", inplace=True,
+          tags=(COMPUTE_BOUND,))
 def erf(self):
     return _erf(np.asarray(self))
 
@@ -766,7 +769,7 @@ def _(grad, self):
     return grad * (-(self * self)).exp() * (2.0 / math.sqrt(math.pi))
 
 
-@register("gelu", POINTWISE, dtype_rule=FLOAT, inplace=True)
+@register("gelu", POINTWISE, dtype_rule=FLOAT, inplace=True, tags=(COMPUTE_BOUND,))
 @quiet
 def gelu(self, approximate="none"):
     x = np.asarray(self)
