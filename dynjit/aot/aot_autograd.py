@@ -249,10 +249,11 @@ def _assumption_check(compiled, example_inputs, n_state):
             if i != j:
                 dupes.append((i, j))
     no_grad = [j for j, x in enumerate(example_inputs) if isinstance(x, Tensor) and not x.requires_grad]
+    n_inputs = len(example_inputs)       # the inputs themselves are not kept
 
     def check(args, kwargs):
         user = args[n_state:]
-        if len(user) != len(example_inputs):
+        if len(user) != n_inputs:
             return
         for i, j in dupes:
             if user[j] is not user[i]:

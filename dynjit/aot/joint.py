@@ -214,6 +214,9 @@ class _JointTrace:
         graph.output(tuple(self.fw_nodes) + tuple(grad_nodes))
         graph.eliminate_dead_code()
         graph.lint()
+        # the tracer's node-making hook held the tracer, and through it this trace and the
+        # caller's tensors, for as long as the graph lived
+        graph.__dict__.pop("call_function", None)
         tr.gm = GraphModule(self.tracer.constants, graph)
         tr.example_inputs = [g if g is not None else t for g, t in zip(self.grad_leaves, self.inner)]
         return tr

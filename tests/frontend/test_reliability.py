@@ -27,10 +27,6 @@ BACKENDS = ["eager", "aot_eager"] + (["llvm"] if HAS_LLVM else [])
 # aot keeps the example inputs a backend is handed in its compiled artifact (the closure of
 # aot_autograd._assumption_check, the joint trace reached from the graph): the frontend cannot
 # release what a backend keeps. (A model's tensors go with the model: its entry is dropped.)
-_BACKEND_KEEPS_INPUTS = pytest.mark.xfail(
-    strict=True, reason="aot's compiled artifact keeps its example inputs (dynjit/aot, not the frontend)")
-
-
 def _collect():
     """Collect until nothing is left: an object freed by one pass (a model in a reference
     cycle) can release a cache entry whose own cycles the next pass frees."""
@@ -55,7 +51,7 @@ def _call_model(m, x):
 # -- 1. nothing kept alive -------------------------------------------------------------------
 @pytest.mark.parametrize("backend", [
     "eager",
-    pytest.param("aot_eager", marks=_BACKEND_KEEPS_INPUTS),
+    "aot_eager",
     pytest.param("llvm", marks=[] if HAS_LLVM else [pytest.mark.skip(reason="no llvmlite")]),
 ])
 def test_the_first_calls_tensors_are_not_kept(backend):
