@@ -11,40 +11,16 @@ import pytest
 
 import dynjit
 from dynjit.autograd import gradcheck
-from dynjit.ops.registry import registry, INPLACE, RANDOM, with_tag
+from dynjit.ops.registry import registry, INPLACE
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "ops"))
-from opinfo_samples import SAMPLES, materialize, inplace_samples  # noqa: E402
+from opinfo_samples import SAMPLES, materialize, inplace_samples, checkable  # noqa: E402
 
-RANDOM_OPS = with_tag(RANDOM)
 DIFFERENTIABLE = sorted(n for n, op in registry.items()
                         if op.backward_cls is not None and op.kind != INPLACE)
 INPLACE_DIFFERENTIABLE = sorted(n for n, op in registry.items()
                                 if op.kind == INPLACE and op.functional.backward_cls is not None)
 
-
-def _all_float64(out):
-    if isinstance(out, (tuple, list)):
-        return all(_all_float64(o) for o in out)
-    return not out.dtype.is_floating_point or out.dtype is dynjit.float64
-
-
-def _checkable(op, sample):
-    if sample.no_gradcheck:
-        return None
-    leaves, build = materialize(sample, requires_grad=True)
-    if not any(t.requires_grad for t in leaves):
-        return None
-
-    def fn(*ls):
-        if op.name in RANDOM_OPS:
-            dynjit.manual_seed(0)
-        a, kw = build(ls)
-        return op(*a, **kw)
-    with dynjit.no_grad():
-        if not _all_float64(fn(*leaves)):
-            return None
-    return fn, leaves
 
 
 CASES = [(n, i) for n in DIFFERENTIABLE for i in range(len(SAMPLES.get(n, ())))]
@@ -53,17 +29,17 @@ CASES = [(n, i) for n in DIFFERENTIABLE for i in range(len(SAMPLES.get(n, ())))]
 def test_every_differentiable_op_is_checked_forward():
     """Every op the sample table covers (whether each op has samples is the table's own
     test, tests/ops/test_op_declarations.py) has a float64 sample checked here."""
-    checked = {n for n, i in CASES if _checkable(registry[n], SAMPLES[n][i]) is not None}
+    checked = {n for n, i in CASES if checkable(registry[n], SAMPLES[n][i]) is not None}
     missing = sorted(set(DIFFERENTIABLE) & set(SAMPLES) - checked)
     assert not missing, f"differentiable ops without a float64 sample to check forward AD on: {missing}"
 
 
 @pytest.mark.parametrize("name,i", CASES, ids=[f"{n}-{i}" for n, i in CASES])
 def test_forward_ad_matches_finite_differences(name, i):
-    checkable = _checkable(registry[name], SAMPLES[name][i])
-    if checkable is None:
+    case = checkable(registry[name], SAMPLES[name][i])
+    if case is None:
         return      # nothing differentiable in this sample (covered by the test above)
-    fn, leaves = checkable
+    fn, leaves = case
     assert gradcheck(fn, leaves, check_forward_ad=True, check_backward_ad=False,
                      check_undefined_grad=False)
 

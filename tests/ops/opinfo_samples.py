@@ -14,7 +14,7 @@ rebuilds the op's arguments from the leaves, which is what gradcheck needs.
 import numpy as np
 
 import dynjit
-from dynjit.ops.registry import registry
+from dynjit.ops.registry import registry, RANDOM
 
 R = registry
 _rng = np.random.default_rng(20240601)
@@ -134,6 +134,35 @@ def materialize(sample, requires_grad=False):
     def build(ls):
         return [p(ls) for p in arg_plans], {k: p(ls) for k, p in kw_plans.items()}
     return leaves, build
+
+
+def all_float64(out):
+    """Every floating output is float64 (finite differences need it)."""
+    if isinstance(out, (tuple, list)):
+        return all(all_float64(o) for o in out)
+    return not out.dtype.is_floating_point or out.dtype is dynjit.float64
+
+
+def checkable(op, sample):
+    """(fn, leaves) to check `op`'s derivatives on `sample` by finite differences, or None
+    when the sample has nothing to differentiate or gives non-float64 outputs. Random ops
+    are reseeded before every call, so every call draws the same numbers."""
+    if sample.no_gradcheck:
+        return None
+    leaves, build = materialize(sample, requires_grad=True)
+    if not any(t.requires_grad for t in leaves):
+        return None
+    random = RANDOM in op.tags
+
+    def fn(*ls):
+        if random:
+            dynjit.manual_seed(0)
+        a, kw = build(ls)
+        return op(*a, **kw)
+    with dynjit.no_grad():
+        if not all_float64(fn(*leaves)):
+            return None
+    return fn, leaves
 
 
 def call(op, sample, requires_grad=False):

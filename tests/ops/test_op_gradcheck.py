@@ -2,51 +2,24 @@
 the op table, in float64: the analytical backward from the registry's
 derivative must match central finite differences, and, since derivatives are
 written with registered ops, backward must itself be differentiable."""
-import numpy as np
 import pytest
 
 import dynjit
 from dynjit.autograd import gradcheck, gradgradcheck
-from dynjit.ops.registry import registry, INPLACE, RANDOM, with_tag
+from dynjit.ops.registry import registry, INPLACE
 
-from opinfo_samples import SAMPLES, materialize, inplace_samples
+from opinfo_samples import SAMPLES, materialize, inplace_samples, checkable
 
-RANDOM_OPS = with_tag(RANDOM)     # reseeded before every call so the numbers are the same
 
 DIFFERENTIABLE = sorted(n for n, op in registry.items() if op.backward_cls is not None and op.kind != INPLACE)
 
-
-def _all_float64(out):
-    if isinstance(out, (tuple, list)):
-        return all(_all_float64(o) for o in out)
-    return not out.dtype.is_floating_point or out.dtype is dynjit.float64
-
-
-def _checkable(op, sample):
-    """The function and leaves to gradcheck, or None when the sample has nothing
-    to differentiate or gives non-float64 outputs (finite differences need float64)."""
-    if sample.no_gradcheck:
-        return None
-    leaves, build = materialize(sample, requires_grad=True)
-    if not any(t.requires_grad for t in leaves):
-        return None
-
-    def fn(*ls):
-        if op.name in RANDOM_OPS:
-            dynjit.manual_seed(0)
-        a, kw = build(ls)
-        return op(*a, **kw)
-    with dynjit.no_grad():
-        if not _all_float64(fn(*leaves)):
-            return None
-    return fn, leaves
 
 
 CASES = [(n, i) for n in DIFFERENTIABLE for i in range(len(SAMPLES.get(n, ())))]
 
 
 def test_every_differentiable_op_is_gradchecked():
-    checked = {n for n, i in CASES if _checkable(registry[n], SAMPLES[n][i]) is not None}
+    checked = {n for n, i in CASES if checkable(registry[n], SAMPLES[n][i]) is not None}
     missing = sorted(set(DIFFERENTIABLE) - checked)
     assert not missing, f"differentiable ops without a float64 sample to gradcheck: {missing}"
 
@@ -54,10 +27,10 @@ def test_every_differentiable_op_is_gradchecked():
 @pytest.mark.parametrize("name,i", CASES, ids=[f"{n}-{i}" for n, i in CASES])
 def test_gradcheck(name, i):
     op = registry[name]
-    checkable = _checkable(op, SAMPLES[name][i])
-    if checkable is None:
+    case = checkable(op, SAMPLES[name][i])
+    if case is None:
         return      # nothing differentiable in this sample (covered by the test above)
-    fn, leaves = checkable
+    fn, leaves = case
     assert gradcheck(fn, leaves, eps=1e-6, atol=1e-5, rtol=1e-3)
 
 
@@ -101,7 +74,7 @@ NO_GRADGRAD = {}
 def _first_checkable(name, count):
     out = []
     for sample in SAMPLES.get(name, ()):
-        c = _checkable(registry[name], sample)
+        c = checkable(registry[name], sample)
         if c is not None:
             out.append(c)
         if len(out) == count:
