@@ -384,6 +384,15 @@ add("scatter_add", S(r(3, 4), 1, np.array([[0, 3], [1, 1], [2, 0]]), r(3, 2)),
     S(r(3, 4), 0, np.array([[2, 0, 1, 1]]), r(2, 4)), S(r(4), 0, np.array([3, 0, 0]), r(3)))
 add("scatter", S(r(3, 4), 1, np.array([[0, 3], [1, 2], [2, 0]]), r(3, 2)),
     S(r(3, 4), 0, np.array([[2, 0, 1, 1]]), r(1, 4)), S(r(4), 0, np.array([3, 0]), 1.5))
+for _red in ("sum", "prod", "mean", "amax", "amin"):
+    add("scatter_reduce", S(distinct(3, 4), 0, np.array([[0, 1, 0, 2], [2, 2, 0, 1]]), distinct(2, 4), _red),
+        S(distinct(3, 4), 1, np.array([[3, 3], [0, 1], [1, 1]]), distinct(3, 4), _red, include_self=False),
+        S(distinct(4), 0, np.array([3, 0, 0]), distinct(3), _red))
+for _red in ("prod", "mean", "amax", "amin"):
+    add("index_reduce", S(distinct(4, 3), 0, np.array([0, 2, 0, 3]), distinct(4, 3), _red),
+        S(distinct(3, 4), 1, np.array([3, 3, 1]), distinct(3, 3), _red, include_self=False))
+add("scatter_reduce", S(ints(3, 4), 0, np.array([[0, 1, 0, 2]]), ints(1, 4), "mean"))
+add("delayed_error_if", S(r(2, 3), bools(2, 3) & False, "unused"))
 add("index_select", S(r(4, 3), 0, np.array([0, 2, 2])), S(r(4, 3), 1, np.array([2])), S(r(4, 3), -1, np.array([1, 0])),
     S(r(3), 0, np.array(1)))
 add("nonzero", S(np.array([[0.0, 1.5], [2.0, 0.0]])), S(ints(4, low=0, high=2)), S(bools(2, 3)), S(np.array(0.0)),

@@ -11,6 +11,7 @@ import dynjit
 from dynjit.ops.registry import registry, INPLACE
 
 from opinfo_samples import SAMPLES, NC, C, call, materialize, inplace_samples
+from test_scatter_reduce import reference_scatter_reduce, reference_index_reduce
 
 
 def _axis(dim):
@@ -629,6 +630,8 @@ REFERENCE = {
     "flip": lambda a, dims: np.flip(a, axis=dims) if dims else a, "roll": _roll,
     "repeat": lambda a, reps: np.tile(a, reps), "tril": _tril(np.tril), "triu": _tril(np.triu),
     "gather": _gather, "scatter_add": _scatter(True), "scatter": _scatter(False),
+    "scatter_reduce": reference_scatter_reduce, "index_reduce": reference_index_reduce,
+    "delayed_error_if": lambda a, condition, msg: a,
     "index_select": lambda a, dim, i: np.take(a, i.reshape(-1), axis=dim) if a.ndim else a,
     "one_hot": _one_hot, "copy": lambda a, src: np.broadcast_to(src, a.shape),
     "fill": lambda a, v: np.full(a.shape, v), "zero": np.zeros_like,
