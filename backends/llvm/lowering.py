@@ -36,7 +36,7 @@ from . import layouts as L
 from .codegen import SUPPORTED_DTYPES
 from .kernel import Kernel, KNode, Operand
 from .op_lowerings import KernelBuilder, Unsupported, lower_pointwise
-from .runtime import CACHED_BUFFER_BYTES, BufferCache
+from .runtime import CACHED_BUFFER_BYTES, BufferCache, store_into_lines
 from .threads import split_ranges
 
 REDUCTIONS = {"sum": "sum", "mean": "sum", "prod": "prod", "amax": "max", "amin": "min",
@@ -158,6 +158,7 @@ class Lowering:
         self.reduce_info = {}
         self.view_src = {}       # view node -> (source node, numpy view function var, rest of the call)
         self.view_op = {}        # view node -> the dispatched view op's var
+        self.store_into = {}     # value -> (graph input it is copied into, copy_ op's var)
         self.counter = 0
         self.weights = {}        # member -> its weight
         self._order = None
@@ -256,6 +257,8 @@ class Lowering:
                 return
             if target.kind == EXTERN:
                 self.visit_extern(node, target, args)
+                return
+            if name == "copy_" and self.try_store_into(node, args):
                 return
             self.visit_fallback(node, barrier=target.kind == INPLACE or node.is_impure())
             return
@@ -432,6 +435,39 @@ class Lowering:
             if g is not None:
                 self.close(g)
 
+    def try_store_into(self, node, args):
+        """`copy_(input, value)` of a value computed in an open elementwise group of the
+        input's shape and read by nothing else (a functionalized optimizer update
+        `p.add_(g, alpha=-lr)`): the kernel stores the value straight into the input's
+        memory instead of a new buffer copied afterwards (runtime.store_target decides
+        per call, and falls back to the buffer and the eager copy_)."""
+        dst, src = args[0], args[1]
+        g = self._open_group_of(src) if _is_tensor_node(src) else None
+        lay = self.layout.get(dst)
+        # later readers of the value read the input: nothing may write the input again
+        if (g is None or g.reduced or dst.op != "placeholder" or node.users or not isinstance(lay, L.Layout)
+                or any(u.op == "output" for u in src.users)
+                or any(u is not node and (u.is_impure() or not isinstance(u.target, OpDef)
+                                          or u.target.kind == VIEW or u.target.aliases_input)
+                       for u in dst.users)):
+            return False
+        sm, dm = _meta(src), _meta(dst)
+        if (tuple(sm.shape) != g.shape or tuple(dm.shape) != g.shape or sm.dtype is not dm.dtype
+                or g.dim_map[src] != tuple(range(len(g.shape))) or lay.offset
+                or lay.strides != L.contiguous_strides(g.shape)):
+            return False
+        for h in list(self.open_groups):
+            if h is not g and dst in h.inputs:
+                self.close(h)       # reads of the value before the copy run first
+        self.store_into[src] = (dst, self.global_value(node.target, "_op"))
+        if self._order is None:
+            self._order = {n: i for i, n in enumerate(self.graph.nodes)}
+        if any(self._order[u] > self._order[node] for u in dst.users):
+            self.close(g)           # the input is read again after the copy: the kernel runs now
+        self.contig.clear()
+        self.tensor[node] = self.tensor_of(dst)
+        return True
+
     # -- a group's kernel -------------------------------------------------------------
     def emit_group(self, g):
         members = set(g.members)
@@ -507,12 +543,20 @@ class Lowering:
         self.stats["fused_nodes"] += len(g.members)
         kernel = Kernel(S, g.reduced, operands, stores, name=f"KPREFIX_{len(self.kernels)}")
         kernel.coalesce()
+        after = []
         for m, var, shape, dtype in outputs:
-            if math.prod(shape) * dtype.itemsize >= CACHED_BUFFER_BYTES:
+            if m in self.store_into:
+                dst, op_var = self.store_into[m]
+                line, done = store_into_lines(var, self.tensor[dst], self.array[dst], kernel, arg_vars, op_var)
+                self.emit(line)
+                after.append(done)
+            elif math.prod(shape) * dtype.itemsize >= CACHED_BUFFER_BYTES:
                 self.emit(f"{var} = {self.global_value(BufferCache(shape, dtype.np), '_buffers')}()")
             else:
                 self.emit(f"{var} = _empty({shape!r}, {self.global_value(dtype.np, '_dt')})")
         self.emit_kernel_call(kernel, arg_vars, outputs, knode)
+        for line in after:
+            self.emit(line)
 
     def emit_kernel_call(self, kernel, arg_vars, outputs, knode):
         idx = len(self.kernels)
@@ -529,7 +573,7 @@ class Lowering:
                 and _splittable(kernel, reductions):
             self.emit_split_reduction(kernel, fn, arg_vars, outputs, knode, nthreads)
             return
-        args = _call_args(kernel, arg_vars)
+        args = _call_args(kernel, arg_vars, idx)
         par = None
         if parallel and kept:
             par = next((d for d in kept if kernel.shape[d] >= 2 * nthreads), None)
@@ -565,7 +609,7 @@ class Lowering:
             else:
                 stores.append((value, opnd))
         kernel.stores = stores
-        self.emit(f"_par({fn}, ({_call_args(kernel, arg_vars)},), {ranges!r})")
+        self.emit(f"_par({fn}, ({_call_args(kernel, arg_vars, len(self.kernels) - 1)},), {ranges!r})")
         for line in finishes:
             self.emit(line)
 
@@ -712,11 +756,14 @@ class Lowering:
         self.tensor[node] = var
 
 
-def _call_args(kernel, arg_vars):
-    """The kernel's array arguments in a wrapper call: one by one, or packed into one C
-    array for a kernel with many."""
+def _call_args(kernel, arg_vars, idx):
+    """The kernel's arguments in a wrapper call: its arrays one by one, or packed into one C
+    array for a kernel with many; its sizes array (`_sz<idx>`, which compile_graph makes
+    from the values codegen lists in `kernel.size_values`); its scalar arguments."""
     args = ", ".join(arg_vars)
-    return f"_pack({args})" if kernel.packed else args
+    parts = [f"_pack({args})" if kernel.packed else args, f"_sz{idx}"]
+    parts += [expr for expr, _ in kernel.scalars]
+    return ", ".join(parts)
 
 
 def _splittable(kernel, reductions):

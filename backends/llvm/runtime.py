@@ -15,6 +15,7 @@ import sys
 
 import numpy as np
 
+from dynjit.ops.dispatch import _mutation_observers
 from dynjit.tensor import Tensor
 
 from .threads import parallel_call
@@ -145,3 +146,48 @@ def make_function(name, params, body_lines, guards, prologue, globs):
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     exec(compile(src, filename, "exec"), globs)
     return globs[name], src
+
+
+# -- a kernel storing into a graph input (lowering.try_store_into) ------------------------------
+def store_into_lines(var, dst_t, dst_d, kernel, arg_vars, copy_op):
+    """The wrapper's line before a kernel that stores a value copied into graph input
+    `dst_t` (array `dst_d`) as its output `var`, and the line after it. The kernel may
+    write the input's memory only if it reads that memory at exactly the index it writes
+    (same offset and strides), else it writes a buffer that copy_ copies afterwards."""
+    out = arg_vars.index(var)
+    store = next(o for o in kernel.operands if o.is_output and o.arg == out)
+    outputs = {o.arg for o in kernel.operands if o.is_output}
+    src = arg_vars.index(dst_d) if dst_d in arg_vars else None
+    same_index = all(o.offset == store.offset and o.strides == store.strides
+                     for o in kernel.operands if o.arg == src and not o.is_output)
+    others = [v for i, v in enumerate(arg_vars) if i not in outputs and v != dst_d]
+    if same_index:
+        before = f"{var} = _store_target({dst_t}, {dst_d}, ({''.join(v + ', ' for v in others)}))"
+    else:
+        before = f"{var} = _empty_like({dst_d})"
+    return before, f"_stored({dst_t}, {dst_d}, {var}, {copy_op})"
+
+
+def store_target(t, data, others):
+    """The array a kernel writes a value that is then copied into tensor `t`: t's own
+    memory when that is eager's result (writable, no observer of in-place writes, no other
+    array the kernel reads overlaps it), else a new array (see stored)."""
+    if t._data is data and data.flags.writeable and not _mutation_observers:
+        for o in others:
+            if np.may_share_memory(o, data):
+                break
+        else:
+            return data
+    return np.empty_like(data)
+
+
+def stored(t, data, buf, copy_op):
+    """After the kernel: a write into t's memory counts as an in-place write (its version);
+    a separate buffer is copied in by the eager copy_ (its checks and errors included)."""
+    if buf is data:
+        t._version_counter[0] += 1
+    else:
+        copy_op(t, Tensor._make(buf))
+
+
+RUNTIME_GLOBALS.update({"_store_target": store_target, "_stored": stored, "_empty_like": np.empty_like})
