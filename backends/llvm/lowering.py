@@ -573,7 +573,7 @@ class Lowering:
                 and _splittable(kernel, reductions):
             self.emit_split_reduction(kernel, fn, arg_vars, outputs, knode, nthreads)
             return
-        args = _call_args(kernel, arg_vars, idx)
+        args = _call_args(kernel, arg_vars)
         par = None
         if parallel and kept:
             par = next((d for d in kept if kernel.shape[d] >= 2 * nthreads), None)
@@ -609,7 +609,7 @@ class Lowering:
             else:
                 stores.append((value, opnd))
         kernel.stores = stores
-        self.emit(f"_par({fn}, ({_call_args(kernel, arg_vars, len(self.kernels) - 1)},), {ranges!r})")
+        self.emit(f"_par({fn}, ({_call_args(kernel, arg_vars)},), {ranges!r})")
         for line in finishes:
             self.emit(line)
 
@@ -756,14 +756,11 @@ class Lowering:
         self.tensor[node] = var
 
 
-def _call_args(kernel, arg_vars, idx):
-    """The kernel's arguments in a wrapper call: its arrays one by one, or packed into one C
-    array for a kernel with many; its sizes array (`_sz<idx>`, which compile_graph makes
-    from the values codegen lists in `kernel.size_values`); its scalar arguments."""
+def _call_args(kernel, arg_vars):
+    """The kernel's array arguments in a wrapper call: one by one, or packed into one C
+    array for a kernel with many."""
     args = ", ".join(arg_vars)
-    parts = [f"_pack({args})" if kernel.packed else args, f"_sz{idx}"]
-    parts += [expr for expr, _ in kernel.scalars]
-    return ", ".join(parts)
+    return f"_pack({args})" if kernel.packed else args
 
 
 def _splittable(kernel, reductions):
