@@ -1,7 +1,8 @@
 """dynjit: a bytecode-level JIT for numerical Python, with its own numpy-backed
 tensor library and autograd engine. Public names follow PyTorch's."""
 from ._dtype import (dtype, float16, float32, float64, half, float, double, int8, int16, int32,
-                     int64, uint8, long, int, get_default_dtype, set_default_dtype)
+                     int64, uint8, long, int, get_default_dtype, set_default_dtype,
+                     bfloat16, complex64, complex128, cfloat, cdouble)
 from ._dtype import bool_ as bool  # noqa: A001  (PyTorch's name)
 from . import ops
 from .tensor import (Tensor, Size, tensor, as_tensor, from_numpy, is_tensor, device,
@@ -35,6 +36,7 @@ from .amp import autocast, is_autocast_enabled  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import func  # noqa: E402,F401  (torch.func: vmap, grad, jacrev, functionalize)
 from . import profiler  # noqa: E402,F401
+from . import distributions  # noqa: E402,F401  (torch.distributions: Categorical, Normal, Bernoulli)
 from . import compiled_autograd  # noqa: E402,F401
 from .control_flow import cond  # noqa: E402,F401  (torch.cond; map is dynjit.control_flow.map)
 from .frontend import (compile, optimize, optimize_assert, disable, reset, graph_break, explain,  # noqa: E402
