@@ -15,10 +15,9 @@ Convolution is three ops, closed under differentiation, so double backward is ex
 
 conv is bilinear, so each op's derivative is one of the three again.
 
-The kernels use im2col: a strided window view of the padded input
-(`sliding_window_view`), copied once into a (N, groups, C/groups * prod(kernel),
-prod(output)) block and multiplied by the weight in one batched BLAS matmul; the
-adjoint in x is a matmul followed by col2im (one strided add per kernel offset).
+The numpy kernels of the three are in _conv_kernels.py, which says how each is computed
+(im2col and one batched BLAS matmul; a direct multiply-add per kernel offset for depthwise
+convolution) and why.
 
 Pooling: `max_pool` and `adaptive_max_pool` return (values, indices) with PyTorch's
 indices (flat over the spatial dims of each (n, c) plane), differentiated by
@@ -31,10 +30,10 @@ import itertools
 import math
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from .. import _dtype
 from .registry import register, OTHER, COMPUTE_BOUND
+from . import _conv_kernels as _kernels
 
 
 # -- shape rules shared by kernels and meta functions ---------------------------------
@@ -146,59 +145,17 @@ def conv_weight_shape(x, g, weight_size, stride, padding, dilation, groups):
     return weight_size
 
 
-# -- im2col / col2im on numpy arrays ----------------------------------------------------
+# -- numpy helpers (the kernels themselves are in _conv_kernels) ------------------------
 
-def _pad(x, padding, value=0, extra=None):
-    """x with `padding` on both sides of each trailing dim (and `extra` more on the right)."""
-    nd = len(padding)
-    extra = extra or (0,) * nd
-    if not any(padding) and not any(extra):
-        return x
-    out = np.full(x.shape[:-nd] + tuple(s + 2 * p + e for s, p, e in zip(x.shape[-nd:], padding, extra)),
-                  value, dtype=x.dtype)
-    out[(Ellipsis,) + tuple(slice(p, p + s) for p, s in zip(padding, x.shape[-nd:]))] = x
-    return out
-
-
-def _windows(xp, kernel, stride, dilation, out_sizes):
-    """View (..., *out_sizes, *kernel) of the windows of the padded `xp` (no copy)."""
-    nd = len(kernel)
-    extent = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
-    v = sliding_window_view(xp, extent, axis=tuple(range(xp.ndim - nd, xp.ndim)))
-    return v[(Ellipsis,) + tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out_sizes, stride))
-             + tuple(slice(None, None, d) for d in dilation)]
+_pad = _kernels.pad
+_windows = _kernels.windows
 
 
 def _im2col(x, kernel, stride, padding, dilation, out_sizes, groups):
-    """The columns of an (N, C, *spatial) input as one (groups, C/groups * prod(kernel), N * prod(out))
-    array, rows ordered (channel, *kernel offset), columns (n, *out position): the layout in
-    which the convolution is a single matmul per group."""
-    nd = len(kernel)
-    win = _windows(_pad(x, padding), kernel, stride, dilation, out_sizes)     # (N, C, *O, *K)
-    perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd))
-    n, c = x.shape[:2]
-    return win.transpose(perm).reshape(groups, c // groups * _prod(kernel), n * _prod(out_sizes))
+    return _kernels.columns_by_channel(x, kernel, stride, padding, dilation, out_sizes, groups)
 
 
-def _col2im(cols, in_sizes, kernel, stride, padding, dilation):
-    """The adjoint of _im2col: cols (C, *kernel, N, *out) summed into an (N, C, *in_sizes) array."""
-    nd = len(kernel)
-    out_sizes = cols.shape[2 + nd:]
-    c, n = cols.shape[0], cols.shape[1 + nd]
-    xp = np.zeros((c, n) + tuple(i + 2 * p for i, p in zip(in_sizes, padding)), dtype=cols.dtype)
-    for offset in itertools.product(*(range(k) for k in kernel)):
-        where = tuple(slice(j * d, j * d + (o - 1) * s + 1, s)
-                      for j, d, o, s in zip(offset, dilation, out_sizes, stride))
-        xp[(Ellipsis,) + where] += cols[(slice(None),) + offset]
-    xp = xp[(Ellipsis,) + tuple(slice(p, p + i) for p, i in zip(padding, in_sizes))]
-    return np.ascontiguousarray(xp.swapaxes(0, 1))
-
-
-def _by_group(g, groups):
-    """grad_output (N, O, *out) as (groups, O/groups, N * prod(out))."""
-    n, o = g.shape[:2]
-    size = _prod(g.shape[2:])
-    return np.ascontiguousarray(g.reshape(n, o, size).swapaxes(0, 1)).reshape(groups, o // groups, n * size)
+_col2im = _kernels.col2im
 
 
 def _dt(a):
@@ -214,10 +171,7 @@ def convolution(input, weight, bias, stride, padding, dilation, groups):
     _check_same_dtype(_dt(x), _dt(w), None if b is None else _dt(b))
     shape = conv_shape(x.shape, w.shape, None if b is None else b.shape, stride, padding, dilation, groups)
     nd = w.ndim - 2
-    out_sizes = shape[2:]
-    cols = _im2col(x, w.shape[2:], stride, padding, dilation, out_sizes, groups)
-    out = np.matmul(w.reshape(groups, w.shape[0] // groups, cols.shape[1]), cols)      # (G, O/G, N * L)
-    out = np.ascontiguousarray(out.reshape(shape[1], shape[0], _prod(out_sizes)).swapaxes(0, 1)).reshape(shape)
+    out = _kernels.conv_forward(x, w, stride, padding, dilation, groups, shape[2:])
     if b is not None:
         out += b.astype(out.dtype).reshape((-1,) + (1,) * nd)
     return out
@@ -254,11 +208,7 @@ def convolution_backward_input(grad_output, weight, input_size, stride, padding,
     g, w = np.asarray(grad_output), np.asarray(weight)
     _check_same_dtype(_dt(g), _dt(w))
     input_size = conv_transpose_shape(g.shape, w.shape, input_size, stride, padding, dilation, groups)
-    n, o = g.shape[:2]
-    wm = w.reshape(groups, o // groups, _prod(w.shape[1:]))
-    cols = np.matmul(wm.transpose(0, 2, 1), _by_group(g, groups))      # (G, C/G * K, N * L)
-    cols = cols.reshape((input_size[1],) + tuple(w.shape[2:]) + (n,) + tuple(g.shape[2:]))
-    return _col2im(cols, input_size[2:], w.shape[2:], stride, padding, dilation)
+    return _kernels.conv_input_grad(g, w, input_size, stride, padding, dilation, groups)
 
 
 @convolution_backward_input.meta_fn
@@ -282,10 +232,7 @@ def convolution_backward_weight(input, grad_output, weight_size, stride, padding
     x, g = np.asarray(input), np.asarray(grad_output)
     _check_same_dtype(_dt(x), _dt(g))
     weight_size = conv_weight_shape(x.shape, g.shape, weight_size, stride, padding, dilation, groups)
-    cols = _im2col(x, weight_size[2:], stride, padding, dilation, g.shape[2:], groups)   # (G, CK, N * L)
-    # cols @ g.T, not g @ cols.T: BLAS is faster with the long N * L axis contracted this way round
-    gw_t = np.matmul(cols, _by_group(g, groups).transpose(0, 2, 1))                  # (G, CK, O/G)
-    return np.ascontiguousarray(gw_t.transpose(0, 2, 1)).reshape(weight_size)
+    return _kernels.conv_weight_grad(x, g, weight_size, stride, padding, dilation, groups)
 
 
 @convolution_backward_weight.meta_fn

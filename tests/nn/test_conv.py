@@ -140,6 +140,17 @@ CONV_CASES = [
     (2, (2, 3, 4, 4), (2, 3, 4, 4), True, {}),                                    # kernel == input
     (3, (1, 2, 4, 5, 3), (3, 2, 2, 3, 2), True, dict(stride=(1, 2, 1), padding=1)),
     (3, (1, 4, 3, 4, 4), (4, 2, 2, 2, 2), False, dict(groups=2, dilation=(1, 2, 1), padding="same")),
+    # depthwise (the direct multiply-add kernels): strided, dilated, 1d, 3d
+    (2, (2, 6, 7, 8), (6, 1, 3, 3), True, dict(stride=2, padding=1, groups=6)),
+    (2, (2, 4, 7, 8), (4, 1, 3, 2), False, dict(padding=(2, 1), dilation=(2, 3), groups=4)),
+    (1, (2, 3, 9), (3, 1, 4), True, dict(padding=2, dilation=2, groups=3)),
+    (1, (2, 3, 11), (3, 1, 3), False, dict(stride=3, groups=3)),
+    (3, (1, 3, 4, 5, 4), (3, 1, 2, 3, 2), True, dict(padding=1, stride=(1, 2, 1), groups=3)),
+    (3, (1, 2, 4, 5, 4), (2, 1, 2, 3, 2), False, dict(padding=(0, 1, 1), dilation=(2, 1, 1), groups=2)),
+    (2, (2, 3, 6, 6), (6, 1, 3, 3), True, dict(padding=1, groups=3)),              # channel multiplier 2
+    # enough output positions per sample for a matmul per sample
+    (2, (2, 3, 17, 16), (4, 3, 3, 3), True, dict(padding=1)),
+    (2, (1, 4, 17, 16), (4, 2, 3, 3), False, dict(padding=(1, 2), stride=(1, 1), dilation=(1, 2), groups=2)),
 ]
 CONV_FNS = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 
@@ -158,6 +169,28 @@ def test_conv_unbatched_input_and_float32():
                    dynjit.tensor(b, dtype=dynjit.float32), padding=(1, 0))
     assert out.dtype == dynjit.float32 and out.shape == (4, 6, 4)
     _close(out, ref_conv(x[None], w, b, padding=(1, 0))[0], tol=1e-5)
+
+
+@pytest.mark.parametrize("xs,ws,kw", [
+    ((3, 5, 9, 10), (5, 1, 3, 3), dict(padding=1, groups=5)),                      # depthwise
+    ((3, 5, 9, 10), (5, 1, 3, 3), dict(stride=2, dilation=2, padding=2, groups=5)),
+    ((2, 3, 18, 17), (4, 3, 3, 3), dict(padding=1)),                               # matmul per sample
+    ((2, 4, 18, 17), (2, 4, 3, 3), dict(padding=2, dilation=2)),                   # input grad as a conv
+])
+def test_conv_float32_values_and_gradients_match_float64(xs, ws, kw):
+    x, w, b = _r(*xs), _r(*ws), _r(ws[0])
+    grads = {}
+    for dtype in (dynjit.float32, dynjit.float64):
+        xt, wt, bt = (dynjit.tensor(a, dtype=dtype, requires_grad=True) for a in (x, w, b))
+        out = F.conv2d(xt, wt, bt, **kw)
+        assert out.dtype == dtype
+        if dtype == dynjit.float32:
+            _close(out, ref_conv(x, w, b, **kw), tol=1e-4)
+        out.backward(dynjit.tensor(np.cos(np.arange(out.numel())).reshape(out.shape), dtype=dtype))
+        grads[dtype] = [t.grad for t in (xt, wt, bt)]
+    for g32, g64 in zip(grads[dynjit.float32], grads[dynjit.float64]):
+        assert g32.dtype == dynjit.float32
+        _close(g32, g64.numpy(), tol=1e-3)
 
 
 def test_conv_of_a_non_contiguous_input():
@@ -219,6 +252,16 @@ GRAD_CASES = [
     (2, (1, 2, 5, 6), (3, 2, 2, 3), dict(stride=(2, 1), padding=(1, 0), dilation=(1, 2))),
     (2, (2, 4, 4, 4), (2, 2, 3, 3), dict(padding="same", groups=2)),
     (3, (1, 2, 3, 4, 3), (2, 1, 2, 2, 2), dict(padding=1, groups=2)),
+    # depthwise, stride 1 (flat shifted planes) and strided
+    (2, (2, 3, 5, 6), (3, 1, 3, 2), dict(padding=(1, 2), dilation=(1, 2), groups=3)),
+    (2, (1, 3, 6, 5), (3, 1, 3, 3), dict(stride=2, padding=1, groups=3)),
+    (1, (2, 2, 7), (2, 1, 3), dict(stride=2, dilation=2, padding=1, groups=2)),
+    (3, (1, 2, 3, 4, 3), (2, 1, 2, 2, 2), dict(padding=(1, 0, 1), groups=2)),
+    # stride 1 with no more output than input channels: the input gradient is a convolution of
+    # the padded (or, with padding > dilation * (kernel - 1), cropped) gradient
+    (2, (1, 4, 5, 5), (2, 4, 3, 3), dict(padding=1)),
+    (1, (1, 3, 6), (2, 3, 2), dict(padding=3)),
+    (2, (1, 4, 5, 6), (4, 2, 2, 3), dict(padding=(2, 0), dilation=(1, 2), groups=2)),
 ]
 
 
