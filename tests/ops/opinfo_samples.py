@@ -392,6 +392,13 @@ for _red in ("prod", "mean", "amax", "amin"):
     add("index_reduce", S(distinct(4, 3), 0, np.array([0, 2, 0, 3]), distinct(4, 3), _red),
         S(distinct(3, 4), 1, np.array([3, 3, 1]), distinct(3, 3), _red, include_self=False))
 add("scatter_reduce", S(ints(3, 4), 0, np.array([[0, 1, 0, 2]]), ints(1, 4), "mean"))
+add("index_add", S(r(4, 3), 0, np.array([0, 3, 0, 1, 3]), r(5, 3)), S(r(3, 4), 1, np.array([2, 2]), r(3, 2), alpha=-1.5),
+    S(r(4), 0, np.array([1]), r(1)), S(ints(3, 2), 0, np.array([2, 0]), ints(2, 2)))
+add("unfold", S(r(3, 7), 1, 3, 1), S(r(3, 7), 1, 2, 3), S(r(4, 2), 0, 2, 1), S(NC(r(3, 5)), -1, 5, 2), S(r(), 0, 1, 1),
+    S(ints(6), 0, 3, 2))
+add("unfold_backward", S(r(3, 5, 3), (3, 7), 1, 3, 1), S(r(3, 2, 2), (3, 7), 1, 2, 3), S(r(3, 2, 2), (4, 2), 0, 2, 1))
+add("nextafter", S(r(2, 3), r(2, 3) + 3.0), S(r(3), r(2, 3)), S(np.array([0.0, 1.0, -1.0]), np.array([1.0, 1.0, -2.0])),
+    S(r(2, 2).astype(np.float32), r(2, 2)), S(r(2, 3), ints(2, 3)))
 add("delayed_error_if", S(r(2, 3), bools(2, 3) & False, "unused"))
 add("index_select", S(r(4, 3), 0, np.array([0, 2, 2])), S(r(4, 3), 1, np.array([2])), S(r(4, 3), -1, np.array([1, 0])),
     S(r(3), 0, np.array(1)))

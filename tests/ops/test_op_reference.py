@@ -12,6 +12,7 @@ from dynjit.ops.registry import registry, INPLACE
 
 from opinfo_samples import SAMPLES, NC, C, call, materialize, inplace_samples
 from test_scatter_reduce import reference_scatter_reduce, reference_index_reduce
+from test_index_add_unfold import reference_index_add, reference_unfold, reference_unfold_backward
 
 
 def _axis(dim):
@@ -631,7 +632,10 @@ REFERENCE = {
     "repeat": lambda a, reps: np.tile(a, reps), "tril": _tril(np.tril), "triu": _tril(np.triu),
     "gather": _gather, "scatter_add": _scatter(True), "scatter": _scatter(False),
     "scatter_reduce": reference_scatter_reduce, "index_reduce": reference_index_reduce,
+    "index_add": reference_index_add, "unfold": reference_unfold, "unfold_backward": reference_unfold_backward,
     "delayed_error_if": lambda a, condition, msg: a,
+    "nextafter": lambda a, b: np.nextafter(*np.broadcast_arrays(*(np.asarray(x, np.result_type(a, b, np.float32))
+                                                                  for x in (a, b)))),
     "index_select": lambda a, dim, i: np.take(a, i.reshape(-1), axis=dim) if a.ndim else a,
     "one_hot": _one_hot, "copy": lambda a, src: np.broadcast_to(src, a.shape),
     "fill": lambda a, v: np.full(a.shape, v), "zero": np.zeros_like,
