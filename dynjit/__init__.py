@@ -37,6 +37,8 @@ from .serialization import save, load  # noqa: E402,F401
 from . import func  # noqa: E402,F401  (torch.func: vmap, grad, jacrev, functionalize)
 from . import profiler  # noqa: E402,F401
 from . import distributions  # noqa: E402,F401  (torch.distributions: Categorical, Normal, Bernoulli)
+from . import linalg  # noqa: E402,F401  (torch.linalg's norms)
+from ._pairwise import cdist  # noqa: E402,F401
 from . import compiled_autograd  # noqa: E402,F401
 from .control_flow import cond  # noqa: E402,F401  (torch.cond; map is dynjit.control_flow.map)
 from .frontend import (compile, optimize, optimize_assert, disable, reset, graph_break, explain,  # noqa: E402
