@@ -35,7 +35,7 @@ from dynjit.ops.registry import OpDef, POINTWISE, VIEW, EXTERN, INPLACE, registr
 from . import layouts as L
 from .codegen import SUPPORTED_DTYPES
 from .kernel import Kernel, KNode, Operand
-from .op_lowerings import KernelBuilder, Unsupported, lower_pointwise
+from .op_lowerings import DIRECT_KERNELS, KernelBuilder, Unsupported, direct_kernel, lower_pointwise
 from .runtime import CACHED_BUFFER_BYTES, BufferCache, store_into_lines
 from .threads import split_ranges
 
@@ -255,7 +255,7 @@ class Lowering:
             if target.kind == VIEW or name in ALIAS_OPS:
                 self.visit_view(node, target, args)
                 return
-            if target.kind == EXTERN:
+            if target.kind == EXTERN or (name in DIRECT_KERNELS and self._supported(node, args)):
                 self.visit_extern(node, target, args)
                 return
             if name == "copy_" and self.try_store_into(node, args):
@@ -714,7 +714,7 @@ class Lowering:
             self.view_op[node] = fn_name
             self.layout[node] = self.layout[src][args[0]]
             return
-        self.view_src[node] = (src, self.global_value(op.kernel, "_view"), rest)
+        self.view_src[node] = (src, self.global_value(direct_kernel(op), "_view"), rest)
         self.view_op[node] = self.global_value(op, "_op")
         if any(_nodes_in(args[1:])) or _meta(src) is None or _meta(src).dtype not in SUPPORTED_DTYPES:
             return
@@ -733,7 +733,7 @@ class Lowering:
             self.visit_fallback(node, barrier=False)
             return
         self.stats["extern"] += 1
-        fn_name = self.global_value(op.kernel, "_ext")
+        fn_name = self.global_value(direct_kernel(op), "_ext")
         var = self.fresh("x")
         call = ", ".join(self.render(a, tensor=False) for a in args)
         self.emit(f"{var} = _asarray({fn_name}({call}), {self.global_value(_meta(node).dtype.np, '_dt')})")

@@ -496,3 +496,66 @@ def lower_pointwise(kb, op_name, out_dtype, args):
         if isinstance(a, (list, tuple, dict, np.ndarray)) or hasattr(a, "_data"):
             raise Unsupported(f"argument of type {type(a).__name__}")
     return fn(kb, out_dtype, *args)
+
+
+# -- ops the wrapper calls on numpy arrays ------------------------------------------------------
+# A node the kernels do not compute is called through the dispatcher (Tensors in and out,
+# dtype rules, autograd checks: 10-20 us for a small op). The ops named here are called as
+# numpy functions on the arrays instead, as matmul is: their registry kernel, or a faster
+# function giving the same result on the common path and calling the registry kernel (its
+# result, its error) on every other.
+
+def _registry_kernel(name):
+    from dynjit.ops.registry import registry
+    return registry[name].kernel
+
+
+def _view(self, size):
+    """view: numpy's reshape when it is a view of `self` (numpy infers the -1 itself)."""
+    try:
+        out = self.reshape(size)
+    except (ValueError, TypeError):
+        out = None
+    if out is None or (out.size and not np.may_share_memory(out, self)):
+        return _registry_kernel("view")(self, size)
+    return out
+
+
+def _reshape(self, shape):
+    try:
+        return self.reshape(shape)
+    except (ValueError, TypeError):
+        return _registry_kernel("reshape")(self, shape)
+
+
+def _expand(self, size):
+    size = tuple(size)
+    if len(size) >= self.ndim and -1 not in size:
+        try:
+            return np.broadcast_to(self, size)
+        except ValueError:
+            pass
+    return _registry_kernel("expand")(self, size)
+
+
+def _nll_loss(self, target, weight=None, reduction="mean", ignore_index=-100):
+    """nll_loss without weights, averaged, every target a class index (no ignored one):
+    the registry kernel's arithmetic (the picked values negated, summed, divided by the
+    count in the input's dtype), without its masks and weight arrays."""
+    x, t = self, target
+    if (weight is None and reduction == "mean" and x.ndim == 2 and t.ndim == 1 and t.dtype == np.int64
+            and x.dtype.kind == "f" and 0 < t.shape[0] == x.shape[0]):
+        lo, hi = t.min(), t.max()
+        if 0 <= lo and hi < x.shape[1] and not lo <= ignore_index <= hi:
+            picked = -x[np.arange(t.shape[0]), t]
+            return np.asarray(picked.sum() / x.dtype.type(t.shape[0]), dtype=x.dtype)
+    return _registry_kernel("nll_loss")(self, target, weight, reduction, ignore_index)
+
+
+DIRECT_KERNELS = {"view": _view, "reshape": _reshape, "expand": _expand, "nll_loss": _nll_loss,
+                  "one_hot": None}
+
+
+def direct_kernel(op):
+    """The numpy function the wrapper calls for `op` on arrays."""
+    return DIRECT_KERNELS.get(op.name) or op.kernel

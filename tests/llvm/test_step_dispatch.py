@@ -195,3 +195,121 @@ def test_mlp_training_step_compiled_equals_eager(backend, what, dtype, momentum)
         np.testing.assert_allclose(pc._data, pe._data, **tol)
         np.testing.assert_allclose(pc.grad._data, pe.grad._data, **tol)
         assert pc._data.dtype == dtype
+
+
+# -- ops the wrapper calls on arrays (op_lowerings.DIRECT_KERNELS) -----------------------------
+from backends.llvm.op_lowerings import DIRECT_KERNELS, direct_kernel      # noqa: E402
+
+
+def _registry_call(name, *args):
+    return registry[name].kernel(*args)
+
+
+def _same_outcome(fast, slow):
+    """Both calls give the same array bit for bit (dtype included), or raise the same error."""
+    try:
+        want = slow()
+    except Exception as e:          # noqa: BLE001 - the error itself is what is compared
+        with pytest.raises(type(e)) as got:
+            fast()
+        assert str(got.value) == str(e)
+        return
+    out = fast()
+    assert out.dtype == want.dtype and out.shape == want.shape
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", ["plain", "ignored_hit", "ignored_in_range_unused", "out_of_range", "negative",
+                                  "weight", "sum", "none", "one_row", "empty", "one_d", "broadcast"])
+def test_nll_loss_direct_is_the_registry_kernel(dtype, case):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((37, 11)).astype(dtype)
+    t = rng.integers(0, 11, 37)
+    weight, reduction, ignore = None, "mean", -100
+    if case == "ignored_hit":
+        ignore = int(t[3])
+    elif case == "ignored_in_range_unused":
+        ignore = 11 + 5
+    elif case == "out_of_range":
+        t[5] = 11
+    elif case == "negative":
+        t[2] = -3
+    elif case == "weight":
+        weight = rng.random(11).astype(dtype)
+    elif case in ("sum", "none"):
+        reduction = case
+    elif case == "one_row":
+        x, t = x[:1], t[:1]
+    elif case == "empty":
+        x, t = x[:0], t[:0]
+    elif case == "one_d":
+        x, t = x[0], np.asarray(t[0])
+    elif case == "broadcast":
+        x = np.broadcast_to(x[:, :1], x.shape)
+    fast = DIRECT_KERNELS["nll_loss"]
+    _same_outcome(lambda: fast(x, t, weight, reduction, ignore),
+                  lambda: _registry_call("nll_loss", x, t, weight, reduction, ignore))
+
+
+@pytest.mark.parametrize("name,make,size", [
+    ("view", lambda: np.arange(24.0).reshape(4, 6), (-1, 3)),
+    ("view", lambda: np.arange(24.0).reshape(4, 6), (2, 12)),
+    ("view", lambda: np.arange(24.0).reshape(4, 6).T, (24,)),          # not a view: the error
+    ("view", lambda: np.arange(24.0).reshape(4, 6), (5, -1)),           # wrong size: the error
+    ("view", lambda: np.arange(24.0).reshape(4, 6), (-1, -1)),
+    ("view", lambda: np.zeros((0, 3)), (-1, 3)),
+    ("reshape", lambda: np.arange(24.0).reshape(4, 6).T, (24,)),       # copies
+    ("reshape", lambda: np.arange(24.0).reshape(4, 6), (7, -1)),
+    ("expand", lambda: np.arange(4.0).reshape(4, 1), (4, 5)),
+    ("expand", lambda: np.arange(4.0).reshape(4, 1), (2, 4, 5)),
+    ("expand", lambda: np.arange(4.0).reshape(4, 1), (-1, 5)),
+    ("expand", lambda: np.arange(4.0).reshape(4, 1), (3, 5)),           # the error
+    ("expand", lambda: np.arange(4.0).reshape(4, 1), (5,)),             # too few sizes: the error
+])
+def test_direct_views_are_the_registry_kernels(name, make, size):
+    fast = direct_kernel(registry[name])
+    _same_outcome(lambda: fast(make(), size), lambda: _registry_call(name, make(), size))
+    try:
+        out, src = fast(make(), size), None
+    except RuntimeError:
+        return
+    if name in ("view", "expand"):
+        src = make()
+        out = fast(src, size)
+        assert out.size == 0 or np.may_share_memory(out, src)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cross_entropy_compiled_uses_no_dispatcher_call_and_equals_eager(dtype):
+    def f(x, t):
+        return F.cross_entropy(x, t)
+    rng = np.random.default_rng(5)
+    x = dynjit.tensor(rng.standard_normal((16, 7)).astype(dtype))
+    t = dynjit.tensor(rng.integers(0, 7, 16))
+    from dynjit.fx import make_fx
+    fn = compile_graph(make_fx(f)(x, t), [x, t])
+    assert fn.stats["fallback"] == 0
+    out = fn(x, t)
+    np.testing.assert_array_equal(out._data, f(x, t)._data)
+    bad = dynjit.tensor(np.full(16, 9))
+    with pytest.raises(IndexError, match="out of bounds"):
+        f(x, bad)
+    with pytest.raises(IndexError, match="out of bounds"):
+        fn(x, bad)
+
+
+@pytest.mark.parametrize("ignore", [-100, 2])
+def test_cross_entropy_with_ignore_index_compiled_equals_eager(ignore):
+    def f(x, t):
+        return F.cross_entropy(x, t, ignore_index=ignore)
+    rng = np.random.default_rng(6)
+    x = dynjit.tensor(rng.standard_normal((16, 7)).astype(np.float32), requires_grad=True)
+    t = dynjit.tensor(rng.integers(0, 7, 16))
+    for backend in ("eager", "aot_eager", "llvm"):
+        xc = dynjit.tensor(x._data.copy(), requires_grad=True)
+        le, lc = f(x, t), dynjit.compile(f, backend=backend)(xc, t)
+        np.testing.assert_allclose(lc.item(), le.item(), rtol=1e-6)
+        ge, = dynjit.autograd.grad(le, [x])
+        gc, = dynjit.autograd.grad(lc, [xc])
+        np.testing.assert_allclose(gc._data, ge._data, rtol=1e-5, atol=1e-7)
