@@ -396,3 +396,40 @@ for _fn in (grad_fn, _get_accumulator, retain_grad, register_hook, register_post
     _fn.__qualname__ = f"Tensor.{_fn.__name__}"
     setattr(Tensor, _fn.__name__, property(_fn) if _fn is grad_fn else _fn)
 del builtins
+
+
+# -- resize_, in-place comparisons, sparse-layout stand-ins ------------------------------
+
+from .ops.out import resize_ as _resize_, resize_as_ as _resize_as_   # noqa: E402
+
+Tensor.resize_ = _resize_
+Tensor.resize_as_ = _resize_as_
+
+
+def _comparison_inplace(name):
+    """x.eq_(y): x holds the comparison's result in its own dtype (1 where true, 0 where
+    false); it carries no gradient, as the comparison has none."""
+    def method(self, other):
+        return self.copy_(getattr(self, name)(other))
+    method.__name__ = method.__qualname__ = name + "_"
+    return method
+
+
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    setattr(Tensor, _name + "_", _comparison_inplace(_name))
+Tensor.greater_ = Tensor.gt_
+Tensor.greater_equal_ = Tensor.ge_
+Tensor.less_ = Tensor.lt_
+Tensor.less_equal_ = Tensor.le_
+Tensor.not_equal_ = Tensor.ne_
+
+
+def _gather(self, dim, index, *, sparse_grad=False):
+    """sparse_grad=True asks PyTorch for a sparse COO gradient; dynjit has strided tensors
+    only and gives the equal dense gradient (`.to_dense()` of it is itself)."""
+    return dispatch(R["gather"], (self, dim, index), {})
+
+
+Tensor.gather = _gather
+# dynjit's tensors are all strided (dense): to_dense() is the tensor itself, as in PyTorch
+Tensor.to_dense = lambda self, dtype=None, *, masked_grad=None: self if dtype is None else self.to(dtype)

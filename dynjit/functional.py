@@ -3,6 +3,8 @@ from . import _dtype
 from ._methods import _sizes, numpy_names
 from .ops.registry import registry as R, with_variant, FUNCTION
 from .ops.dispatch import dispatch
+from .ops.out import call_with_out
+from .autograd.forward_ad import check_out_variant
 from .tensor import Tensor, check_device
 
 __all__ = []
@@ -14,11 +16,19 @@ def _function(op):
             kwargs["self"] = kwargs.pop("input")
         if "axis" in kwargs:
             kwargs = numpy_names(op, kwargs)
-        kwargs.pop("out", None) if kwargs.get("out") is None else _no_out()
+        out = kwargs.pop("out", None)
+        if out is not None:
+            return _with_out(op, args, kwargs, out)
         return dispatch(op, args, kwargs)
     fn.__name__ = op.name
     fn.__qualname__ = op.name
     return fn
+
+
+def _with_out(op, args, kwargs, out):
+    """`op(*args, **kwargs)` written into `out` (dynjit/ops/out.py has PyTorch's rules)."""
+    check_out_variant(op.name, list(args) + list(kwargs.values()), out)
+    return call_with_out(op, args, kwargs, out)
 
 
 def _no_out():
@@ -34,10 +44,20 @@ for _name in with_variant(FUNCTION):
 
 def div(input, other, *, rounding_mode=None, out=None):
     if out is not None:
-        _no_out()
+        if rounding_mode is None:
+            return _with_out(R["div"], (input, other), {}, out)
+        return _with_out(R["div_mode"], (input, other, rounding_mode), {}, out)
     if rounding_mode is None:
         return dispatch(R["div"], (input, other), {})
     return dispatch(R["div_mode"], (input, other, rounding_mode), {})
+
+
+def gather(input, dim, index, *, sparse_grad=False, out=None):
+    """torch.gather. sparse_grad=True asks PyTorch for a sparse COO gradient; dynjit has
+    strided tensors only and gives the equal dense gradient."""
+    if out is not None:
+        return _with_out(R["gather"], (input, dim, index), {}, out)
+    return dispatch(R["gather"], (input, dim, index), {})
 
 
 concat = concatenate = globals()["cat"]

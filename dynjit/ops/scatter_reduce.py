@@ -131,15 +131,9 @@ def _check_index_reduce(self_shape, self_dtype, dim, index_shape, index_dtype, s
     return d
 
 
-_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-                 "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-                 "bool": "Bool"}
-
-
 def _scalar_name(d):
     """PyTorch's ScalarType name of a dtype (as its C++ error messages print it)."""
-    name = _as_dtype(d).name
-    return _SCALAR_NAMES.get(name, name)
+    return _dtype.scalar_type_name(_as_dtype(d))
 
 
 @register("index_reduce", OTHER, variants="function, method", inplace=True)

@@ -630,8 +630,8 @@ def _bounds_checked(fn, *args):
 def gather(self, dim, index):
     x, idx = np.asarray(self), np.asarray(index)
     d = _check_index_tensor("gather", x.shape, dim, idx.shape, idx.dtype)
-    if x.ndim == 0:
-        return _bounds_checked(lambda: x.reshape(1)[idx.reshape(-1)].reshape(idx.shape))
+    if x.ndim == 0 or idx.ndim == 0:     # (at most one dim each: the ndim check allows only that)
+        return _bounds_checked(lambda: x.reshape(-1)[idx.reshape(-1)].reshape(idx.shape))
     return _bounds_checked(lambda: x[_index_grids(idx, d)])
 
 
@@ -659,7 +659,7 @@ def _scatter_into(name, self, dim, index, src, accumulate):
     idx = np.asarray(index)
     d = _check_index_tensor(name, out.shape, dim, idx.shape, idx.dtype)
     target = out.reshape(1) if out.ndim == 0 else out    # a view: writes land in `out`
-    if out.ndim == 0:
+    if out.ndim == 0 or idx.ndim == 0:
         idx = idx.reshape(-1)
         src = np.reshape(src, -1) if np.ndim(src) else src
     grids, values = _index_grids(idx, d), _scatter_source(src, idx)

@@ -398,7 +398,7 @@ add("unfold", S(r(3, 7), 1, 3, 1), S(r(3, 7), 1, 2, 3), S(r(4, 2), 0, 2, 1), S(N
     S(ints(6), 0, 3, 2))
 add("unfold_backward", S(r(3, 5, 3), (3, 7), 1, 3, 1), S(r(3, 2, 2), (3, 7), 1, 2, 3), S(r(3, 2, 2), (4, 2), 0, 2, 1))
 add("nextafter", S(r(2, 3), r(2, 3) + 3.0), S(r(3), r(2, 3)), S(np.array([0.0, 1.0, -1.0]), np.array([1.0, 1.0, -2.0])),
-    S(r(2, 2).astype(np.float32), r(2, 2)), S(r(2, 3), ints(2, 3)))
+    S(r(2, 2).astype(np.float32), r(2, 2)).not_differentiable_here("a float32 operand"), S(r(2, 3), ints(2, 3)))
 add("delayed_error_if", S(r(2, 3), bools(2, 3) & False, "unused"))
 add("index_select", S(r(4, 3), 0, np.array([0, 2, 2])), S(r(4, 3), 1, np.array([2])), S(r(4, 3), -1, np.array([1, 0])),
     S(r(3), 0, np.array(1)))
