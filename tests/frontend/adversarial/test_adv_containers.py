@@ -327,10 +327,17 @@ def make_args(call):
     return dynjit.zeros(2), [3, 3, 5][call]
 '''
 
-PROGRAMS["very_long_function"] = "\nimport dynjit\ndef main(x, y):\n" + "".join(
-    f"    x = x {'+-+'[i % 3]} (y * {i % 7 + 1}) / {i % 5 + 2}\n    y = y + {i}\n" +
-    (f"    if x.sum() > {i * 10}:\n        x = x * 0.5\n" if i % 9 == 0 else "")
-    for i in range(60)) + "    return x, y\ndef make_args(call):\n    return dynjit.ones(2), dynjit.ones(2) * call\n"
+def long_program(n):
+    """A straight-line function of 2n statements with a data-dependent branch every 9th step."""
+    body = "".join(
+        f"    x = x {'+-+'[i % 3]} (y * {i % 7 + 1}) / {i % 5 + 2}\n    y = y + {i}\n" +
+        (f"    if x.sum() > {i * 10}:\n        x = x * 0.5\n" if i % 9 == 0 else "")
+        for i in range(n))
+    return ("import dynjit\ndef main(x, y):\n" + body + "    return x, y\n"
+            "def make_args(call):\n    return dynjit.ones(2), dynjit.ones(2) * call\n")
+
+
+PROGRAMS["very_long_function"] = long_program(25)
 
 PROGRAMS["chained_comparison_and_bool_ops"] = '''
 import dynjit
@@ -449,3 +456,8 @@ XFAIL = {
 @pytest.mark.parametrize("name", cases(PROGRAMS, XFAIL))
 def test_program(name):
     check_program(PROGRAMS[name])
+
+
+@pytest.mark.slow
+def test_very_long_function_300_statements():
+    check_program(long_program(150))
