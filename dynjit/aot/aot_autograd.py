@@ -16,7 +16,13 @@ the graph's inputs positionally, or as one list if it is marked boxed (see
 Tracing runs the function on real values, once per signature: Python control
 flow and values read out of tensors (`.item()`, `if x.sum() > 0`) are
 specialized to that first call, as in any tracer (`dynjit.compile` breaks the
-graph there instead). Tensors the function reads that are not arguments
+graph there instead). An int or float argument is not part of the signature:
+it is a graph input (in the forward and, where a derivative uses it, the
+backward), so one trace serves all its values, unless the function needs its
+value while tracing (an `if` on it, `range(n)`, `math.sqrt(n)`): then that
+trace is kept for that value only, and another value traces again (see
+`dynjit.fx.traced_number`). The compilers then receive graphs some of whose
+placeholders are Python numbers (their example input is the number). Tensors the function reads that are not arguments
 (globals, closures) stay live references; those that require grad become
 extra graph inputs so that gradients reach them; writing into them in place
 is an error.
@@ -29,7 +35,7 @@ import warnings
 
 from ..ops import dispatch as _dispatch
 from ..tensor import Tensor
-from .flat import call_key
+from .flat import call_key, specialized_key
 from ..autograd.saved import suspended_hooks
 from .joint import trace_function
 from .partition import default_partition
@@ -109,9 +115,10 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
                  inference_compiler=None, dynamic=False):
     """Compile `fn` ahead of time: trace forward and backward, partition, compile both halves.
 
-    Every call with a new signature retraces (non-tensor arguments are
-    specialized: a different int recompiles). `compiled._cache` holds one
-    entry per signature; each entry keeps `fw_gm` / `bw_gm`.
+    Every call with a new signature retraces (non-tensor arguments other than
+    int and float are specialized; a number is specialized only where the trace
+    reads its value). `compiled._cache` holds one entry per trace; each entry
+    keeps `fw_gm` / `bw_gm`.
     """
     if not callable(fn):
         raise TypeError(f"aot_function needs a callable, got {type(fn).__name__}")
@@ -120,6 +127,9 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
     if bw_compiler is None:
         bw_compiler = fw_compiler
     cache = {}
+    # call key -> [leaf positions]: for each trace under that key that specialized number
+    # arguments, which (its entry is in `cache` under specialized_key)
+    specialized = {}
     name = getattr(fn, "__qualname__", None) or type(fn).__name__
 
     def compile_for(key, leaves, spec):
@@ -131,6 +141,12 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
             compiled._aot_id = next(AOT_COUNTER)
         with suspended_hooks():     # the user's saved-tensor hooks see the compiled graph run, not its trace
             traced = trace_function(fn, leaves, spec, training, keep_inference_input_mutations, decompositions)
+        if traced.specialized:
+            indices = tuple(sorted(traced.specialized))
+            groups = specialized.setdefault(key, [])
+            if indices not in groups:
+                groups.append(indices)
+            key = specialized_key(key, indices, leaves)
         entry = cache[key] = _compile(traced, fw_compiler, bw_compiler, partition_fn, inference_compiler,
                                       compiled._aot_id, name)
         return entry
@@ -139,6 +155,11 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
     def compiled(*args, **kwargs):
         key, leaves, spec = call_key(args, kwargs)
         entry = cache.get(key)
+        if entry is None and specialized:
+            for indices in specialized.get(key, ()):
+                entry = cache.get(specialized_key(key, indices, leaves))
+                if entry is not None:
+                    break
         if entry is None:
             if _dispatch._modes:
                 # called while an outer trace records ops (make_fx, or an enclosing aot_function

@@ -4,12 +4,16 @@ flattened with dynjit._pytree).
 A compiled graph is specialized on everything that tracing read: each
 tensor's shape, dtype, strides and requires_grad, the values of non-tensor
 arguments, the nesting of containers, grad mode, and which tensor arguments
-share memory. `call_key` builds that key on every call, so it is written for
+share memory. An int or float argument is a graph input (a traced number, see
+dynjit.fx.traced_number): the key holds only its type, and a trace that read
+its value (specialized it) is found under `specialized_key`, which adds the
+values of the arguments it specialized. `call_key` builds that key on every call, so it is written for
 speed: the common call (tensors and scalars, no kwargs, no aliasing) takes
 one pass over the arguments.
 """
 from .._pytree import flatten_into
 from ..autograd.grad_mode import state as _grad_state
+from ..fx.traced_number import number_key
 from ..tensor import Tensor
 
 _CONTAINERS = (list, tuple, dict)
@@ -21,6 +25,11 @@ def _const_key(v):
     except TypeError:
         return (type(v), "id", id(v))
     return (type(v), v)
+
+
+def specialized_key(key, indices, leaves):
+    """The key of a trace that specialized the number arguments at `indices` (leaf positions)."""
+    return key, indices, tuple(number_key(leaves[i]) for i in indices)
 
 
 def call_key(args, kwargs):
@@ -43,7 +52,8 @@ def call_key(args, kwargs):
         elif isinstance(a, _CONTAINERS):
             return _nested_key(args, kwargs)
         else:
-            append(_const_key(a))
+            t = type(a)
+            append(t if t is int or t is float else _const_key(a))
     if kwargs:
         return _nested_key(args, kwargs)
     if roots is not None and len(roots) > 1 and len(set(roots)) != len(roots):
@@ -62,7 +72,8 @@ def _nested_key(args, kwargs):
             key.append((d.shape, d.dtype, d.strides, a._requires_grad))
             tensors.append(a)
         else:
-            key.append(_const_key(a))
+            t = type(a)
+            key.append(t if t is int or t is float else _const_key(a))
     roots = [id(t._base if t._base is not None else t) for t in tensors]
     if len(set(roots)) != len(roots):
         key.append(alias_key(leaves))

@@ -16,6 +16,7 @@ import numpy as np
 from ..autograd.grad_mode import no_grad, state as _grad_state
 from ..autograd.graph import view_chain
 from ..fx.proxy_tensor import GraphTracer, _trim_defaults
+from ..fx.traced_number import plain
 from ..ops.registry import INPLACE, registry
 from ..tensor import Tensor
 
@@ -224,6 +225,7 @@ class FunctionalTracer(GraphTracer):
 
     @staticmethod
     def _functional_dtype(op, args, kwargs):
+        args, kwargs = plain(args), plain(kwargs)     # the dtype follows the numbers' types
         try:
             meta = op.functional.meta(args, kwargs)
         except Exception:

@@ -24,7 +24,16 @@ in the returned `TracedFunction` for the runtime to replay:
 The trace runs on real values but is replayed on others, so a Python read of a
 traced tensor's value (`if x.sum() > 0`, `float(t)`, `.item()`) is refused with
 an error rather than frozen into the graph (PyTorch's fake tensors refuse it too).
+
+An int or float argument is a graph input too, traced as a number
+(dynjit.fx.traced_number): the ops and arithmetic it takes part in read it from its
+placeholder, in the forward and in the backward (the backward graph takes it as a saved
+value), so the graph serves every value of it. A use that needs the value at trace time
+specializes it: `TracedFunction.specialized` lists those arguments, and AOT autograd's
+cache key then holds their values.
 """
+import logging
+
 import numpy as np
 
 from .. import random as _random
@@ -35,6 +44,7 @@ from ..autograd.graph import view_chain, replay_view_chain
 from ..fx.graph_module import GraphModule
 from ..fx.interpreter import Interpreter
 from ..fx.proxy_tensor import same_layout_copy
+from ..fx.traced_number import TracedNumber, is_traceable_number, plain, specialize_all
 from ..ops import dispatch as _dispatch
 from ..ops.registry import registry
 from ..tensor import Tensor, _data_reads
@@ -99,6 +109,8 @@ class TracedFunction:
     program, out_values, out_spec -- how to build the user's outputs (see
                      runtime.build_outputs)
     grad_mode_after -- the grad mode the function left, if it switched it
+    specialized   -- {argument leaf index: why}: the number arguments whose value the trace
+                     read (the graph is only valid for their values in this call)
     """
 
 
@@ -156,6 +168,9 @@ def _filled(cell):
         return False
 
 
+_log = logging.getLogger("dynjit.dynamic")
+
+
 @_isolated
 def trace_function(fn, leaves, spec, training=True, keep_inference_input_mutations=False,
                    decompositions=None):
@@ -163,14 +178,36 @@ def trace_function(fn, leaves, spec, training=True, keep_inference_input_mutatio
 
     `training`: trace the backward too when an output needs a gradient (a trace
     whose outputs need none is an inference graph either way)."""
-    return _JointTrace(fn, leaves, spec, training, keep_inference_input_mutations, decompositions).run()
+    numbers = [i for i, v in enumerate(leaves) if is_traceable_number(v)]
+    if not numbers:
+        return _JointTrace(fn, leaves, spec, training, keep_inference_input_mutations, decompositions).run()
+    state = _random.get_rng_state()
+    failure = None
+    try:
+        tr = _JointTrace(fn, leaves, spec, training, keep_inference_input_mutations, decompositions,
+                         trace_numbers=True).run()
+    except Exception as e:
+        failure = f"tracing with it as a number raised {type(e).__name__}: {e}"
+    if failure is not None:
+        # Some Python code did not take a traced number for a number (it raised): trace again
+        # with plain numbers, all specialized. An error of the function itself raises again.
+        _random.set_rng_state(state)
+        tr = _JointTrace(fn, leaves, spec, training, keep_inference_input_mutations, decompositions).run()
+        tr.specialized = {i: failure for i in numbers}
+    if tr.specialized and _log.isEnabledFor(logging.DEBUG):
+        name = getattr(fn, "__qualname__", type(fn).__name__)
+        for i, why in sorted(tr.specialized.items()):
+            _log.debug("AOT trace of %s specialized number argument %d = %r: %s", name, i, leaves[i], why)
+    return tr
 
 
 class _JointTrace:
     """The state of one trace; `run` does the steps in order."""
 
-    def __init__(self, fn, leaves, spec, training, keep_input_mutations, decompositions):
+    def __init__(self, fn, leaves, spec, training, keep_input_mutations, decompositions,
+                 trace_numbers=False):
         self.fn, self.leaves, self.spec = fn, leaves, spec
+        self.trace_numbers = trace_numbers
         self.training = training
         self.keep_input_mutations = keep_input_mutations
         self.tracer = FunctionalTracer()
@@ -180,13 +217,20 @@ class _JointTrace:
         self.tr = TracedFunction()
         self.tr.n_leaves = len(leaves)
         self.tr.placeholders = []
-        self.inner = []          # per placeholder: the tensor the trace uses for it
+        self.tr.specialized = {}
+        self.inner = []          # per placeholder: the tensor (or traced number) the trace uses for it
         self.grad_leaves = []    # per placeholder: the tensor gradients are taken for, or None
         self.ph_nodes = []
         self.lifted = set()      # placeholders for closure tensors that need grad
         self.fw_nodes, self.fw_tensors, self.fw_diff, self.fw_index = [], [], [], {}
 
     def run(self):
+        try:
+            return self._run()
+        finally:
+            self.tracer.numbers.finish()
+
+    def _run(self):
         tr = self.tr
         traced = self.make_inputs()
         out = self.call(traced)
@@ -212,13 +256,14 @@ class _JointTrace:
             if trace is not None:
                 node.meta["stack_trace"] = trace     # the line of the write it replays
         graph.output(tuple(self.fw_nodes) + tuple(grad_nodes))
+        tr.specialized = dict(self.tracer.numbers.specialized)
         graph.eliminate_dead_code()
         graph.lint()
         # the tracer's node-making hook held the tracer, and through it this trace and the
         # caller's tensors, for as long as the graph lived
         graph.__dict__.pop("call_function", None)
         tr.gm = GraphModule(self.tracer.constants, graph)
-        tr.example_inputs = [g if g is not None else t for g, t in zip(self.grad_leaves, self.inner)]
+        tr.example_inputs = [g if g is not None else plain(t) for g, t in zip(self.grad_leaves, self.inner)]
         return tr
 
     # -- inputs ---------------------------------------------------------------------
@@ -249,6 +294,17 @@ class _JointTrace:
         self._record_placeholder(t, node, ("const", t), t)
         self.lifted.add(k)
         return node
+
+    def add_number_placeholder(self, value, i):
+        """An int or float argument (leaf i): a placeholder, and the traced number for it."""
+        k = len(self.tr.placeholders)
+        node = self.graph.placeholder(f"primals_{k + 1}" if self.training else f"arg{k}_1")
+        number = self.tracer.numbers.input(value, node, i)
+        self.tr.placeholders.append(("leaf", i))
+        self.inner.append(number)
+        self.grad_leaves.append(None)
+        self.ph_nodes.append(node)
+        return number
 
     def _record_placeholder(self, t, node, source, grad_leaf):
         self.tracer.track(t, node)
@@ -286,6 +342,8 @@ class _JointTrace:
         synthetic_views = []
         for i, v in enumerate(leaves):
             if not isinstance(v, Tensor):
+                if self.trace_numbers and is_traceable_number(v):
+                    traced[i] = self.add_number_placeholder(v, i)
                 continue
             first = next(j for j in range(i + 1) if leaves[j] is v)
             if first != i:
@@ -357,6 +415,8 @@ class _JointTrace:
         tr.meta_mutations = self.find_metadata_mutations()
         metadata_changed = {id(self.traced[i]) for i, _ in tr.meta_mutations}
         for k, t in enumerate(self.inner):
+            if type(t) is TracedNumber:
+                continue
             new = tracer.node_of(t)
             if id(t) in tracer.set_targets and new is not self.ph_nodes[k]:
                 self.set_input(k, t, new)
@@ -390,7 +450,10 @@ class _JointTrace:
             seen.add(id(v))
             entry = self.tracer.meta_mutations.get(id(v))
             if entry is not None and entry[0] is v:
-                found.append((i, list(entry[1])))
+                # replayed on the caller's tensor, outside the graph: with the traced values
+                steps = [(name, specialize_all(args, f"the in-place view op {name} of an argument"), mode)
+                         for name, args, mode in entry[1]]
+                found.append((i, steps))
         return found
 
     def set_input(self, k, t, new):
@@ -421,6 +484,7 @@ class _JointTrace:
             if isinstance(o, Tensor):
                 tr.out_values.append(self.value_of(o))
             else:
+                o = specialize_all(o, "returned from the function (outputs are tensors)")
                 if _holds_tensors(o):
                     raise TypeError(
                         f"the traced function returned a {type(o).__name__} holding tensors; AOT "
@@ -448,7 +512,8 @@ class _JointTrace:
             # from the input, which would give it an identity gradient)
             step = ("out", self.forward_output(self.tracer.node_of(t), t, True))
         elif t._base is not None:
-            chain = tuple(view_chain(t))
+            # rebuilt at run time from the caller's tensor, outside the graph
+            chain = specialize_all(tuple(view_chain(t)), "a view op whose output is a view of an argument")
             base = self.value_of(t._base)
             op, rest, index = chain[-1] if chain else (None, None, None)
             if index is None:
@@ -499,7 +564,7 @@ class _JointTrace:
                 tracer.track(tangent, node)
                 tangents.append(tangent)
                 tangent_nodes.append(node)
-        after_forward = [tracer.node_of(t) for t in self.inner]
+        after_forward = [tracer.node_of(t) if isinstance(t, Tensor) else None for t in self.inner]
         meta_before = {k: len(v[1]) for k, v in tracer.meta_mutations.items()}
         grads = [None] * len(tr.grad_inputs)
         if diff and tr.grad_inputs:
@@ -534,6 +599,8 @@ class _JointTrace:
         # Inputs the backward writes (a custom Function's backward zeroing a saved input):
         # their new values are extra backward outputs, copied back after the backward.
         for k, t in enumerate(self.inner):
+            if not isinstance(t, Tensor):
+                continue
             new = tracer.node_of(t)
             if new is not after_forward[k]:
                 tr.bw_copy_back.append(k)

@@ -212,7 +212,7 @@ class CompiledEntry:
             self, [_graph.SavedTensor(s if id(s) in input_ids else _alias(s)) if isinstance(s, Tensor) else s
                    for s in saved], len(inputs), [inputs[k] for k in self.t.bw_copy_back])
         graded = self.t.grad_inputs     # the inputs the backward gives a gradient (joint.py)
-        node.next_functions = tuple(_graph.edge_of(x) if x._requires_grad and k in graded else None
+        node.next_functions = tuple(_graph.edge_of(x) if k in graded and x._requires_grad else None
                                     for k, x in enumerate(inputs))
         for nr, j in enumerate(self.diff_outputs):
             o = fw_outs[j]

@@ -22,8 +22,16 @@ def aot_eager(gm, example_inputs, **kwargs):
                                  keep_inference_input_mutations=True)
 
 
+# AOT autograd traces a number input as a number (dynjit.fx.traced_number): one trace serves
+# every value of it unless the graph needs the value itself (then it traces per value)
+aot_eager.dynjit_scalar_inputs = True
+
+
 @register_backend(name="aot_eager_default_partitioner", tags=("debug",))
 def aot_eager_default_partitioner(gm, example_inputs, **kwargs):
     from ..aot import aot_module_simplified, nop, default_partition
     return aot_module_simplified(gm, example_inputs, fw_compiler=nop, bw_compiler=nop,
                                  partition_fn=default_partition, keep_inference_input_mutations=True)
+
+
+aot_eager_default_partitioner.dynjit_scalar_inputs = True

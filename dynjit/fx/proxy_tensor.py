@@ -24,6 +24,8 @@ from ..ops.registry import INPLACE, registry
 from ..tensor import Tensor
 from .graph import Graph
 from .graph_module import GraphModule
+from .traced_number import NumberTracing, TracedNumber, call_op, check_specialized, has_traced, \
+    is_traceable_number
 
 
 _clone = registry["clone"]
@@ -76,6 +78,7 @@ class GraphTracer(DispatchMode):
         self.constants = {}     # attribute name -> tensor, for tensors made outside the trace
         self.decompositions = {}
         self.record_stack_traces = False    # give each op node meta["stack_trace"] (user frames)
+        self.numbers = NumberTracing(self.graph)    # the graph's int and float inputs
 
     def track(self, tensor, node):
         self._nodes[id(tensor)] = (tensor, node)
@@ -122,12 +125,29 @@ class GraphTracer(DispatchMode):
     def to_arg(self, value):
         if isinstance(value, Tensor):
             return self.node_of(value)
+        if type(value) is TracedNumber:
+            return self.number_arg(value)
         if isinstance(value, (list, tuple)):
             mapped = [self.to_arg(v) for v in value]
             return type(value)(*mapped) if hasattr(value, "_fields") else type(value)(mapped)
         if isinstance(value, dict):
             return {k: self.to_arg(v) for k, v in value.items()}
+        if type(value) is slice and has_traced(value):
+            return slice(self.to_arg(value.start), self.to_arg(value.stop), self.to_arg(value.step))
         return value
+
+    def number_arg(self, number):
+        """The node of a traced number of this trace; one of another (finished or enclosing)
+        trace is a constant of this graph, specialized there."""
+        if number._tracing is self.numbers and self.numbers.active:
+            return number._node
+        return int(number) if type(number._value) is int else float(number)
+
+    def run_op(self, op, args, kwargs):
+        """Run an op for real (see traced_number.call_op for arguments holding traced numbers)."""
+        if has_traced(args) or (kwargs and has_traced(kwargs)):
+            return call_op(op, args, kwargs)
+        return op(*args, **kwargs)
 
     def __dispatch__(self, op, args, kwargs):
         decomp = self.decompositions.get(op)
@@ -137,7 +157,7 @@ class GraphTracer(DispatchMode):
         if op.kind == INPLACE:
             result = self.run_inplace(op, args, kwargs)
         else:
-            result = op(*args, **kwargs)
+            result = self.run_op(op, args, kwargs)
         node = self.graph.call_function(op, self.to_arg(_trim_defaults(op, args)), self.to_arg(kwargs))
         if self.record_stack_traces:
             node.meta["stack_trace"] = user_stack_trace()
@@ -162,7 +182,7 @@ class GraphTracer(DispatchMode):
         """Run an in-place op for real, tracing the copy of the old value that autograd saves."""
         _dispatch._snapshot_observers.append(self.record_snapshot)
         try:
-            return op(*args, **kwargs)
+            return self.run_op(op, args, kwargs)
         finally:
             _dispatch._snapshot_observers.pop()
 
@@ -197,7 +217,7 @@ def _trim_defaults(op, args):
     defaults = op.defaults
     while n > op.required and n <= len(defaults):
         a, d = args[n - 1], defaults[n - 1]
-        if isinstance(a, Tensor) or type(a) is not type(d) or a != d:
+        if isinstance(a, Tensor) or type(a) is not type(d) or has_traced(a) or a != d:
             break
         n -= 1
     return args[:n]
@@ -230,6 +250,16 @@ def same_layout_copy(arr):
     return out
 
 
+def _check_specialized_numbers(tracer, number_inputs, leaves):
+    """The graph checks, first thing, that each number input the trace specialized has the
+    value it was traced with (make_fx's graph has no cache to retrace for another)."""
+    first = tracer._first_non_placeholder()
+    for i, why in sorted(tracer.numbers.specialized.items()):
+        node = number_inputs[i]
+        with tracer.graph.inserting_before(first):
+            tracer.graph.call_function(check_specialized, (node, leaves[i], node.name, why))
+
+
 def make_fx(fn, decomposition_table=None, tracing_mode="real", *, pre_dispatch=False,
             record_module_stack=False, _allow_non_fake_inputs=False, record_stack_traces=False):
     """make_fx(fn)(*args) -> GraphModule that replays fn's ops on new inputs.
@@ -244,6 +274,12 @@ def make_fx(fn, decomposition_table=None, tracing_mode="real", *, pre_dispatch=F
     real values. `record_stack_traces` gives each op node `meta["stack_trace"]`: the
     user's frames (outside dynjit) that called the op, which AOT autograd carries over
     to the nodes it makes from that node.
+
+    An int or float argument is traced as a number (dynjit.fx.traced_number): ops it is
+    passed to, and arithmetic on it, take it from its placeholder, so the graph computes
+    with the value it is called with. Where the function needs the value itself (an `if`,
+    `range`, `int()`, `math.sqrt`), the number is specialized: the graph then starts by
+    checking that it is called with the traced value, and raises otherwise.
     """
     if tracing_mode not in ("real", "fake", "symbolic"):
         raise ValueError(f"tracing_mode must be 'real', 'fake' or 'symbolic', got {tracing_mode!r}")
@@ -260,18 +296,26 @@ def make_fx(fn, decomposition_table=None, tracing_mode="real", *, pre_dispatch=F
             tracer.decompositions = dict(decomposition_table)
         names = [f"arg{i}_1" for i in range(len(leaves))] if nested else _placeholder_names(fn, len(leaves))
         traced_leaves = []
-        for name, leaf in zip(names, leaves):
+        number_inputs = {}
+        for i, (name, leaf) in enumerate(zip(names, leaves)):
             node = tracer.graph.placeholder(name)
             if isinstance(leaf, Tensor):
                 copy = Tensor._make(same_layout_copy(leaf._data))
                 copy._requires_grad = leaf._requires_grad
                 tracer.track(copy, node)
                 leaf = copy
+            elif is_traceable_number(leaf):
+                number_inputs[i] = node
+                leaf = tracer.numbers.input(leaf, node, i)
             traced_leaves.append(leaf)
         traced_args = tree_unflatten(spec, traced_leaves)
-        with tracer:
-            out = fn(*traced_args)
-        tracer.graph.output(tracer.to_arg(out))
+        try:
+            with tracer:
+                out = fn(*traced_args)
+            tracer.graph.output(tracer.to_arg(out))
+        finally:
+            tracer.numbers.finish()
+        _check_specialized_numbers(tracer, number_inputs, leaves)
         tracer.graph.eliminate_dead_code()
         gm = GraphModule(tracer.constants, tracer.graph)
         if nested:
