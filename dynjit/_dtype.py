@@ -1,13 +1,24 @@
 """dynjit's dtypes and PyTorch's type-promotion rules.
 
 A dtype is a small singleton that maps onto a numpy dtype. Promotion follows
-PyTorch: categories bool < integer < floating; dimensioned tensors win over
-0-d tensors, which win over Python scalars, unless the weaker operand is of a
-higher category (then the default dtype of that category is used for scalars).
+PyTorch: categories bool < integer < floating < complex; dimensioned tensors win
+over 0-d tensors, which win over Python scalars, unless the weaker operand is of
+a higher category (then the default dtype of that category is used for scalars,
+and a complex operand makes a floating one complex of the same precision:
+float64 with a complex64 0-d tensor is complex128, as PyTorch's
+combine_categories).
+
+bfloat16 has no numpy dtype: its values live in float32 arrays whose numpy dtype
+carries the metadata {"dynjit": "bfloat16"} (views and copies keep it, numpy's
+computations drop it). Every op computes in float32 and the dispatcher rounds a
+bfloat16 result to bfloat16's 8 significant bits (round to nearest even), so
+values are exactly those PyTorch's bfloat16 tensors hold; `element_size()` is 2
+though the array takes 4 bytes an element.
 """
 import numpy as np
 
-__all__ = ["dtype", "float16", "float32", "float64", "half", "float", "double",
+__all__ = ["dtype", "float16", "float32", "float64", "half", "float", "double", "bfloat16",
+           "complex64", "complex128", "cfloat", "cdouble",
            "int8", "int16", "int32", "int64", "uint8", "long", "int", "bool",
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type"]
 
@@ -19,14 +30,28 @@ class dtype:
         self.name = name
         self.np = np.dtype(np_dtype)
         self.is_floating_point = category == 2
-        self.is_signed = self.np.kind in "fi"
+        self.is_signed = self.np.kind in "fic"
         self.itemsize = self.np.itemsize
         self._category = category
         self._short = short
 
     @property
     def is_complex(self):
-        return False
+        return self._category == 3
+
+    def to_real(self):
+        """The real dtype of a complex dtype's parts (complex64 -> float32); others as they are."""
+        return _TO_REAL.get(self, self)
+
+    def to_complex(self):
+        """The complex dtype whose parts are this floating dtype (float64 -> complex128)."""
+        if self._category == 3:
+            return self
+        try:
+            return _TO_COMPLEX[self]
+        except KeyError:
+            raise TypeError(f"dynjit has no complex dtype with {self.name} parts (complex32 / "
+                            "chalf is not supported)") from None
 
     def __repr__(self):
         return f"dynjit.{self.name}"
@@ -48,19 +73,61 @@ int64 = dtype("int64", np.int64, 1, "i64")
 float16 = dtype("float16", np.float16, 2, "f16")
 float32 = dtype("float32", np.float32, 2, "f32")
 float64 = dtype("float64", np.float64, 2, "f64")
+complex64 = dtype("complex64", np.complex64, 3, "c64")
+complex128 = dtype("complex128", np.complex128, 3, "c128")
+# bfloat16: float32 storage tagged by the numpy dtype's metadata (see the module docstring)
+BFLOAT16_NP = np.dtype(np.float32, metadata={"dynjit": "bfloat16"})
+bfloat16 = dtype("bfloat16", BFLOAT16_NP, 2, "bf16")
+bfloat16.itemsize = 2
 half, float, double, long, int = float16, float32, float64, int64, int32
+cfloat, cdouble = complex64, complex128
 globals()["bool"] = bool_
 
-_ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64)
+_ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
 _BY_NAME = {d.name: d for d in _ALL}
-_FROM_NP = {d.np: d for d in _ALL}
+_TO_REAL = {complex64: float32, complex128: float64}
+_TO_COMPLEX = {float32: complex64, float64: complex128}
+
+
+class _FromNumpy(dict):
+    """numpy dtype -> dynjit dtype. numpy compares and hashes dtypes without their
+    metadata, so a bfloat16 array's dtype finds float32's entry: it is told apart here."""
+
+    def __getitem__(self, np_dtype):
+        d = dict.__getitem__(self, np_dtype)
+        if d is float32 and np_dtype.metadata is not None and np_dtype.metadata.get("dynjit") == "bfloat16":
+            return bfloat16
+        return d
+
+
+_FROM_NP = _FromNumpy((d.np, d) for d in _ALL if d is not bfloat16)
+
+
+def is_bfloat16_np(np_dtype):
+    """Is this numpy dtype bfloat16's storage (float32 tagged by metadata)?"""
+    m = np_dtype.metadata
+    return m is not None and m.get("dynjit") == "bfloat16"
+
+
+def round_to_bfloat16(arr):
+    """float values rounded to bfloat16 (round to nearest even on float32's bits, NaN kept
+    NaN), as a tagged float32 array."""
+    a = np.asarray(arr, dtype=np.float32)
+    bits = a.view(np.uint32) if a.flags.c_contiguous else np.ascontiguousarray(a).view(np.uint32)
+    rounded = (bits + (np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))) & np.uint32(0xFFFF0000)
+    out = rounded.view(np.float32).reshape(a.shape)
+    nan = np.isnan(a)
+    if nan.any():
+        out = np.where(nan, np.float32(np.nan), out)
+    return out.astype(BFLOAT16_NP)
 
 _default_float = [float32]
 
 
 # PyTorch's C++ scalar type names, which its "not implemented for" errors use
 _SCALAR_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
-                      "int64": "Long", "float16": "Half", "float32": "Float", "float64": "Double"}
+                      "int64": "Long", "float16": "Half", "float32": "Float", "float64": "Double",
+                      "bfloat16": "BFloat16", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 
 
 def scalar_type_name(d):
@@ -70,6 +137,11 @@ def scalar_type_name(d):
 
 def get_default_dtype():
     return _default_float[0]
+
+
+def get_default_complex_dtype():
+    """complex64 while the default dtype is float32, complex128 with float64 (PyTorch's)."""
+    return complex128 if _default_float[0] is float64 else complex64
 
 
 def set_default_dtype(d):
@@ -96,17 +168,29 @@ def to_dtype(d):
         return int64
     if d is builtins_bool:
         return bool_
+    if d is builtins_complex:
+        return get_default_complex_dtype()
     return from_numpy_dtype(d)
 
 
 import builtins as _b
-builtins_float, builtins_int, builtins_bool = _b.float, _b.int, _b.bool
+builtins_float, builtins_int, builtins_bool, builtins_complex = _b.float, _b.int, _b.bool, _b.complex
 
 def _promote_pair(a, b):
     # Across categories the higher category's dtype wins as it is (int64 with float16 is
-    # float16, unlike numpy's float64); within a category numpy's rules match PyTorch's.
+    # float16, unlike numpy's float64), except that complex with a wider float widens
+    # (complex64 with float64 is complex128); within a category numpy's rules match
+    # PyTorch's. bfloat16 with itself stays, with another float is at least float32.
+    if a is b:
+        return a
+    if bfloat16 in (a, b) and a._category == b._category == 2:
+        other = b if a is bfloat16 else a
+        return float64 if other is float64 else float32
     if a._category != b._category:
-        return a if a._category > b._category else b
+        high, low = (a, b) if a._category > b._category else (b, a)
+        if high._category == 3 and low._category == 2:
+            return from_numpy_dtype(np.promote_types(high.np, np.float32 if low is bfloat16 else low.np))
+        return high
     return from_numpy_dtype(np.promote_types(a.np, b.np))
 
 
@@ -122,13 +206,34 @@ def scalar_category(x):
         return 0
     if isinstance(x, _b.int):
         return 1
+    if isinstance(x, _b.complex):
+        return 3
     return 2
 
 
 def scalar_dtype(x):
     """The dtype a Python scalar gets when it becomes a tensor on its own."""
     c = scalar_category(x)
-    return bool_ if c == 0 else int64 if c == 1 else get_default_dtype()
+    return (bool_ if c == 0 else int64 if c == 1 else get_default_dtype() if c == 2
+            else get_default_complex_dtype())
+
+
+def _combine(higher, lower):
+    """PyTorch's combine_categories: the dtype of a stronger tier of operands (`higher`)
+    with a weaker tier (`lower`) folded in."""
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher._category == 3:
+        return higher
+    if lower._category == 3:
+        return higher.to_complex() if higher._category == 2 else lower
+    if higher._category == 2:
+        return higher
+    if higher is bool_ or lower._category == 2:
+        return _PROMOTE[higher, lower]
+    return higher
 
 
 def result_type(tensors, zero_dim, scalars):
@@ -143,15 +248,9 @@ def result_type(tensors, zero_dim, scalars):
     zr = None
     for d in zero_dim:
         zr = d if zr is None else _PROMOTE[zr, d]
-    if zr is not None:
-        if result is None:
-            result = zr
-        elif zr._category > result._category:
-            result = zr
+    wrapped = None
     if scalars:
         cat = max(scalar_category(s) for s in scalars)
-        if result is None:
-            result = bool_ if cat == 0 else int64 if cat == 1 else get_default_dtype()
-        elif cat > result._category:
-            result = int64 if cat == 1 else get_default_dtype()
-    return result
+        wrapped = (bool_ if cat == 0 else int64 if cat == 1 else get_default_dtype() if cat == 2
+                   else get_default_complex_dtype())
+    return _combine(result, _combine(zr, wrapped))

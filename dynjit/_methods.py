@@ -278,14 +278,14 @@ def _binary(op_name, reflected=False):
     op = R[op_name]
     if reflected:
         def method(self, other):
-            if not isinstance(other, (Tensor, int, float, bool)):
+            if not isinstance(other, (Tensor, int, float, bool, complex)):
                 return NotImplemented
             return dispatch(op, (other, self), {})
     else:
         tail = op.defaults[2:]   # pass defaults so the dispatcher need not fill them in
 
         def method(self, other):
-            if not isinstance(other, (Tensor, int, float, bool)) and not hasattr(other, "__index__") \
+            if not isinstance(other, (Tensor, int, float, bool, complex)) and not hasattr(other, "__index__") \
                     and not hasattr(other, "__float__"):
                 return NotImplemented
             return dispatch(op, (self, other) + tail, {})

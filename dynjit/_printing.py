@@ -5,6 +5,8 @@ Follows torch/_tensor_str.py: one formatter per tensor chooses integer mode
 nonzero finite values; elements are right-aligned to a common width; rows
 wrap at 80 columns; tensors with more than 1000 elements are summarised with
 3 items at each edge; suffixes (size, dtype, grad_fn / requires_grad) follow.
+A complex tensor gets one formatter for the real parts and one for the imaginary
+parts (`1.0000+2.0000j`), as PyTorch's does.
 """
 import math
 
@@ -67,6 +69,22 @@ class _Formatter:
         else:
             text = str(value)
         return " " * (self.max_width - len(text)) + text
+
+
+class _ComplexFormatter:
+    """Real and imaginary parts, each with its own formatter: `real+imagj`."""
+
+    def __init__(self, values):
+        self.real = _Formatter(values.real)
+        self.imag = _Formatter(values.imag)
+
+    def width(self):
+        return self.real.width() + self.imag.width() + 1
+
+    def format(self, value):
+        real = self.real.format(value.real)
+        imag = (self.imag.format(value.imag) + "j").lstrip()
+        return real + imag if imag[0] in "+-" else real + "+" + imag
 
 
 def _summarized(arr):
@@ -133,12 +151,13 @@ def tensor_repr(t):
             suffixes.append(f"dtype=dynjit.{dtype.name}")
         body = "[]"
     else:
-        if dtype not in (default, _dtype.int64, _dtype.bool_):
+        if dtype not in (default, _dtype.get_default_complex_dtype(), _dtype.int64, _dtype.bool_):
             suffixes.append(f"dtype=dynjit.{dtype.name}")
         if arr.dtype == np.float16:
             arr = arr.astype(np.float32)
         summarize = arr.size > THRESHOLD
-        fmt = _Formatter(_summarized(arr) if summarize else arr)
+        make = _ComplexFormatter if arr.dtype.kind == "c" else _Formatter
+        fmt = make(_summarized(arr) if summarize else arr)
         body = _tensor_str(arr, indent, summarize, fmt)
     try:
         fn = t.grad_fn

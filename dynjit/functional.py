@@ -308,6 +308,26 @@ def is_floating_point(input):
     return input.is_floating_point()
 
 
+def is_complex(input):
+    return input.is_complex()
+
+
+def is_conj(input):
+    return input.is_conj()
+
+
+def resolve_conj(input):
+    return input.resolve_conj()
+
+
+def resolve_neg(input):
+    return input.resolve_neg()
+
+
+conj_physical = globals()["conj"]      # conj() already makes a conjugated copy
+__all__ += ["is_complex", "is_conj", "resolve_conj", "resolve_neg", "conj_physical"]
+
+
 def is_nonzero(input):
     if input.numel() != 1:
         raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")

@@ -110,7 +110,7 @@ class Tensor:
     nelement = numel
 
     def element_size(self):
-        return self._data.itemsize
+        return self.dtype.itemsize        # bfloat16: 2, though stored as float32
 
     def is_contiguous(self, memory_format=None):
         return self._data.flags.c_contiguous
@@ -119,7 +119,39 @@ class Tensor:
         return self.dtype.is_floating_point
 
     def is_complex(self):
+        return self._data.dtype.kind == "c"
+
+    def is_conj(self):
+        return False        # conj() makes a conjugated copy: there is no lazy conjugate bit
+
+    def is_neg(self):
         return False
+
+    def resolve_conj(self):
+        return self
+
+    def resolve_neg(self):
+        return self
+
+    @property
+    def real(self):
+        """The real part, a view (a real tensor is its own real part, as in PyTorch)."""
+        if self._data.dtype.kind != "c":
+            return self
+        return dispatch(_ops["real"], (self,), {})
+
+    @real.setter
+    def real(self, value):
+        self.real.copy_(value if isinstance(value, Tensor) else tensor(value, dtype=self.dtype.to_real()))
+
+    @property
+    def imag(self):
+        """The imaginary part, a view (a real tensor has none: PyTorch's error)."""
+        return dispatch(_ops["imag"], (self,), {})
+
+    @imag.setter
+    def imag(self, value):
+        self.imag.copy_(value if isinstance(value, Tensor) else tensor(value, dtype=self.dtype.to_real()))
 
     @property
     def device(self):
@@ -151,7 +183,9 @@ class Tensor:
         if dtype is None:
             return {"float32": "dynjit.FloatTensor", "float64": "dynjit.DoubleTensor",
                     "int64": "dynjit.LongTensor", "int32": "dynjit.IntTensor",
-                    "bool": "dynjit.BoolTensor", "float16": "dynjit.HalfTensor"}.get(
+                    "bool": "dynjit.BoolTensor", "float16": "dynjit.HalfTensor",
+                    "bfloat16": "dynjit.BFloat16Tensor", "complex64": "dynjit.ComplexFloatTensor",
+                    "complex128": "dynjit.ComplexDoubleTensor"}.get(
                         self.dtype.name, f"dynjit.{self.dtype.name}Tensor")
         return self.to(dtype)
 
@@ -226,9 +260,9 @@ class Tensor:
                     "use a computed variable in a subgraph that doesn't require differentiation "
                     "use var_no_grad = var.detach().")
             return self
-        if requires_grad and not self.dtype.is_floating_point:
+        if requires_grad and self._data.dtype.kind not in "fc":
             raise RuntimeError(
-                f"only Tensors of floating point dtype can require gradients (this tensor is "
+                f"only Tensors of floating point and complex dtype can require gradients (this tensor is "
                 f"{self.dtype.name}); convert it first, e.g. x.float().requires_grad_()")
         if requires_grad and self._is_inference and not _grad_state.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
@@ -474,6 +508,15 @@ class Tensor:
     def half(self):
         return self.to(_dtype.float16)
 
+    def bfloat16(self):
+        return self.to(_dtype.bfloat16)
+
+    def cfloat(self):
+        return self.to(_dtype.complex64)
+
+    def cdouble(self):
+        return self.to(_dtype.complex128)
+
     def long(self):
         return self.to(_dtype.int64)
 
@@ -660,8 +703,12 @@ def _to_array(data, dtype):
                     arr = arr.astype(_dtype.get_default_dtype().np)
             elif arr.dtype.kind in "iu":
                 arr = arr.astype(np.int64)
+            elif arr.dtype.kind == "c":     # Python complex numbers: the default complex dtype
+                arr = arr.astype(_dtype.get_default_complex_dtype().np)
     if arr.dtype.kind == "f" and np_dtype is None and arr.dtype == np.float64 and not isinstance(data, np.ndarray):
         arr = arr.astype(_dtype.get_default_dtype().np)
+    if np_dtype is not None and np_dtype.metadata is not None:     # bfloat16: round the values
+        arr = _dtype.round_to_bfloat16(arr)
     if arr.dtype not in _dtype._FROM_NP:
         raise TypeError(f"can't make a tensor from data of numpy dtype {arr.dtype}")
     return arr

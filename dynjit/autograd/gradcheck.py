@@ -4,6 +4,13 @@ Also checks, as PyTorch's does, that backward is reentrant (two runs agree withi
 `nondet_tol`), that outputs which do not require grad really do not depend on the
 inputs, and that perturbing the inputs leaves output shapes and dtypes alone.
 `get_numerical_jacobian` / `get_analytical_jacobian` are PyTorch's deprecated helpers.
+
+Complex numbers are checked as PyTorch checks them: a function with complex outputs is
+checked twice, on the imaginary and then the real part of those outputs ("While
+considering the imaginary part of complex outputs only, ..."); the derivative with
+respect to a complex input z = x + iy is compared as d/dx + i d/dy, which is what
+backward gives under PyTorch's convention for a real output. Forward AD splits complex
+inputs instead: once varying their imaginary parts, once their real parts.
 """
 import warnings
 
@@ -33,14 +40,19 @@ def _numerical_jacobian(fn, inputs, wrt, eps, reference=None):
         data = t._data
         cols = []
         flat = data.flat     # writes through for non-contiguous inputs too
+        steps = (eps, eps * 1j) if data.dtype.kind == "c" else (eps,)
         for i in range(data.size):
             orig = flat[i]
-            flat[i] = orig + eps
-            plus = _values(fn(*inputs), reference)
-            flat[i] = orig - eps
-            minus = _values(fn(*inputs), reference)
-            flat[i] = orig
-            cols.append([(p - m).reshape(-1) / (2 * eps) for p, m in zip(plus, minus)])
+            col = None
+            for step, weight in zip(steps, (1, 1j)):
+                flat[i] = orig + step
+                plus = _values(fn(*inputs), reference)
+                flat[i] = orig - step
+                minus = _values(fn(*inputs), reference)
+                flat[i] = orig
+                part = [(p - m).reshape(-1) / (2 * eps) * weight for p, m in zip(plus, minus)]
+                col = part if col is None else [a + b for a, b in zip(col, part)]
+            cols.append(col)
         n_out = len(cols[0]) if cols else len(_flat_outputs(fn(*inputs)))
         jac.append([np.stack([c[j] for c in cols], axis=1) if cols else None for j in range(n_out)])
     return jac
@@ -51,7 +63,8 @@ def _values(out, reference):
     outs = _flat_outputs(out)
     if reference is not None:
         _check_same_meta(reference, outs)
-    return [o._data.astype(np.float64, copy=True) for o in outs]
+    return [o._data.astype(np.complex128 if o._data.dtype.kind == "c" else np.float64, copy=True)
+            for o in outs]
 
 
 def _check_same_meta(reference, perturbed):
@@ -71,8 +84,9 @@ def _analytical_jacobian(outputs, wrt):
     jac = [[None] * len(outputs) for _ in wrt]
     for j, out in enumerate(outputs):
         size = out._data.size
-        rows = [np.zeros((size, t._data.size)) for t in wrt]
-        if out._requires_grad and out.dtype.is_floating_point:
+        rows = [np.zeros((size, t._data.size), dtype=np.complex128 if t._data.dtype.kind == "c" else np.float64)
+                for t in wrt]
+        if out._requires_grad and out._data.dtype.kind in "fc":
             for r in range(size):
                 g = np.zeros(out._data.shape, dtype=out.dtype.np)
                 g.reshape(-1)[r] = 1
@@ -93,8 +107,9 @@ def _validate_inputs(inputs):
     for i, t in enumerate(inputs):
         if not (isinstance(t, Tensor) and t._requires_grad):
             continue
-        if t.dtype.name != "float64":
-            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. "
+        if t.dtype.name not in ("float64", "complex128"):
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point "
+                          "or complex. "
                           "This check will likely fail if all the inputs are not of double precision "
                           "floating point.", UserWarning, stacklevel=3)
         if t._data.size and any(st == 0 and n > 1 for st, n in zip(t._data.strides, t._data.shape)):
@@ -108,14 +123,73 @@ def _validate_inputs(inputs):
 def _check(func, inputs, wrt, eps, atol, rtol, nondet_tol, check_forward_ad=False,
            check_backward_ad=True):
     outputs = _flat_outputs(func(*inputs))
-    numerical = _numerical_jacobian(func, inputs, wrt, eps, reference=outputs)
+    complex_out = [j for j, o in enumerate(outputs) if o._data.dtype.kind == "c"]
+    complex_in = [i for i, t in enumerate(inputs)
+                  if isinstance(t, Tensor) and t._requires_grad and t._data.dtype.kind == "c"]
+    numerical = None
+    if not (complex_out and check_backward_ad) and not (complex_in and check_forward_ad):
+        numerical = _numerical_jacobian(func, inputs, wrt, eps, reference=outputs)
     if check_backward_ad:
-        _check_backward_ad(func, inputs, wrt, outputs, numerical, atol, rtol, nondet_tol)
+        if complex_out:
+            for part in ("imaginary", "real"):
+                fn = _output_part(func, part)
+                outs = _flat_outputs(fn(*inputs))
+                num = _numerical_jacobian(fn, inputs, wrt, eps, reference=outs)
+                prefix = f"While considering the {part} part of complex outputs only, "
+                _check_backward_ad(fn, inputs, wrt, outs, num, atol, rtol, nondet_tol,
+                                   {j: prefix for j in complex_out})
+        else:
+            _check_backward_ad(func, inputs, wrt, outputs, numerical, atol, rtol, nondet_tol)
     if check_forward_ad:        # (after backward, as PyTorch checks them)
-        _check_forward_ad(func, inputs, numerical, outputs, atol, rtol)
+        if complex_in:
+            for part in ("imaginary", "real"):
+                fn, ins = _input_part(func, inputs, complex_in, part)
+                outs = _flat_outputs(fn(*ins))
+                wrt_part = [t for t in ins if isinstance(t, Tensor) and t._requires_grad]
+                num = _numerical_jacobian(fn, ins, wrt_part, eps, reference=outs)
+                prefix = f"While considering the {part} part of complex inputs only, "
+                _check_forward_ad(fn, ins, num, outs, atol, rtol, {i: prefix for i in complex_in})
+        else:
+            if numerical is None:
+                numerical = _numerical_jacobian(func, inputs, wrt, eps, reference=outputs)
+            _check_forward_ad(func, inputs, numerical, outputs, atol, rtol)
 
 
-def _check_backward_ad(func, inputs, wrt, outputs, numerical, atol, rtol, nondet_tol):
+def _output_part(func, part):
+    """func with its complex outputs replaced by their real or imaginary part."""
+    def fn(*inputs):
+        out = func(*inputs)
+        pick = (lambda o: o.imag) if part == "imaginary" else (lambda o: o.real)
+        if isinstance(out, Tensor):
+            return pick(out) if out._data.dtype.kind == "c" else out
+        return type(out)(pick(o) if isinstance(o, Tensor) and o._data.dtype.kind == "c" else o
+                         for o in out)
+    return fn
+
+
+def _input_part(func, inputs, positions, part):
+    """(fn, ins): the complex inputs at `positions` replaced by real tensors holding their
+    real or imaginary part (the part that varies); fn rebuilds each complex input from it
+    and the other, fixed, part and calls func."""
+    from ..ops.registry import registry
+    fixed, ins = {}, list(inputs)
+    for i in positions:
+        t = inputs[i]
+        re, im = (Tensor._make(np.ascontiguousarray(t._data.real)),
+                  Tensor._make(np.ascontiguousarray(t._data.imag)))
+        varying, fixed[i] = (im, re) if part == "imaginary" else (re, im)
+        ins[i] = varying.requires_grad_(True)
+
+    def fn(*args):
+        args = list(args)
+        for i, other in fixed.items():
+            pair = (other, args[i]) if part == "imaginary" else (args[i], other)
+            args[i] = registry["complex"](*pair)
+        return func(*args)
+    return fn, ins
+
+
+def _check_backward_ad(func, inputs, wrt, outputs, numerical, atol, rtol, nondet_tol, prefixes=None):
     for j, out in enumerate(outputs):
         if out._requires_grad:
             continue
@@ -131,7 +205,8 @@ def _check_backward_ad(func, inputs, wrt, outputs, numerical, atol, rtol, nondet
             if n is None or not outputs[j]._requires_grad:
                 continue
             if not np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
-                raise GradcheckError(f"Jacobian mismatch for output {j} with respect to input {k},\n"
+                prefix = (prefixes or {}).get(j, "")
+                raise GradcheckError(f"{prefix}Jacobian mismatch for output {j} with respect to input {k},\n"
                                      f"numerical:{n}\nanalytical:{a}\n")
     again = _analytical_jacobian(outputs, wrt)
     for k in range(len(wrt)):
@@ -173,13 +248,14 @@ def _forward_jacobian(func, inputs):
                 for o in outs:
                     t = fwAD.unpack_dual(o).tangent
                     col.append(np.zeros(o._data.size) if t is None
-                               else t._data.astype(np.float64).reshape(-1))
+                               else t._data.astype(np.complex128 if t._data.dtype.kind == "c"
+                                                   else np.float64).reshape(-1))
             cols.append(col)
         jac.append(cols)
     return jac
 
 
-def _check_forward_ad(func, inputs, numerical, outputs, atol, rtol):
+def _check_forward_ad(func, inputs, numerical, outputs, atol, rtol, prefixes=None):
     forward = _forward_jacobian(func, inputs)
     for k, (i, cols) in enumerate(zip(_diff_positions(inputs), forward)):
         for j in range(len(outputs)):
@@ -188,7 +264,8 @@ def _check_forward_ad(func, inputs, numerical, outputs, atol, rtol):
                 continue
             a = np.stack([c[j] for c in cols], axis=1)
             if not np.allclose(a, n, rtol=rtol, atol=atol, equal_nan=True):
-                raise GradcheckError(f"Jacobian computed with forward mode mismatch for output {j} "
+                prefix = (prefixes or {}).get(i, "")
+                raise GradcheckError(f"{prefix}Jacobian computed with forward mode mismatch for output {j} "
                                      f"with respect to input {i},\nnumerical:{n}\nanalytical:{a}\n")
 
 
@@ -351,7 +428,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     outputs = _flat_outputs(func(*inputs))
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = tuple(Tensor._make(rng.standard_normal(o._data.shape)).requires_grad_(True)
+        grad_outputs = tuple(Tensor._make(_random_like(rng, o)).requires_grad_(True)
                              for o in outputs if o._requires_grad)
     else:
         grad_outputs = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
@@ -370,6 +447,14 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     return gradcheck(first_grad, inputs + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
                      raise_exception=raise_exception, nondet_tol=nondet_tol,
                      check_undefined_grad=check_undefined_grad)
+
+
+def _random_like(rng, t):
+    """Standard normal values of t's shape, float64 or (for a complex t) complex128."""
+    values = rng.standard_normal(t._data.shape)
+    if t._data.dtype.kind == "c":
+        values = values + 1j * rng.standard_normal(t._data.shape)
+    return values
 
 
 _PRIVATE_API = ("`{}` was part of PyTorch's private API and not meant to be exposed. We are "

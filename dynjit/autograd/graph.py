@@ -386,7 +386,9 @@ def reduce_grad(g, shape, dtype):
     """Sum a gradient down to `shape` (undo broadcasting) and cast to `dtype`."""
     if g._data.shape != shape:
         g = g.sum_to_size(shape)
-    if g.dtype is not dtype and dtype.is_floating_point:
+    if g.dtype is not dtype and dtype._category >= 2:
+        if g._data.dtype.kind == "c" and dtype._category == 2:
+            g = g.real          # a real input's gradient is the real part (PyTorch's handle_r_to_c)
         g = g.to(dtype)
     return g
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import functional as _F
 from ..random import default_generator
-from ..ops.factories import check_floating_random
+from ..ops.factories import check_floating_random, draw_parts
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor, tensor as _tensor
 
@@ -54,20 +54,22 @@ def _rand(tensor, generator):
     check_floating_random("check_uniform_bounds", tensor.dtype)
     if generator is None:
         return _F.rand(tuple(tensor.shape), dtype=tensor.dtype)
-    return _tensor(generator.np.random(tuple(tensor.shape)), dtype=tensor.dtype)
+    return _tensor(draw_parts(generator.np.random, tuple(tensor.shape), tensor.dtype), dtype=tensor.dtype)
 
 
 def _randn(tensor, generator):
     check_floating_random("normal_kernel_cpu", tensor.dtype)
     if generator is None:
         return _F.randn(tuple(tensor.shape), dtype=tensor.dtype)
-    return _tensor(generator.np.standard_normal(tuple(tensor.shape)), dtype=tensor.dtype)
+    return _tensor(draw_parts(generator.np.standard_normal, tuple(tensor.shape), tensor.dtype, 0.5 ** 0.5),
+                   dtype=tensor.dtype)
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill with values drawn from U(a, b)."""
     _check(tensor, "uniform_")
-    return _fill(tensor, _rand(tensor, generator) * (b - a) + a)
+    low = complex(a, a) if tensor.is_complex() else a     # complex: both parts from U(a, b)
+    return _fill(tensor, _rand(tensor, generator) * (b - a) + low)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):

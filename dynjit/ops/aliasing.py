@@ -7,7 +7,7 @@ import numpy as np
 from .registry import register, OTHER
 
 
-@register("detach", OTHER, differentiable=False, aliases_input=True)
+@register("detach", OTHER, complex_ok=True, differentiable=False, aliases_input=True)
 def detach(self):
     return self   # the same numpy array: the result aliases its input
 
@@ -21,7 +21,7 @@ def replay_view_kernels(arr, chain):
     return arr
 
 
-@register("view_scatter", OTHER)
+@register("view_scatter", OTHER, complex_ok=True)
 def view_scatter(base, src, chain):
     out = np.array(base, copy=True)
     region = replay_view_kernels(out, chain)

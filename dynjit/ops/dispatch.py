@@ -16,8 +16,8 @@ import numpy as np
 
 from .. import _dtype
 from .._dtype import result_type
-from .vocab import POINTWISE, VIEW, INPLACE, FLOAT, BOOL, KEEP, PROMOTE
-from .._dtype import _FROM_NP
+from .vocab import POINTWISE, VIEW, INPLACE, FLOAT, BOOL, KEEP, PROMOTE, FACTORY, REAL, REAL_FLOAT
+from .._dtype import _FROM_NP, round_to_bfloat16, is_bfloat16_np
 
 class _ModeStack(threading.local):
     """The dispatch-mode stack, innermost last, per thread: a mode one thread enters (make_fx,
@@ -170,12 +170,16 @@ def pointwise_dtypes(op, args):
         a = args[i]
         if isinstance(a, Tensor):
             (dims if a._data.ndim else zero).append(_FROM_NP[a._data.dtype])
-        elif isinstance(a, (bool, int, float)):
+        elif isinstance(a, (bool, int, float, complex)):
             scalars.append(a)
     d = result_type(dims, zero, scalars)
+    if d is not None and d._category == 3 and not op.complex_ok:
+        raise complex_refused(op, d)
     rule = op.dtype_rule
-    if rule == FLOAT and not d.is_floating_point:
+    if (rule == FLOAT or rule == REAL_FLOAT) and d._category < 2:
         d = _dtype.get_default_dtype()
+    elif (rule == REAL or rule == REAL_FLOAT) and d._category == 3:
+        return d, d.to_real()
     elif rule == BOOL:
         return d, _dtype.bool_          # comparisons compare in the promoted dtype
     elif rule == KEEP:
@@ -184,6 +188,53 @@ def pointwise_dtypes(op, args):
                 d = _FROM_NP[a._data.dtype]
                 break
     return d, d
+
+
+def complex_refused(op, d):
+    """The error of an op that PyTorch does not implement for complex tensors."""
+    if op.complex_error is not None:
+        return op.complex_error(d) if callable(op.complex_error) else NotImplementedError(op.complex_error)
+    return NotImplementedError(f'"{op.name}_cpu" not implemented for '
+                               f"'{_dtype.scalar_type_name(d)}'")
+
+
+def check_complex_operands(op, tensors):
+    """Raise the op's error if it refuses complex tensors and one of `tensors` is complex."""
+    for t in tensors:
+        if t._data.dtype.kind == "c":
+            raise complex_refused(op, _FROM_NP[t._data.dtype])
+
+
+def round_bfloat16_outputs(op, args, tensors, out):
+    """bfloat16 computes in float32: round a float32 result to bfloat16 when every floating
+    input is bfloat16 (or the result is already tagged bfloat16, as a factory's is), unless
+    the op was given an explicit dtype (x.to(float32), sum(dtype=...))."""
+    i = op.index.get("dtype")
+    explicit = i is not None and args[i] is not None
+    if explicit:
+        want = _dtype.to_dtype(args[i]) is _dtype.bfloat16
+    else:
+        floats = [t._data.dtype for t in tensors if t._data.dtype.kind == "f"]
+        want = bool(floats) and all(is_bfloat16_np(d) for d in floats)
+    return _round_tree(out, want)
+
+
+def _dtype_argument(op, args):
+    i = op.index.get("dtype")
+    if i is None or args[i] is None:
+        return None
+    return _dtype.to_dtype(args[i])
+
+
+def _round_tree(out, want):
+    if isinstance(out, np.ndarray):
+        if out.dtype == np.float32 and (want or is_bfloat16_np(out.dtype)):
+            return round_to_bfloat16(out)
+        return out
+    if isinstance(out, (tuple, list)):
+        items = [_round_tree(o, want) for o in out]
+        return type(out)(*items) if hasattr(out, "_fields") else type(out)(items)
+    return out
 
 
 def pointwise_dtype(op, args):
@@ -209,6 +260,8 @@ _NP_BOOL = np.dtype(np.bool_)
 
 
 def _as_array(x, np_dtype):
+    if np_dtype.metadata is not None:       # bfloat16: computed in float32, rounded
+        return round_to_bfloat16(x)
     if type(x) is not np.ndarray:
         return np.asarray(x, dtype=np_dtype)
     if x.dtype != np_dtype:
@@ -224,8 +277,14 @@ def run_kernel(op, args):
         _convert_operands(op, vals, compute)
         out = op.kernel(*vals)
         return _as_array(out, result.np), tensors
+    if not op.complex_ok:
+        check_complex_operands(op, tensors)
     with np.errstate(all="ignore"):
         out = op.kernel(*vals)
+    if op.kind is not VIEW and not op.aliases_input and (
+            op.kind is FACTORY or any(t._data.dtype.metadata is not None for t in tensors)
+            or _dtype_argument(op, args) is _dtype.bfloat16):
+        out = round_bfloat16_outputs(op, args, tensors, out)
     return out, tensors
 
 
@@ -254,7 +313,9 @@ def eager(op, args, kwargs):
             if type(a) is np.ndarray:
                 if np_dtype is None:
                     np_dtype = a.dtype
-                elif a.dtype != np_dtype:
+                    if np_dtype.kind == "c" or np_dtype.metadata is not None:
+                        uniform = False     # complex and bfloat16 take the checked path
+                elif a.dtype != np_dtype or a.dtype.metadata is not None:
                     uniform = False
             elif type(a) is float:
                 scalar = 2
@@ -269,7 +330,8 @@ def eager(op, args, kwargs):
         rule = op.dtype_rule
         # no tensor operand (where(cond, 1.0, 0)): the scalars promote as wrapped numbers,
         # which only result_type knows (numpy would compute 1.0 and 0 in float64)
-        if uniform and np_dtype is not None and (rule is PROMOTE or (rule is FLOAT and np_dtype is not None and np_dtype.kind == "f")):
+        if uniform and np_dtype is not None and (rule is PROMOTE or rule is REAL or (
+                (rule is FLOAT or rule is REAL_FLOAT) and np_dtype.kind == "f")):
             want = np_dtype         # computed and returned in the operands' own dtype
         elif uniform and rule is BOOL:
             want = _NP_BOOL
@@ -351,7 +413,7 @@ def _inference_view_outputs(result):
 
 def record(op, args, tensors, result):
     """Create the backward node of `op` and attach it to the outputs."""
-    if isinstance(result, Tensor) and result._data.dtype.kind != "f":
+    if isinstance(result, Tensor) and result._data.dtype.kind not in "fc":
         return      # integer and bool results are not differentiable (x.long(), ...)
     node = op.backward_cls(op, args, tensors, result)
     if isinstance(result, Tensor):
@@ -362,7 +424,7 @@ def record(op, args, tensors, result):
         return
     nondiff = op.nondiff_outputs
     for i, o in enumerate(result):
-        if isinstance(o, Tensor) and i not in nondiff and o.dtype.is_floating_point:
+        if isinstance(o, Tensor) and i not in nondiff and o._data.dtype.kind in "fc":
             o._grad_fn = node
             o._output_nr = i
             o._requires_grad = True

@@ -138,9 +138,18 @@ def check_floating_random(kernel_name, dtype):
     """PyTorch draws continuous distributions (uniform, normal) for floating point dtypes
     only; an integer or bool dtype is its "not implemented" error (a cast of the floats
     would silently give zeros). Returns the dtype."""
-    if not dtype.is_floating_point:
+    if dtype._category < 2:
         raise NotImplementedError(f"\"{kernel_name}\" not implemented for '{_dtype.scalar_type_name(dtype)}'")
     return dtype
+
+
+def draw_parts(draw, shape, dtype, scale=1.0):
+    """Random values of a dtype: a complex one gets its real and imaginary parts drawn
+    independently (in that order), each times `scale`, as PyTorch draws them."""
+    if dtype._category != 3:
+        return draw(shape).astype(dtype.np)
+    parts = draw(tuple(shape) + (2,)) * scale
+    return (parts[..., 0] + 1j * parts[..., 1]).astype(dtype.np)
 
 
 def _rand_dtype(dtype):
@@ -154,13 +163,14 @@ def _randn_dtype(dtype):
 @register("rand", FACTORY, differentiable=False, tags=(RANDOM,))
 def rand(size, dtype=None):
     dtype = _rand_dtype(dtype)
-    return default_generator.np.random(_size(size)).astype(dtype.np)
+    return draw_parts(default_generator.np.random, _size(size), dtype)
 
 
 @register("randn", FACTORY, differentiable=False, tags=(RANDOM,))
 def randn(size, dtype=None):
     dtype = _randn_dtype(dtype)
-    return default_generator.np.standard_normal(_size(size)).astype(dtype.np)
+    # complex: each part N(0, 1/2), so that E|z|^2 = 1 (PyTorch's)
+    return draw_parts(default_generator.np.standard_normal, _size(size), dtype, 0.5 ** 0.5)
 
 
 rand.meta_fn(lambda size, dtype: (_size(size), _rand_dtype(dtype)))

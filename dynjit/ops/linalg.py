@@ -8,6 +8,7 @@ from .. import _dtype
 from .registry import register, EXTERN, bilinear_jvp
 from .meta import broadcast_shapes
 from .pointwise import scalar_to
+from .complex_ops import conj_if_complex as _c
 
 
 def _name(d):
@@ -70,7 +71,7 @@ def _(self, other):
 matmul.jvp(bilinear_jvp(matmul))     # forward mode
 @matmul.derivative
 def _(grad, self, other, needs):
-    a, b = self, other
+    a, b = _c(self), _c(other)      # complex: the conjugates (see complex_ops)
     ga = gb = None
     if a.ndim == 1 and b.ndim == 1:
         return (grad * b if needs[0] else None), (grad * a if needs[1] else None)
@@ -116,7 +117,7 @@ def _(self, mat2):
 mm.jvp(bilinear_jvp(mm))     # forward mode
 @mm.derivative
 def _(grad, self, mat2, needs):
-    return (grad.mm(mat2.t()) if needs[0] else None), (self.t().mm(grad) if needs[1] else None)
+    return (grad.mm(_c(mat2).t()) if needs[0] else None), (_c(self).t().mm(grad) if needs[1] else None)
 
 
 def _check_bmm(a, b):
@@ -147,7 +148,7 @@ mv.meta_fn(lambda self, vec: (_check_mv(self, vec), self.dtype))
 mv.jvp(bilinear_jvp(mv))     # forward mode
 @mv.derivative
 def _(grad, self, vec, needs):
-    return (grad.outer(vec) if needs[0] else None), (self.t().mv(grad) if needs[1] else None)
+    return (grad.outer(_c(vec)) if needs[0] else None), (_c(self).t().mv(grad) if needs[1] else None)
 
 
 @register("bmm", EXTERN, variants="function, method")
@@ -163,8 +164,8 @@ bmm.meta_fn(lambda self, mat2: (_check_bmm(self, mat2), self.dtype))
 bmm.jvp(bilinear_jvp(bmm))     # forward mode
 @bmm.derivative
 def _(grad, self, mat2, needs):
-    return (grad.bmm(mat2.transpose(1, 2)) if needs[0] else None), \
-           (self.transpose(1, 2).bmm(grad) if needs[1] else None)
+    return (grad.bmm(_c(mat2).transpose(1, 2)) if needs[0] else None), \
+           (_c(self).transpose(1, 2).bmm(grad) if needs[1] else None)
 
 
 def linear_shape(x, w, b):
@@ -208,11 +209,11 @@ def _(input, weight, bias):
 
 @linear.derivative
 def _(grad, input, weight, bias, needs):
-    g_in = grad @ weight if needs[0] else None
+    g_in = grad @ _c(weight) if needs[0] else None
     g_w = None
     if needs[1]:
         g2 = grad.reshape([-1, grad.shape[-1]])
-        x2 = input.reshape([-1, input.shape[-1]])
+        x2 = _c(input).reshape([-1, input.shape[-1]])
         g_w = g2.t().mm(x2)
     g_b = grad if needs[2] else None
     return g_in, g_w, g_b
@@ -254,9 +255,9 @@ def _(self, mat1, mat2, beta, alpha):
 
 @addmm.derivative
 def _(grad, mat1, mat2, beta, alpha, needs):
-    return ((grad * beta) if needs[0] else None,
-            (grad.mm(mat2.t()) * alpha) if needs[1] else None,
-            (mat1.t().mm(grad) * alpha) if needs[2] else None)
+    return ((grad * _c(beta)) if needs[0] else None,
+            (grad.mm(_c(mat2).t()) * _c(alpha)) if needs[1] else None,
+            (_c(mat1).t().mm(grad) * _c(alpha)) if needs[2] else None)
 
 
 def _check_dot(a, b):
@@ -281,7 +282,7 @@ dot.meta_fn(lambda self, other: (_check_dot(self, other), self.dtype))
 
 
 dot.jvp(bilinear_jvp(dot))     # forward mode
-dot.derivative(lambda grad, self, other: (grad * other, grad * self))
+dot.derivative(lambda grad, self, other: (grad * _c(other), grad * _c(self)))
 
 
 def _check_outer(a, b):
@@ -305,8 +306,8 @@ outer.meta_fn(lambda self, vec2: (_check_outer(self, vec2), _dtype.promote_types
 outer.jvp(bilinear_jvp(outer))     # forward mode
 @outer.derivative
 def _(grad, self, vec2, needs):
-    return ((grad * vec2).sum(1) if needs[0] else None,
-            (grad * self.unsqueeze(1)).sum(0) if needs[1] else None)
+    return ((grad * _c(vec2)).sum(1) if needs[0] else None,
+            (grad * _c(self).unsqueeze(1)).sum(0) if needs[1] else None)
 
 
 def einsum_shape(equation, shapes):
@@ -401,7 +402,7 @@ def _(grad, equation, operands):
         available = set(out).union(*others, *extra_specs)
         kept = "".join(c for c in target if c in available)
         sub = ",".join([out] + others + extra_specs) + "->" + kept
-        g = einsum(sub, [grad] + [operands[j] for j in range(len(specs)) if j != i] + extra_ops)
+        g = einsum(sub, [grad] + [_c(operands[j]) for j in range(len(specs)) if j != i] + extra_ops)
         if len(kept) != len(target):
             # letters only in this operand were summed away in forward: broadcast back along them
             g = g.reshape([s if c in available else 1 for c, s in zip(target, shape)]).expand(shape)

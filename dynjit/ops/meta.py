@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from .. import _dtype
-from .registry import POINTWISE, REDUCTION, VIEW, INPLACE, FLOAT, BOOL, KEEP
+from .registry import POINTWISE, REDUCTION, VIEW, INPLACE, FLOAT, BOOL, KEEP, REAL, REAL_FLOAT
 
 
 class TensorMeta:
@@ -129,15 +129,15 @@ def reduced_shape(shape, dim, keepdim):
 
 
 def float_dtype(d):
-    """`d` if floating point, else the default float dtype (the FLOAT rule)."""
-    return d if d.is_floating_point else _dtype.get_default_dtype()
+    """`d` if floating point or complex, else the default float dtype (the FLOAT rule)."""
+    return d if d._category >= 2 else _dtype.get_default_dtype()
 
 
 def accumulate_dtype(d, dtype=None):
     """sum/prod/cumsum's output dtype: the requested one, else integers accumulate in int64."""
     if dtype is not None:
         return _dtype.to_dtype(dtype)
-    return d if d.is_floating_point else _dtype.int64
+    return d if d._category >= 2 else _dtype.int64
 
 
 def promoted_dtype(op, args):
@@ -148,12 +148,19 @@ def promoted_dtype(op, args):
         a = args[i]
         if is_tensor_like(a):
             (dims if len(a.shape) else zero).append(a.dtype)
-        elif isinstance(a, (bool, int, float)):
+        elif isinstance(a, (bool, int, float, complex)):
             scalars.append(a)
     d = _dtype.result_type(dims, zero, scalars)
+    if d is not None and d._category == 3 and not op.complex_ok:
+        from .dispatch import complex_refused
+        raise complex_refused(op, d)
     rule = op.dtype_rule
     if rule == FLOAT:
         return float_dtype(d)
+    if rule == REAL:
+        return d.to_real()
+    if rule == REAL_FLOAT:
+        return float_dtype(d).to_real()
     if rule == BOOL:
         return _dtype.bool_
     if rule == KEEP:
@@ -222,11 +229,23 @@ def inplace_meta(op, args):
 _GENERIC = {POINTWISE: pointwise_meta, REDUCTION: reduction_meta, VIEW: dummy_meta, INPLACE: inplace_meta}
 
 
+def _check_complex_meta(op, args):
+    """The error the dispatcher raises for an op that refuses complex tensors."""
+    for a in args:
+        items = a if isinstance(a, (list, tuple)) else (a,)
+        for x in items:
+            if is_tensor_like(x) and x.dtype._category == 3:
+                from .dispatch import complex_refused
+                raise complex_refused(op, x.dtype)
+
+
 def run_meta(op, args, kwargs):
     """The body of `OpDef.meta`."""
     args = op.normalize(tuple(args), kwargs or {})
     if op.operand_check is not None:        # the errors the dispatcher raises before the kernel
         op.operand_check(*args)
+    if not op.complex_ok and op.kind is not POINTWISE:
+        _check_complex_meta(op, args)
     if op._meta is not None:
         return op._meta(*args)
     return _GENERIC.get(op.kind, dummy_meta)(op, args)

@@ -14,8 +14,9 @@ import warnings
 import numpy as np
 
 from .. import _dtype
-from .registry import register, POINTWISE, FLOAT, BOOL, KEEP, COMPUTE_BOUND
+from .registry import register, POINTWISE, FLOAT, BOOL, KEEP, REAL, COMPUTE_BOUND
 from .meta import broadcast_error, pointwise_meta
+from .complex_ops import conj_if_complex as _c, is_complex_value
 
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)
@@ -27,7 +28,8 @@ def _is_float_tensor(x):
 
 # the C++ names PyTorch's conversion errors use
 _C_TYPE = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
-           "int64": "int64_t", "float16": "c10::Half", "float32": "float", "float64": "double"}
+           "int64": "int64_t", "float16": "c10::Half", "float32": "float", "float64": "double",
+           "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 
 
 def scalar_to(value, np_dtype):
@@ -40,8 +42,14 @@ def scalar_to(value, np_dtype):
     if limits is None:
         limits = _LIMITS[np_dtype] = _limits(np.dtype(np_dtype))
     kind, lo, hi, make = limits
-    if not isinstance(value, (bool, int, float)):
+    if not isinstance(value, (bool, int, float, complex)):
         value = value.item()            # a numpy scalar or one-element array
+    if kind == "c":
+        return make(complex(value))
+    if isinstance(value, complex):
+        if value.imag != 0:
+            raise _overflow(np_dtype)
+        value = value.real
     if kind == "b":
         return make(bool(value))
     if kind == "f":
@@ -66,7 +74,7 @@ _LIMITS = {}    # numpy dtype -> (kind, lowest, highest, scalar type)
 
 def _limits(np_dtype):
     kind = np_dtype.kind
-    if kind == "b":
+    if kind in "bc":
         return kind, 0, 1, np_dtype.type
     info = np.finfo(np_dtype) if kind == "f" else np.iinfo(np_dtype)
     conv = float if kind == "f" else int
@@ -170,7 +178,7 @@ def quiet(kernel):
 
 # -- binary arithmetic -----------------------------------------------------
 
-@register("add", POINTWISE, variants="function, method", inplace=True, wraps_scalar="other")
+@register("add", POINTWISE, complex_ok=True, variants="function, method", inplace=True, wraps_scalar="other")
 def add(self, other, alpha=1):
     try:
         return np.add(self, other if type(alpha) is int and alpha == 1 else _scaled(other, self, alpha))
@@ -225,7 +233,7 @@ def _check_sub_operands(self, other, alpha=1):
         raise RuntimeError(_SUB_WITH_BOOL)
 
 
-@register("sub", POINTWISE, variants="function, method", inplace=True, wraps_scalar="other",
+@register("sub", POINTWISE, complex_ok=True, variants="function, method", inplace=True, wraps_scalar="other",
           operand_check=_check_sub_operands)
 def sub(self, other, alpha=1):
     try:
@@ -251,7 +259,7 @@ def _(grad, alpha):
     return grad, (-grad if alpha == 1 else grad * (-alpha))
 
 
-@register("rsub", POINTWISE, operand_check=_check_sub_operands)
+@register("rsub", POINTWISE, complex_ok=True, operand_check=_check_sub_operands)
 @quiet
 def rsub(self, other, alpha=1):
     if _is_bool(self) and _is_bool(other):
@@ -267,7 +275,7 @@ def _(grad, alpha):
     return (-grad if alpha == 1 else grad * (-alpha)), grad
 
 
-@register("mul", POINTWISE, variants="function, method", inplace=True, wraps_scalar="other")
+@register("mul", POINTWISE, complex_ok=True, variants="function, method", inplace=True, wraps_scalar="other")
 def mul(self, other):
     try:
         return np.multiply(self, other)
@@ -277,7 +285,7 @@ def mul(self, other):
 
 @mul.derivative
 def _(grad, self, other, needs):
-    return (grad * other if needs[0] else None), (grad * self if needs[1] else None)
+    return (grad * _c(other) if needs[0] else None), (grad * _c(self) if needs[1] else None)
 
 
 def check_integer_divisor(kernel_name, self, other):
@@ -295,7 +303,7 @@ def check_integer_divisor(kernel_name, self, other):
     return False
 
 
-@register("div", POINTWISE, dtype_rule=FLOAT, variants="function, method", inplace=True,
+@register("div", POINTWISE, complex_ok=True, dtype_rule=FLOAT, variants="function, method", inplace=True,
           wraps_scalar="other")
 @quiet
 def div(self, other):
@@ -304,8 +312,8 @@ def div(self, other):
 
 @div.derivative
 def _(grad, self, other, needs):
-    g_other = -grad * self / (other * other) if needs[1] else None
-    return (grad / other if needs[0] else None), g_other
+    g_other = -grad * _c(self / (other * other)) if needs[1] else None
+    return (grad / _c(other) if needs[0] else None), g_other
 
 
 @register("div_mode", POINTWISE, inplace=True)
@@ -392,7 +400,7 @@ def _check_pow_operands(self, exponent):
         raise NotImplementedError("\"pow\" not implemented for 'Bool'")
 
 
-@register("pow", POINTWISE, variants="function, method", inplace=True, operand_check=_check_pow_operands)
+@register("pow", POINTWISE, complex_ok=True, variants="function, method", inplace=True, operand_check=_check_pow_operands)
 @quiet
 def pow_op(self, exponent):
     _check_pow_operands(self, exponent)
@@ -409,22 +417,32 @@ def _(grad, self, exponent, result, needs):
         if isinstance(exponent, (int, float)) and exponent == 0:
             g_self = grad * 0
         else:
-            g_self = grad * exponent * self.pow(exponent - 1)
+            g_self = grad * _c(exponent * self.pow(exponent - 1))
             if hasattr(exponent, "masked_fill"):   # where the exponent is 0: 0, not 0 * inf
                 g_self = g_self.masked_fill(exponent == 0, 0.0)
     if needs[1]:
-        g_exp = grad * _pow_exponent_grad(self, exponent, result)
+        g_exp = grad * _c(_pow_exponent_grad(self, exponent, result))
     return g_self, g_exp
 
 
 def _pow_exponent_grad(base, exponent, result):
     """d/dy x**y = x**y log x, except where x == 0 and y >= 0: there x**y is constant
-    (0 or 1) in y, so the derivative is 0, not 0 * -inf (as PyTorch defines it)."""
+    (0 or 1) in y, so the derivative is 0, not 0 * -inf (as PyTorch defines it). A complex
+    exponent takes the complex log of a real base (log(-1) is i pi) and compares its real
+    part with 0."""
+    complex_exp = is_complex_value(exponent)
+    if complex_exp:
+        exponent = exponent.real
     if hasattr(base, "masked_fill"):
         zero_base = (base == 0).logical_and(exponent >= 0)
+        if complex_exp and not is_complex_value(base):
+            base = base.to(result.dtype)
         return result * where(zero_base, 0.0, base.log())
     if base == 0:       # 0**y is 0, 1 or inf: the derivative is 0 for y >= 0, else -inf
         return where(exponent >= 0, 0.0, -math.inf)
+    if complex_exp or isinstance(base, complex):
+        import cmath
+        return result * cmath.log(base)
     return result * (math.log(base) if base > 0 else math.nan)
 
 
@@ -440,7 +458,8 @@ def _(grad, self, other):
     return grad * other / denom, -grad * self / denom
 
 
-maximum = register("maximum", POINTWISE, variants="function, method")(_binary_kernel(np.maximum))
+maximum = register("maximum", POINTWISE, variants="function, method",
+                   complex_error=lambda d: RuntimeError("maximum not implemented for complex tensors."))(_binary_kernel(np.maximum))
 
 
 @maximum.derivative
@@ -450,7 +469,8 @@ def _(grad, self, other):
     return grad * mask, grad * (1 - mask)
 
 
-minimum = register("minimum", POINTWISE, variants="function, method")(_binary_kernel(np.minimum))
+minimum = register("minimum", POINTWISE, variants="function, method",
+                   complex_error=lambda d: RuntimeError("minimum not implemented for complex tensors."))(_binary_kernel(np.minimum))
 
 
 @minimum.derivative
@@ -502,7 +522,7 @@ def _(self, end, weight):
 
 @lerp.derivative
 def _(grad, self, end, weight):
-    return grad * (1 - weight), grad * weight, grad * (end - self)
+    return grad * _c(1 - weight), grad * _c(weight), grad * _c(end - self)
 
 
 def _check_logaddexp_operands(self, other):
@@ -533,7 +553,7 @@ def _check_addcmul_operands(self, tensor1, tensor2, value=1):
         raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
 
 
-@register("addcmul", POINTWISE, operands=("self", "tensor1", "tensor2"),
+@register("addcmul", POINTWISE, complex_ok=True, operands=("self", "tensor1", "tensor2"),
           variants="function, method", inplace=True, operand_check=_check_addcmul_operands)
 @quiet
 def addcmul(self, tensor1, tensor2, value=1):
@@ -552,8 +572,8 @@ def _(self, tensor1, tensor2, value):
 
 @addcmul.derivative
 def _(grad, tensor1, tensor2, value, needs):
-    return (grad, (grad * tensor2 * value) if needs[1] else None,
-            (grad * tensor1 * value) if needs[2] else None)
+    return (grad, (grad * _c(tensor2 * value)) if needs[1] else None,
+            (grad * _c(tensor1 * value)) if needs[2] else None)
 
 
 def _check_addcdiv(t1, t2):
@@ -570,7 +590,7 @@ def _check_addcdiv_operands(self, tensor1, tensor2, value=1):
 
 # (operand_check: integer tensor1 and tensor2 are an error even where self makes the result
 # floating point and the dispatcher converts them)
-@register("addcdiv", POINTWISE, operands=("self", "tensor1", "tensor2"),
+@register("addcdiv", POINTWISE, complex_ok=True, operands=("self", "tensor1", "tensor2"),
           variants="function, method", inplace=True, operand_check=_check_addcdiv_operands)
 @quiet
 def addcdiv(self, tensor1, tensor2, value=1):
@@ -589,8 +609,8 @@ def _(self, tensor1, tensor2, value):
 
 @addcdiv.derivative
 def _(grad, tensor1, tensor2, value, needs):
-    return (grad, (grad * value / tensor2) if needs[1] else None,
-            (-grad * value * tensor1 / (tensor2 * tensor2)) if needs[2] else None)
+    return (grad, (grad * _c(value / tensor2)) if needs[1] else None,
+            (-grad * _c(value * tensor1 / (tensor2 * tensor2))) if needs[2] else None)
 
 
 # -- unary math --------------------------------------------------------------
@@ -599,7 +619,7 @@ def _unary(name, kernel, dtype_rule=FLOAT, **declaration):
     return register(name, POINTWISE, dtype_rule=dtype_rule, **declaration)(quiet(kernel))
 
 
-@register("neg", POINTWISE, variants="function, method", inplace=True)
+@register("neg", POINTWISE, complex_ok=True, variants="function, method", inplace=True)
 def neg(self):
     try:
         return np.negative(self)
@@ -619,74 +639,78 @@ def _(self):
 
 neg.derivative(lambda grad: -grad)
 
-abs_op = register("abs", POINTWISE, variants="function, method", inplace=True)(lambda self: np.abs(self))
-abs_op.derivative(lambda grad, self: grad * self.sign())
+abs_op = register("abs", POINTWISE, dtype_rule=REAL, variants="function, method", inplace=True,
+                  complex_ok=True)(lambda self: np.abs(self))
+abs_op.derivative(lambda grad, self: grad * self.sgn())
 
-exp = _unary("exp", lambda self: np.exp(self), variants="function, method", inplace=True)
-exp.derivative(lambda grad, result: grad * result)
+exp = _unary("exp", lambda self: np.exp(self), variants="function, method", inplace=True, complex_ok=True)
+exp.derivative(lambda grad, result: grad * _c(result))
 
 exp2 = _unary("exp2", lambda self: np.exp2(self), variants="function, method", inplace=True)
 exp2.derivative(lambda grad, result: grad * result * LN2)
 
-expm1 = _unary("expm1", lambda self: np.expm1(self), variants="function, method", inplace=True)
-expm1.derivative(lambda grad, result: grad * (result + 1))
+expm1 = _unary("expm1", lambda self: np.expm1(self), variants="function, method", inplace=True, complex_ok=True)
+expm1.derivative(lambda grad, result: grad * _c(result + 1))
 
-log = _unary("log", lambda self: np.log(self), variants="function, method", inplace=True)
-log.derivative(lambda grad, self: grad / self)
+log = _unary("log", lambda self: np.log(self), variants="function, method", inplace=True, complex_ok=True)
+log.derivative(lambda grad, self: grad / _c(self))
 
-log2 = _unary("log2", lambda self: np.log2(self), variants="function, method", inplace=True)
-log2.derivative(lambda grad, self: grad / (self * LN2))
+log2 = _unary("log2", lambda self: np.log2(self), variants="function, method", inplace=True, complex_ok=True)
+log2.derivative(lambda grad, self: grad / _c(self * LN2))
 
-log10 = _unary("log10", lambda self: np.log10(self), variants="function, method", inplace=True)
-log10.derivative(lambda grad, self: grad / (self * LN10))
+log10 = _unary("log10", lambda self: np.log10(self), variants="function, method", inplace=True, complex_ok=True)
+log10.derivative(lambda grad, self: grad / _c(self * LN10))
 
-log1p = _unary("log1p", lambda self: np.log1p(self), variants="function, method", inplace=True)
-log1p.derivative(lambda grad, self: grad / (self + 1))
+log1p = _unary("log1p", lambda self: np.log1p(self), variants="function, method", inplace=True, complex_ok=True)
+log1p.derivative(lambda grad, self: grad / _c(self + 1))
 
-sqrt = _unary("sqrt", lambda self: np.sqrt(self), variants="function, method", inplace=True)
-sqrt.derivative(lambda grad, result: grad / (result * 2))
+sqrt = _unary("sqrt", lambda self: np.sqrt(self), variants="function, method", inplace=True, complex_ok=True)
+sqrt.derivative(lambda grad, result: grad / _c(result * 2))
 
-rsqrt = _unary("rsqrt", lambda self: 1.0 / np.sqrt(self), variants="function, method", inplace=True)
-rsqrt.derivative(lambda grad, result: grad * result.pow(3) * -0.5)
+rsqrt = _unary("rsqrt", lambda self: 1.0 / np.sqrt(self), variants="function, method", inplace=True, complex_ok=True)
+rsqrt.derivative(lambda grad, result: grad * _c(result.pow(3) * -0.5))
 
-sin = _unary("sin", lambda self: np.sin(self), variants="function, method", inplace=True)
-sin.derivative(lambda grad, self: grad * self.cos())
+sin = _unary("sin", lambda self: np.sin(self), variants="function, method", inplace=True, complex_ok=True)
+sin.derivative(lambda grad, self: grad * _c(self.cos()))
 
-cos = _unary("cos", lambda self: np.cos(self), variants="function, method", inplace=True)
-cos.derivative(lambda grad, self: -grad * self.sin())
+cos = _unary("cos", lambda self: np.cos(self), variants="function, method", inplace=True, complex_ok=True)
+cos.derivative(lambda grad, self: -grad * _c(self.sin()))
 
-tan = _unary("tan", lambda self: np.tan(self), variants="function, method", inplace=True)
-tan.derivative(lambda grad, result: grad * (result * result + 1))
+tan = _unary("tan", lambda self: np.tan(self), variants="function, method", inplace=True, complex_ok=True)
+tan.derivative(lambda grad, result: grad * _c(result * result + 1))
 
-asin = _unary("asin", lambda self: np.arcsin(self), variants="function, method", inplace=True)
-asin.derivative(lambda grad, self: grad * (1 - self * self).rsqrt())
+asin = _unary("asin", lambda self: np.arcsin(self), variants="function, method", inplace=True, complex_ok=True)
+asin.derivative(lambda grad, self: grad * _c((1 - self * self).rsqrt()))
 
-acos = _unary("acos", lambda self: np.arccos(self), variants="function, method", inplace=True)
-acos.derivative(lambda grad, self: -grad * (1 - self * self).rsqrt())
+acos = _unary("acos", lambda self: np.arccos(self), variants="function, method", inplace=True, complex_ok=True)
+acos.derivative(lambda grad, self: -grad * _c((1 - self * self).rsqrt()))
 
-atan = _unary("atan", lambda self: np.arctan(self), variants="function, method", inplace=True)
-atan.derivative(lambda grad, self: grad / (self * self + 1))
+atan = _unary("atan", lambda self: np.arctan(self), variants="function, method", inplace=True, complex_ok=True)
+atan.derivative(lambda grad, self: grad / _c(self * self + 1))
 
-sinh = _unary("sinh", lambda self: np.sinh(self), variants="function, method", inplace=True)
-sinh.derivative(lambda grad, self: grad * self.cosh())
+sinh = _unary("sinh", lambda self: np.sinh(self), variants="function, method", inplace=True, complex_ok=True)
+sinh.derivative(lambda grad, self: grad * _c(self.cosh()))
 
-cosh = _unary("cosh", lambda self: np.cosh(self), variants="function, method", inplace=True)
-cosh.derivative(lambda grad, self: grad * self.sinh())
+cosh = _unary("cosh", lambda self: np.cosh(self), variants="function, method", inplace=True, complex_ok=True)
+cosh.derivative(lambda grad, self: grad * _c(self.sinh()))
 
-tanh = _unary("tanh", lambda self: np.tanh(self), variants="function, method", inplace=True)
-tanh.derivative(lambda grad, result: grad * (1 - result * result))
+tanh = _unary("tanh", lambda self: np.tanh(self), variants="function, method", inplace=True, complex_ok=True)
+tanh.derivative(lambda grad, result: grad * _c(1 - result * result))
 
 
 def _sigmoid_kernel(self):
     # numerically stable for large |x| (the dispatcher hands in a floating point array)
+    if self.dtype.kind == "c":
+        return 1 / (1 + np.exp(-self))
     return np.exp(-np.logaddexp(0, -self))
 
 
 sigmoid = _unary("sigmoid", lambda self: _sigmoid_kernel(np.asarray(self)),
-                 variants="function, method", inplace=True)
-sigmoid.derivative(lambda grad, result: grad * result * (1 - result))
+                 variants="function, method", inplace=True, complex_ok=True)
+sigmoid.derivative(lambda grad, result: grad * _c(result * (1 - result)))
 
-relu = register("relu", POINTWISE, variants="function, method", inplace=True)(
+relu = register("relu", POINTWISE, variants="function, method", inplace=True,
+                complex_error="clamp is not supported for complex types")(
     lambda self: np.maximum(self, np.zeros((), dtype=np.asarray(self).dtype)))
 relu.derivative(lambda grad, result: grad * (result > 0))
 
@@ -791,25 +815,30 @@ def _(grad, self, approximate):
     return grad * (cdf + self * pdf)
 
 
-sign = register("sign", POINTWISE, variants="function, method", inplace=True)(lambda self: np.sign(self))
+sign = register("sign", POINTWISE, variants="function, method", inplace=True,
+                complex_error="Unlike NumPy, torch.sign is not intended to support complex numbers. "
+                              "Please use torch.sgn instead.")(lambda self: np.sign(self))
 sign.derivative(lambda grad: grad * 0)
 
-reciprocal = _unary("reciprocal", lambda self: np.reciprocal(self), variants="function, method", inplace=True)
-reciprocal.derivative(lambda grad, result: -grad * result * result)
+reciprocal = _unary("reciprocal", lambda self: np.reciprocal(self), variants="function, method", inplace=True, complex_ok=True)
+reciprocal.derivative(lambda grad, result: -grad * _c(result * result))
 
-square = register("square", POINTWISE, variants="function, method", inplace=True)(
+square = register("square", POINTWISE, variants="function, method", inplace=True, complex_ok=True)(
     lambda self: np.square(self))
-square.derivative(lambda grad, self: grad * self * 2)
+square.derivative(lambda grad, self: grad * _c(self * 2))
 
-floor = register("floor", POINTWISE, variants="function, method", inplace=True)(
+floor = register("floor", POINTWISE, variants="function, method", inplace=True,
+               complex_error="floor is not supported for complex inputs")(
     lambda self: np.floor(self) if np.asarray(self).dtype.kind == "f" else np.asarray(self))
 floor.derivative(lambda grad: grad * 0)
 
-ceil = register("ceil", POINTWISE, variants="function, method", inplace=True)(
+ceil = register("ceil", POINTWISE, variants="function, method", inplace=True,
+               complex_error="ceil is not supported for complex inputs")(
     lambda self: np.ceil(self) if np.asarray(self).dtype.kind == "f" else np.asarray(self))
 ceil.derivative(lambda grad: grad * 0)
 
-trunc = register("trunc", POINTWISE, variants="function, method", inplace=True)(
+trunc = register("trunc", POINTWISE, variants="function, method", inplace=True,
+               complex_error="trunc is not supported for complex inputs")(
     lambda self: np.trunc(self) if np.asarray(self).dtype.kind == "f" else np.asarray(self))
 trunc.derivative(lambda grad: grad * 0)
 
@@ -826,7 +855,8 @@ frac = register("frac", POINTWISE, variants="function, method", inplace=True)(
 frac.derivative(lambda grad: grad)
 
 
-@register("clamp", POINTWISE, operands=("self", "min", "max"), variants="function, method", inplace=True)
+@register("clamp", POINTWISE, operands=("self", "min", "max"), variants="function, method", inplace=True,
+          complex_error="clamp is not supported for complex types")
 @quiet
 def clamp(self, min=None, max=None):
     if min is None and max is None:
@@ -867,7 +897,7 @@ def _check_bool_mask(dtype, what):
                            "(e.g. `x > 0`) or convert it with .bool()")
 
 
-@register("where", POINTWISE, operands=("self", "other"), variants="function")
+@register("where", POINTWISE, complex_ok=True, operands=("self", "other"), variants="function")
 @quiet
 def where(condition, self, other):
     _check_bool_mask(np.asarray(condition).dtype, "where(): the condition")
@@ -892,7 +922,7 @@ def _check_fill_value(value):
                            f"with {len(np.shape(value))} dimension(s).")
 
 
-@register("masked_fill", POINTWISE, dtype_rule=KEEP, variants="function, method", inplace=True)
+@register("masked_fill", POINTWISE, complex_ok=True, dtype_rule=KEEP, variants="function, method", inplace=True)
 @quiet
 def masked_fill(self, mask, value):
     _check_bool_mask(np.asarray(mask).dtype, "masked_fill(): the mask")
@@ -928,19 +958,19 @@ def _cmp(name, kernel, **declaration):
                     **declaration)(kernel)
 
 
-eq = _cmp("eq", _binary_kernel(np.equal))
-ne = _cmp("ne", _binary_kernel(np.not_equal))
+eq = _cmp("eq", _binary_kernel(np.equal), complex_ok=True)
+ne = _cmp("ne", _binary_kernel(np.not_equal), complex_ok=True)
 lt = _cmp("lt", _binary_kernel(np.less))
 le = _cmp("le", _binary_kernel(np.less_equal))
 gt = _cmp("gt", _binary_kernel(np.greater))
 ge = _cmp("ge", _binary_kernel(np.greater_equal))
-logical_not = _cmp("logical_not", lambda self: np.logical_not(self), inplace=True)
-logical_and = _cmp("logical_and", _binary_kernel(np.logical_and))
-logical_or = _cmp("logical_or", _binary_kernel(np.logical_or))
-logical_xor = _cmp("logical_xor", _binary_kernel(np.logical_xor))
-isnan = _cmp("isnan", lambda self: np.isnan(self))
-isinf = _cmp("isinf", lambda self: np.isinf(self))
-isfinite = _cmp("isfinite", lambda self: np.isfinite(self))
+logical_not = _cmp("logical_not", lambda self: np.logical_not(self), inplace=True, complex_ok=True)
+logical_and = _cmp("logical_and", _binary_kernel(np.logical_and), complex_ok=True)
+logical_or = _cmp("logical_or", _binary_kernel(np.logical_or), complex_ok=True)
+logical_xor = _cmp("logical_xor", _binary_kernel(np.logical_xor), complex_ok=True)
+isnan = _cmp("isnan", lambda self: np.isnan(self), complex_ok=True)
+isinf = _cmp("isinf", lambda self: np.isinf(self), complex_ok=True)
+isfinite = _cmp("isfinite", lambda self: np.isfinite(self), complex_ok=True)
 signbit = _cmp("signbit", lambda self: np.signbit(self))
 
 

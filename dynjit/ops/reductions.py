@@ -9,6 +9,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from .complex_ops import conj_if_complex
 from .. import _dtype
 from .registry import register, REDUCTION, NONE_DIM_REDUCES_ALL, linear_jvp
 from .pointwise import where
@@ -44,7 +45,7 @@ def _acc_dtype(x, dtype):
     return np.int64 if x.dtype.kind in "biu" else x.dtype
 
 
-@register("sum", REDUCTION, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
+@register("sum", REDUCTION, complex_ok=True, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
 def sum_op(self, dim=None, keepdim=False, dtype=None):
     # np.add.reduce skips np.sum's Python wrapper (half the cost on small tensors)
     out = _acc_dtype(self, dtype)
@@ -73,7 +74,7 @@ def _sum_to_size_axes(shape, size):
     return axes if axes or not size else None
 
 
-@register("sum_to_size", REDUCTION, variants="method", varargs="size")
+@register("sum_to_size", REDUCTION, complex_ok=True, variants="method", varargs="size")
 def sum_to_size(self, size):
     size = tuple(size)
     axes = _sum_to_size_axes(self.shape, size)
@@ -97,10 +98,10 @@ def _(self, size):
     return size, accumulate_dtype(self.dtype)
 
 
-@register("mean", REDUCTION, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
+@register("mean", REDUCTION, complex_ok=True, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
 def mean(self, dim=None, keepdim=False, dtype=None):
     x = np.asarray(self)
-    if dtype is None and x.dtype.kind not in "f":
+    if dtype is None and x.dtype.kind not in "fc":
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: {_dtype.from_numpy_dtype(x.dtype).name}")
     out = x.dtype if dtype is None else _dtype.to_dtype(dtype).np
@@ -127,13 +128,13 @@ def _(grad, self_shape, dim, keepdim):
 
 @mean.meta_fn
 def _(self, dim, keepdim, dtype):
-    if dtype is None and not self.dtype.is_floating_point:
+    if dtype is None and self.dtype._category < 2:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: {self.dtype.name}")
     return reduced_shape(self.shape, dim, keepdim), _dtype.to_dtype(dtype) if dtype is not None else self.dtype
 
 
-@register("prod", REDUCTION, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
+@register("prod", REDUCTION, complex_ok=True, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
 def prod(self, dim=None, keepdim=False, dtype=None):
     return np.prod(self, axis=_np_axis(self, dim), keepdims=keepdim, dtype=_acc_dtype(self, dtype))
 
@@ -145,7 +146,7 @@ def _(grad, self, dim, keepdim):
     g = _unreduce(grad, self.shape, dim, keepdim)
     if self.ndim == 0:
         return g
-    return g * _prod_of_others(self, normalize_dims(dim, self.ndim))
+    return g * conj_if_complex(_prod_of_others(self, normalize_dims(dim, self.ndim)))
 
 
 prod.meta_fn(sum_op._meta)
@@ -562,12 +563,12 @@ def _(self, p, dim, keepdim):
     return reduced_shape(self.shape, dim, keepdim), self.dtype
 
 
-@register("all", REDUCTION, differentiable=False, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
+@register("all", REDUCTION, complex_ok=True, differentiable=False, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
 def all_op(self, dim=None, keepdim=False):
     return np.all(self, axis=_np_axis(self, dim), keepdims=keepdim)
 
 
-@register("any", REDUCTION, differentiable=False, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
+@register("any", REDUCTION, complex_ok=True, differentiable=False, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
 def any_op(self, dim=None, keepdim=False):
     return np.any(self, axis=_np_axis(self, dim), keepdims=keepdim)
 
@@ -580,7 +581,7 @@ def _(self, dim, keepdim):
 any_op.meta_fn(all_op._meta)
 
 
-@register("cumsum", REDUCTION, variants="function, method")
+@register("cumsum", REDUCTION, complex_ok=True, variants="function, method")
 def cumsum(self, dim, dtype=None):
     x = np.asarray(self)
     if x.ndim == 0:
@@ -602,7 +603,7 @@ def _(grad, self, dim):
     return grad.flip([dim]).cumsum(dim).flip([dim])
 
 
-@register("cumprod", REDUCTION, variants="function, method")
+@register("cumprod", REDUCTION, complex_ok=True, variants="function, method")
 def cumprod(self, dim, dtype=None):
     x = np.asarray(self)
     if x.ndim == 0:
@@ -630,6 +631,14 @@ def _(grad, self, dim, result):
     """
     if self.ndim == 0:
         return grad
+    if self.is_complex():
+        # the formula is linear in grad with products of x as coefficients: conj(D(conj(grad)))
+        # conjugates the coefficients, as the complex convention wants (see complex_ops)
+        return conj_if_complex(_cumprod_backward_real(conj_if_complex(grad), self, dim, result))
+    return _cumprod_backward_real(grad, self, dim, result)
+
+
+def _cumprod_backward_real(grad, self, dim, result):
     if _grad_state.enabled:
         return _cumprod_backward_quadratic(grad, self, dim)
     zero = self == 0

@@ -49,6 +49,11 @@ from it (no layer keeps its own list of op names)::
   see metadata.py).
 - `aliases_input=True`: the output shares storage and version counter with
   input 0 without being a view (`detach`).
+- `complex_ok`: the op takes complex tensors (views, factories, matmul-like and
+  in-place ops do by default: an in-place op follows its functional op); an op
+  that does not raises PyTorch's error for them, `complex_error` (a message, or a
+  function of the dtype returning the exception) when it is not the default
+  '"<op>_cpu" not implemented for 'ComplexFloat''.
 - `operand_check`: for a pointwise op, a function of the kernel's arguments
   that raises the errors depending on the operands' own dtypes; the dispatcher
   calls it before it converts the operands to the computation dtype (addcdiv:
@@ -58,7 +63,7 @@ import inspect
 
 from .dispatch import dispatch, install
 from .vocab import (POINTWISE, REDUCTION, VIEW, INPLACE, EXTERN, FACTORY, OTHER, KINDS,  # noqa: F401
-                    PROMOTE, FLOAT, BOOL, KEEP, FUNCTION, METHOD, VARIANTS, RANDOM,
+                    PROMOTE, FLOAT, BOOL, KEEP, REAL, REAL_FLOAT, FUNCTION, METHOD, VARIANTS, RANDOM,
                     NONE_DIM_REDUCES_ALL, COMPUTE_BOUND, TAGS)
 
 registry = {}
@@ -70,7 +75,7 @@ class OpDef:
     def __init__(self, name, kernel, kind, dtype_rule=PROMOTE, tensor_lists=(),
                  differentiable=True, meta=None, nondiff_outputs=(), operands=None, variants="",
                  tags=(), varargs=None, wraps_scalar=None, dim_overload=None, inplace_views=(),
-                 aliases_input=False, operand_check=None):
+                 aliases_input=False, operand_check=None, complex_ok=None, complex_error=None):
         if kind not in KINDS:
             raise ValueError(f"unknown op kind {kind!r}")
         if isinstance(variants, str):
@@ -121,6 +126,11 @@ class OpDef:
         # pointwise ops: a check of the operands as given (before the dispatcher converts them
         # to the computation dtype), for errors that depend on the operands' own dtypes
         self.operand_check = operand_check
+        # complex tensors: views, factories and matmul-like ops take them; other ops declare
+        # complex_ok=True, or refuse them with PyTorch's error (complex_error: a message or a
+        # function of the dtype giving the exception; default '"<op>_cpu" not implemented')
+        self.complex_ok = complex_ok if complex_ok is not None else kind in (VIEW, FACTORY, EXTERN, INPLACE)
+        self.complex_error = complex_error
 
     def __repr__(self):
         return f"dynjit.ops.{self.name}"

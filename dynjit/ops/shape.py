@@ -217,7 +217,7 @@ def _index_error(e, ndim):
 getitem.derivative(lambda grad, self_shape, index: index_backward(grad, self_shape, index, False))
 
 
-@register("index", OTHER, tensor_lists=("indices",))
+@register("index", OTHER, complex_ok=True, tensor_lists=("indices",))
 def index(self, indices):
     """Advanced indexing (integer/bool tensors or lists among the indices): a copy."""
     try:
@@ -245,7 +245,7 @@ def _(self, indices):
     return describe(dummy(self)[tuple(idx)])
 
 
-@register("index_backward", OTHER, tensor_lists=("index",))
+@register("index_backward", OTHER, complex_ok=True, tensor_lists=("index",))
 def index_backward(grad, shape, index, accumulate):
     """Scatter `grad` into zeros of `shape` at `index` (the gradient of indexing)."""
     out = np.zeros(tuple(shape), dtype=np.asarray(grad).dtype)
@@ -269,7 +269,7 @@ def _(grad, shape, index, accumulate):
     return tuple(shape), grad.dtype
 
 
-@register("index_put", OTHER, tensor_lists=("indices",), variants="function, method", inplace=True)
+@register("index_put", OTHER, complex_ok=True, tensor_lists=("indices",), variants="function, method", inplace=True)
 def index_put(self, indices, values, accumulate=False):
     out = np.array(self, copy=True)
     idx = tuple(indices)
@@ -374,7 +374,7 @@ def _promote_all(dtypes):
     return out
 
 
-@register("cat", OTHER, tensor_lists=("tensors",), variants="function")
+@register("cat", OTHER, complex_ok=True, tensor_lists=("tensors",), variants="function")
 def cat(tensors, dim=0):
     arrays = [np.asarray(a) for a in tensors]
     shape = cat_shape([a.shape for a in arrays], dim)
@@ -422,7 +422,7 @@ def stack_shape(shapes, dim):
     return shapes[0][:d] + (len(shapes),) + shapes[0][d:]
 
 
-@register("stack", OTHER, tensor_lists=("tensors",), variants="function")
+@register("stack", OTHER, complex_ok=True, tensor_lists=("tensors",), variants="function")
 def stack(tensors, dim=0):
     arrays = [np.asarray(a) for a in tensors]
     shape = stack_shape([a.shape for a in arrays], dim)
@@ -441,7 +441,7 @@ def _(grad, tensors, dim):
     return (list(grad.unbind(dim)),)
 
 
-@register("clone", OTHER, variants="function, method")
+@register("clone", OTHER, complex_ok=True, variants="function, method")
 def clone(self, memory_format=None):
     return np.array(self, copy=True)
 
@@ -451,9 +451,16 @@ clone.derivative(lambda grad: grad)
 clone.meta_fn(lambda self, memory_format=None: same_as(self))
 
 
-@register("to_dtype", OTHER)
+@register("to_dtype", OTHER, complex_ok=True)
 def to_dtype(self, dtype):
-    return np.asarray(self).astype(_dtype.to_dtype(dtype).np)
+    self = np.asarray(self)
+    target = _dtype.to_dtype(dtype).np
+    if self.dtype.kind == "c" and target.kind != "c":
+        import warnings
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
+                      stacklevel=2)
+        self = self.real
+    return self.astype(target)
 
 
 to_dtype.jvp(linear_jvp(to_dtype))     # forward mode
@@ -461,7 +468,7 @@ to_dtype.derivative(lambda grad: grad)
 to_dtype.meta_fn(lambda self, dtype: same_as(self, _dtype.to_dtype(dtype)))
 
 
-@register("contiguous_copy", OTHER)
+@register("contiguous_copy", OTHER, complex_ok=True)
 def contiguous_copy(self):
     return np.array(self, copy=True, order="C")
 
@@ -471,7 +478,7 @@ contiguous_copy.derivative(lambda grad: grad)
 contiguous_copy.meta_fn(same_as)
 
 
-@register("flip", OTHER, variants="method", varargs="dims")
+@register("flip", OTHER, complex_ok=True, variants="method", varargs="dims")
 def flip(self, dims):
     axes = normalize_dims(tuple(dims), self.ndim) if self.ndim else ()
     return np.flip(self, axis=axes).copy() if axes else np.array(self, copy=True)
@@ -500,7 +507,7 @@ def _check_roll(shifts, dims, ndim):
     normalize_dims(dims, ndim)
 
 
-@register("roll", OTHER, variants="function, method")
+@register("roll", OTHER, complex_ok=True, variants="function, method")
 def roll(self, shifts, dims=None):
     _check_roll(shifts, dims, self.ndim)
     if dims is None:
@@ -532,7 +539,7 @@ def repeat_shape(shape, repeats):
     return tuple(s * r for s, r in zip(padded, repeats))
 
 
-@register("repeat", OTHER, variants="method", varargs="repeats")
+@register("repeat", OTHER, complex_ok=True, variants="method", varargs="repeats")
 def repeat(self, repeats):
     shape = repeat_shape(self.shape, repeats)
     return np.tile(self, tuple(repeats)).reshape(shape)
@@ -560,7 +567,7 @@ def _check_matrix(name, ndim):
         raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions, got {ndim}")
 
 
-@register("tril", OTHER, variants="function, method", inplace=True)
+@register("tril", OTHER, complex_ok=True, variants="function, method", inplace=True)
 def tril(self, diagonal=0):
     _check_matrix("tril", self.ndim)
     return np.tril(self, diagonal)
@@ -576,7 +583,7 @@ tril.jvp(linear_jvp(tril))     # forward mode
 tril.derivative(lambda grad, diagonal: grad.tril(diagonal))
 
 
-@register("triu", OTHER, variants="function, method", inplace=True)
+@register("triu", OTHER, complex_ok=True, variants="function, method", inplace=True)
 def triu(self, diagonal=0):
     _check_matrix("triu", self.ndim)
     return np.triu(self, diagonal)
@@ -626,7 +633,7 @@ def _bounds_checked(fn, *args):
         raise IndexError(str(e).replace("axis", "dimension")) from None
 
 
-@register("gather", OTHER, variants="function, method")
+@register("gather", OTHER, complex_ok=True, variants="function, method")
 def gather(self, dim, index):
     x, idx = np.asarray(self), np.asarray(index)
     d = _check_index_tensor("gather", x.shape, dim, idx.shape, idx.dtype)
@@ -670,7 +677,7 @@ def _scatter_into(name, self, dim, index, src, accumulate):
     return out
 
 
-@register("scatter_add", OTHER, variants="function, method", inplace=True)
+@register("scatter_add", OTHER, complex_ok=True, variants="function, method", inplace=True)
 def scatter_add(self, dim, index, src):
     return _scatter_into("scatter_add", self, dim, index, np.asarray(src), True)
 
@@ -687,7 +694,7 @@ def _(grad, dim, index, src_shape):
     return grad, None, None, _pad_to(grad.gather(dim, index), src_shape)
 
 
-@register("scatter", OTHER, variants="function, method", inplace=True)
+@register("scatter", OTHER, complex_ok=True, variants="function, method", inplace=True)
 def scatter(self, dim, index, src):
     return _scatter_into("scatter", self, dim, index, src, False)
 
@@ -722,7 +729,7 @@ def _index_select_shape(shape, dim, index_shape, index_dtype):
     return tuple(shape[:d]) + (n,) + tuple(shape[d + 1:])
 
 
-@register("index_select", OTHER, variants="function, method")
+@register("index_select", OTHER, complex_ok=True, variants="function, method")
 def index_select(self, dim, index):
     idx = np.asarray(index)
     shape = _index_select_shape(np.shape(self), dim, idx.shape, idx.dtype)
@@ -773,7 +780,7 @@ def _(self, num_classes):
     return tuple(self.shape) + (num_classes,), _dtype.int64
 
 
-@register("nonzero", OTHER, differentiable=False, variants="function, method")
+@register("nonzero", OTHER, complex_ok=True, differentiable=False, variants="function, method")
 def nonzero(self):
     """Indices of the nonzero elements, one row per element: shape (count, ndim)."""
     return np.argwhere(np.asarray(self)).astype(np.int64)
@@ -784,7 +791,7 @@ def _(self):
     raise DataDependentOutputError("nonzero: the number of rows is the number of nonzero elements")
 
 
-@register("masked_select", OTHER, variants="function, method")
+@register("masked_select", OTHER, complex_ok=True, variants="function, method")
 def masked_select(self, mask):
     _check_bool(np.asarray(mask).dtype, "masked_select")
     x, m = np.broadcast_arrays(np.asarray(self), np.asarray(mask))
@@ -834,7 +841,7 @@ def _check_broadcast_to(src_shape, shape):
                            f"destination's shape {list(shape)}")
 
 
-@register("copy", OTHER, variants="function", inplace=True)
+@register("copy", OTHER, complex_ok=True, variants="function", inplace=True)
 def copy(self, src):
     """The functional form of copy_: `src` broadcast to self's shape in self's dtype."""
     _check_broadcast_to(np.shape(src), np.shape(self))
@@ -857,7 +864,7 @@ def _check_fill_value(value):
         raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {ndim} dimensions.")
 
 
-@register("fill", OTHER, variants="function", inplace=True)
+@register("fill", OTHER, complex_ok=True, variants="function", inplace=True)
 def fill(self, value):
     _check_fill_value(value)
     return np.full(np.shape(self), value, dtype=np.asarray(self).dtype)
@@ -873,7 +880,7 @@ fill.derivative(lambda grad: (None, grad.sum()))
 fill.jvp(lambda tangents, result, self, value: tangents[1])   # a 0-d value's tangent, expanded
 
 
-@register("zero", OTHER, variants="function", inplace=True)
+@register("zero", OTHER, complex_ok=True, variants="function", inplace=True)
 def zero(self):
     return np.zeros_like(self)
 
@@ -903,7 +910,7 @@ def _(grad, self_shape, offset, dim1, dim2):
     return diagonal_backward(grad, self_shape, offset, dim1, dim2)
 
 
-@register("diagonal_backward", OTHER)
+@register("diagonal_backward", OTHER, complex_ok=True)
 def diagonal_backward(grad, shape, offset, dim1, dim2):
     out = np.zeros(shape, dtype=np.asarray(grad).dtype)
     d1, d2 = dim1 % len(shape), dim2 % len(shape)

@@ -14,6 +14,8 @@ PROMOTE = "promote"          # PyTorch promotion of all operands
 FLOAT = "float"              # promote, then integers/bool become the default float
 BOOL = "bool"                # comparisons and logical ops
 KEEP = "keep"                # dtype of the first tensor argument
+REAL = "real"                # promote; a complex result is its real dtype (abs)
+REAL_FLOAT = "real_float"    # as FLOAT; a complex result is its real dtype (angle)
 
 # variants: the public entries generated from an op
 FUNCTION = "function"        # dynjit.<name>

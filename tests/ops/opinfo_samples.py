@@ -111,7 +111,7 @@ def materialize(sample, requires_grad=False):
             arr = value.arr if isinstance(value, C) else value
             data, view, grad = np.array(arr, copy=True), (lambda t: t), not isinstance(value, C)
         t = dynjit.from_numpy(data)
-        if requires_grad and grad and t.dtype.is_floating_point:
+        if requires_grad and grad and (t.dtype.is_floating_point or t.dtype.is_complex):
             t.requires_grad_(True)
         leaves.append(t)
         index = len(leaves) - 1
@@ -137,9 +137,12 @@ def materialize(sample, requires_grad=False):
 
 
 def all_float64(out):
-    """Every floating output is float64 (finite differences need it)."""
+    """Every floating output is float64, every complex one complex128 (finite differences
+    need them)."""
     if isinstance(out, (tuple, list)):
         return all(all_float64(o) for o in out)
+    if out.dtype.is_complex:
+        return out.dtype is dynjit.complex128
     return not out.dtype.is_floating_point or out.dtype is dynjit.float64
 
 
@@ -503,3 +506,20 @@ add("detach", S(r(2, 3)), S(NC(r(3, 2))), S(ints(2)))
 add("view_scatter", S(r(4, 3), r(2, 3), ((R["narrow"], (0, 1, 2), None),)),
     S(r(3, 4), r(3), ((R["select"], (1, 2), None),)),
     S(r(2, 3), r(2), ((R["unbind"], (1,), 1),)))
+
+# -- complex numbers (complex128 leaves require grad; gradcheck checks them as PyTorch does)
+
+
+def cplx(*shape):
+    return np.asarray(r(*shape) + 1j * r(*shape))
+
+
+add("real", S(cplx(2, 3)), S(r(3, 2)), S(NC(cplx(3, 2))))
+add("imag", S(cplx(2, 3)), S(NC(cplx(3, 2))), S(cplx()))
+add("view_as_real", S(cplx(2, 3)), S(cplx()))
+add("view_as_complex", S(r(3, 2)), S(r(2, 4, 2)))
+add("conj", S(cplx(2, 3)), S(r(3)), S(NC(cplx(3, 2))))
+add("sgn", S(cplx(2, 3)), S(away(3)), S(NC(cplx(2, 2))))
+add("angle", S(cplx(2, 3)), S(away(4)), S(NC(cplx(2, 2))))
+add("complex", S(r(2, 3), r(2, 3)), S(r(3, 1), r(4)))
+add("polar", S(pos(2, 3), r(2, 3)), S(pos(3), r(2, 3)))

@@ -711,6 +711,16 @@ def _check_multinomial(out, probs, num_samples, replacement=False):
             assert (w[row[:min(num_samples, int((w > 0).sum()))]] > 0).all()
 
 
+REFERENCE.update({
+    "real": np.real, "imag": np.imag, "conj": np.conj, "angle": np.angle,
+    "view_as_real": lambda a: np.stack([a.real, a.imag], axis=-1),
+    "view_as_complex": lambda a: a[..., 0] + 1j * a[..., 1],
+    "sgn": lambda a: np.where(a == 0, 0, a / np.where(a == 0, 1, np.abs(a))),
+    "complex": lambda re, im: re + 1j * im,
+    "polar": lambda mag, ang: mag * np.cos(ang) + 1j * mag * np.sin(ang),
+})
+
+
 PROPERTY = {"rand": _check_rand, "randn": _check_randn, "randint": _check_randint,
             "randperm": _check_randperm, "bernoulli": _check_bernoulli, "native_dropout": _check_dropout,
             "multinomial": _check_multinomial}
@@ -738,8 +748,9 @@ def _assert_close(result, expected, where):
     if got.dtype == np.bool_ or expected.dtype == np.bool_:
         np.testing.assert_array_equal(got, expected, err_msg=where)
         return
-    tol = 1e-12 if got.dtype == np.float64 else 1e-5
-    np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
+    tol = 1e-12 if got.dtype in (np.float64, np.complex128) else 1e-5
+    wide = np.complex128 if np.iscomplexobj(got) or np.iscomplexobj(expected) else np.float64
+    np.testing.assert_allclose(got.astype(wide), expected.astype(wide),
                                rtol=tol * 100, atol=tol, equal_nan=True, err_msg=where)
 
 
@@ -796,6 +807,7 @@ def test_inplace_equals_out_of_place_and_bumps_version(name):
         out = op(*args, **kwargs)
         assert out is self, f"{name} must return its input"
         assert self._version == before + 1, f"{name} must bump the version counter"
-        np.testing.assert_allclose(self.numpy().astype(np.float64),
-                                   expected.numpy().astype(self.dtype.np).astype(np.float64),
+        wide = np.complex128 if self.dtype.is_complex else np.float64
+        np.testing.assert_allclose(self.numpy().astype(wide),
+                                   expected.numpy().astype(self.dtype.np).astype(wide),
                                    rtol=1e-12, atol=1e-12, equal_nan=True, err_msg=f"{name}{sample}")
