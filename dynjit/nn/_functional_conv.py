@@ -349,3 +349,8 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     out = adaptive_max_pool2d_with_indices(input, output_size)
     return out if return_indices else out[0]
+
+
+from ._functional_pool import *  # noqa: E402,F401,F403  (max_unpool, lp_pool, fractional_max_pool)
+from . import _functional_pool  # noqa: E402
+__all__ += _functional_pool.__all__

@@ -699,6 +699,16 @@ def _mha_mask(mask, name, dtype):
     return mask
 
 
+def _mha_static(t, name, batch_heads, head_dim):
+    if t.ndim != 3:
+        raise AssertionError(f"expecting {name} to be 3-D (N * num_heads, S, head_dim), but got {t.ndim}-D")
+    if t.shape[0] != batch_heads:
+        raise AssertionError(f"expecting {name}.size(0) of {batch_heads}, but got {t.shape[0]}")
+    if t.shape[2] != head_dim:
+        raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got {t.shape[2]}")
+    return t
+
+
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
                                  in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight,
                                  out_proj_bias, training=True, key_padding_mask=None, need_weights=True,
@@ -709,8 +719,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     (L, E), (S, E)), as torch.nn.functional.multi_head_attention_forward. Returns the
     output (L, N, E) and, if need_weights, the attention weights (N, L, S) averaged over
     heads (or (N, H, L, S) when average_attn_weights is False)."""
-    if static_k is not None or static_v is not None:
-        raise NotImplementedError("multi_head_attention_forward: static_k/static_v are not supported by dynjit")
     batched = query.ndim == 3
     if query.ndim not in (2, 3):
         raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.ndim}-D "
@@ -763,6 +771,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         else:
             raise RuntimeError(f"attn_mask's dimension {attn_mask.ndim} is not supported")
     if bias_k is not None and bias_v is not None:
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
         k = _fn.cat([k, bias_k.reshape(1, 1, embed_dim).expand((1, bsz, embed_dim))])
         v = _fn.cat([v, bias_v.reshape(1, 1, embed_dim).expand((1, bsz, embed_dim))])
         attn_mask = None if attn_mask is None else pad(attn_mask, (0, 1))
@@ -771,8 +783,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         raise AssertionError("bias_k and bias_v must both be given or both be None")
     # (len, N, E) -> (N * heads, len, head_dim)
     q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    # static_k / static_v (N * heads, S, head_dim) replace the projected key / value
+    k = (k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None
+         else _mha_static(static_k, "static_k", bsz * num_heads, head_dim))
+    v = (v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None
+         else _mha_static(static_v, "static_v", bsz * num_heads, head_dim))
     if add_zero_attn:
         k = _fn.cat([k, _fn.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype)], 1)
         v = _fn.cat([v, _fn.zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype)], 1)

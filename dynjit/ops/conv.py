@@ -737,3 +737,6 @@ def _(input, output_size, kernel_size, dilation, padding, stride):
 @col2im.derivative
 def _(grad, kernel_size, dilation, padding, stride):
     return im2col(grad, kernel_size, dilation, padding, stride)
+
+
+from . import unpool  # noqa: E402,F401  (registers max_unpool and fractional_max_pool)
