@@ -170,7 +170,10 @@ def run_program(src, backend=None, calls=3, tag="p"):
                 "call": i,
                 "result": res,
                 "stdout": out.getvalue(),
-                "warnings": [(w.category.__name__, str(w.message)) for w in wlist],
+                # dynjit's own notices (a frame hit the recompile limit and now runs plain) are
+                # not the program's behaviour
+                "warnings": [(w.category.__name__, str(w.message)) for w in wlist
+                             if not str(w.message).startswith("dynjit:")],
                 "args": normalize(list(args)),
                 "globals": _globals_picture(ns, before),
                 "grad_mode": dynjit.is_grad_enabled(),
