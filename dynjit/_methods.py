@@ -433,3 +433,39 @@ def _gather(self, dim, index, *, sparse_grad=False):
 Tensor.gather = _gather
 # dynjit's tensors are all strided (dense): to_dense() is the tensor itself, as in PyTorch
 Tensor.to_dense = lambda self, dtype=None, *, masked_grad=None: self if dtype is None else self.to(dtype)
+
+
+def _unsafe_split_with_sizes(self, split_sizes, dim=0):
+    """PyTorch's unsafe_split_with_sizes: pieces that share self's memory but are not its
+    multi-output views, so each may be written in place. dynjit makes each piece a narrow
+    (a single-output view), whose in-place writes autograd follows correctly."""
+    d = dim % max(self.dim(), 1)
+    n = self.shape[d]
+    if sum(split_sizes) != n:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
+                           f"size at dimension {dim}), but got split_sizes={list(split_sizes)}")
+    pieces, start = [], 0
+    for size in split_sizes:
+        pieces.append(self.narrow(d, start, size))
+        start += size
+    return tuple(pieces)
+
+
+def _unsafe_split(self, split_size, dim=0):
+    n = self.shape[dim % max(self.dim(), 1)]
+    if split_size <= 0 and n:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+    sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else []) if n else [0]
+    return _unsafe_split_with_sizes(self, sizes, dim)
+
+
+def _unsafe_chunk(self, chunks, dim=0):
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    n = self.shape[dim % max(self.dim(), 1)]
+    return _unsafe_split(self, max(-(-n // chunks), 1), dim)
+
+
+Tensor.unsafe_split = _unsafe_split
+Tensor.unsafe_split_with_sizes = _unsafe_split_with_sizes
+Tensor.unsafe_chunk = _unsafe_chunk

@@ -60,6 +60,21 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     return dispatch(R["gather"], (input, dim, index), {})
 
 
+def unsafe_split(input, split_size, dim=0):
+    return input.unsafe_split(split_size, dim)
+
+
+def unsafe_split_with_sizes(input, split_sizes, dim=0):
+    return input.unsafe_split_with_sizes(split_sizes, dim)
+
+
+def unsafe_chunk(input, chunks, dim=0):
+    return input.unsafe_chunk(chunks, dim)
+
+
+__all__ += ["unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk"]
+
+
 concat = concatenate = globals()["cat"]
 true_divide = divide = globals()["div"]
 multiply = globals()["mul"]

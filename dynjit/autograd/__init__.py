@@ -8,7 +8,8 @@ import warnings
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..tensor import Tensor, Size
+from ..ops.registry import registry
 
 from . import graph
 from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,
@@ -134,7 +135,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if not inputs:
         raise ValueError("grad requires non-empty inputs.")
     if is_grads_batched:
-        raise NotImplementedError("is_grads_batched=True is not supported by dynjit")
+        return _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     if allow_unused is None:
         allow_unused = materialize_grads
     if materialize_grads and allow_unused is False:
@@ -168,6 +170,42 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             g = g.detach()
         result.append(g)
     return tuple(result)
+
+
+def _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
+    """grad(..., is_grads_batched=True): the first dimension of every grad_output is a batch,
+    and each input's gradient stacks the gradients for the batch's elements (PyTorch computes
+    them under vmap; the values are the same)."""
+    grad_outputs = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad requires one grad_output per output: got {len(grad_outputs)} "
+                           f"grad_outputs for {len(outputs)} outputs")
+    batch = None
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(g, Tensor):
+            raise RuntimeError("is_grads_batched=True needs a grad_output tensor (with a batch dimension) "
+                               f"for every output; grad_output[{i}] is {type(g).__name__}")
+        if g.dim() == 0 or tuple(g.shape[1:]) != tuple(out.shape):
+            # (PyTorch's message shows the shape of grad_output[i][0] without its first dimension)
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as "
+                "the batch dimension. The sizes of the remaining dimensions are expected to match the "
+                "shape of corresponding output, but a mismatch was detected: grad_output["
+                f"{i}] has a shape of {Size(g.shape[2:])} and output[{i}] has a shape of {Size(out.shape)}. "
+                "If you only want some tensors in `grad_output` to be considered batched, consider using vmap.")
+        if batch is not None and g.shape[0] != batch:
+            raise RuntimeError(f"is_grads_batched=True: grad_output[{i}] has a batch of {g.shape[0]}, "
+                               f"grad_output[0] one of {batch}")
+        batch = g.shape[0]
+    if retain_graph is None:
+        retain_graph = create_graph
+    per_element = [grad(outputs, inputs, [g[b] for g in grad_outputs],
+                        retain_graph=retain_graph or b < batch - 1, create_graph=create_graph,
+                        allow_unused=allow_unused, materialize_grads=materialize_grads)
+                   for b in range(batch)]
+    stack = registry["stack"]
+    return tuple(None if not per_element or any(p[i] is None for p in per_element)
+                 else stack([p[i] for p in per_element]) for i in range(len(inputs)))
 
 
 def Variable(data, requires_grad=False):

@@ -220,6 +220,14 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         raise NotImplementedError("You must implement the jvp function for custom autograd.Function "
                                   "to use it with forward mode AD.")
 
+    # PyTorch's vmap support declarations: no generated rule and no vmap rule by default
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        raise NotImplementedError("To use autograd.Function with vmap, you must either override the "
+                                  "vmap staticmethod or set generate_vmap_rule=True.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         # called by code a compiled frame runs natively: a user Function's forward compiles

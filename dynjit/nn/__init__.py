@@ -4,4 +4,5 @@ differentiate, and trace under dynjit.compile like any other tensor code."""
 from .parameter import Parameter
 from .modules import *  # noqa: F401,F403
 from .modules import Module
-from . import modules, functional, init, utils  # noqa: F401
+from . import modules, functional, init, utils, parallel  # noqa: F401
+from .parallel import DataParallel  # noqa: F401

@@ -130,4 +130,7 @@ def eager_set_(self, source):
     self._data = source._data
     self._version_counter = source._version_counter
     self._meta_ops = ()
+    # as in PyTorch, the tensor is a new leaf for autograd: graphs recorded before reach it
+    # through its old accumulator (a gradient edge taken earlier still works), not this one
+    self._accumulator = None
     return self

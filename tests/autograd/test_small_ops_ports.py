@@ -186,3 +186,166 @@ def test_parameter_resize():
         m.sum().backward()
         # the parameter now has 15 - i elements; each is used twice by cat
         assert asd.shape == (15 - i,) and asd.grad.tolist() == [2.0] * (15 - i)
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutograd.test_grad_to_node_set
+def test_grad_to_node_set():
+    x = dynjit.rand(2, requires_grad=True)
+    x_edge = dynjit.autograd.graph.get_gradient_edge(x)
+    out = x.clone()
+    # changing x's memory under no_grad makes it a new leaf for autograd
+    with dynjit.no_grad():
+        x.set_(dynjit.rand_like(x))
+    with pytest.raises(RuntimeError, match="to not have been used in the graph"):
+        dynjit.autograd.grad(out.sum(), x)
+    # the edge taken before still reaches the graph
+    (g,) = dynjit.autograd.grad(out.sum(), x_edge)
+    assert g.tolist() == [1.0, 1.0]
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutograd.test_custom_function_vmap_defaults
+def test_custom_function_vmap_defaults():
+    class MySquare(dynjit.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x ** 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            (x,) = inputs
+            ctx.save_for_backward(x)
+
+        @staticmethod
+        def backward(ctx, gO):
+            (x,) = ctx.saved_tensors
+            return gO * 2 * x
+
+    assert MySquare.generate_vmap_rule is False
+    assert hasattr(MySquare, "vmap")
+    with pytest.raises(NotImplementedError, match="override the vmap staticmethod or set generate_vmap_rule=True"):
+        MySquare.vmap(None, (0,), dynjit.ones(2))
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutograd.test_grad_batched_grad
+def test_grad_batched_grad():
+    x = dynjit.randn(2, 2, requires_grad=True)
+    out = x.clone()  # Size([2, 2])
+    batched_grad = dynjit.arange(3).expand(2, 2, 3).transpose(0, 2)  # Size([3, 2, 2])
+    (grad,) = dynjit.autograd.grad(out, (x,), (batched_grad,), is_grads_batched=True)
+    assert dynjit.equal(grad, dynjit.arange(3).expand(2, 2, 3).transpose(0, 2).to(dtype=grad.dtype))
+    # a grad_output without the batch dimension
+    grad_out = dynjit.ones(2, 2)
+    with pytest.raises(RuntimeError, match="If `is_grads_batched=True`, we interpret the first"):
+        dynjit.autograd.grad(outputs=out, grad_outputs=(grad_out,), inputs=(x,), is_grads_batched=True)
+
+    out = x.sum()  # Size([])
+    batched_grad = dynjit.arange(3)  # Size([3])
+    (grad,) = dynjit.autograd.grad(out, (x,), (batched_grad,), is_grads_batched=True)
+    assert dynjit.equal(grad, dynjit.arange(3).expand(2, 2, 3).transpose(0, 2).to(dtype=grad.dtype))
+    grad_out = dynjit.ones(2).unsqueeze(1)
+    with pytest.raises(RuntimeError, match="If `is_grads_batched=True`, we interpret the first"):
+        dynjit.autograd.grad(outputs=out, grad_outputs=(grad_out,), inputs=(x,), is_grads_batched=True)
+
+
+def test_batched_grad_of_several_outputs_and_an_unused_input():
+    x, y = dynjit.randn(2, 2, requires_grad=True), dynjit.randn(3, requires_grad=True)
+    gx, gy = dynjit.autograd.grad((x.sum(), (y * y).sum()), (x, y), (dynjit.arange(3.0), dynjit.ones(3)),
+                                  is_grads_batched=True)
+    np.testing.assert_array_equal(gx.numpy(), np.arange(3.0).reshape(3, 1, 1) * np.ones((3, 2, 2)))
+    np.testing.assert_allclose(gy.numpy(), np.broadcast_to(2 * y.detach().numpy(), (3, 3)))
+    gx, gy = dynjit.autograd.grad((x.sum(),), (x, y), (dynjit.arange(3.0),), is_grads_batched=True,
+                                  allow_unused=True)
+    assert gy is None and gx.shape == (3, 2, 2)
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutogradDeviceType.test_inplace_on_view_multi_output_unsafe
+def test_inplace_on_view_multi_output_unsafe():
+    for f in [
+        lambda t: t.unsafe_split(1),
+        lambda t: t.unsafe_split_with_sizes((1, 1, 1)),
+        lambda t: t.unsafe_chunk(3),
+    ]:
+        a = dynjit.randn(3, 3, requires_grad=True)
+        b = a + a
+        s1, s2, s3 = f(b)
+        s1.mul_(s2)                       # allowed: the pieces are not multi-output views
+        s1.sum().backward()
+        assert dynjit.equal(b[0], s1[0])  # the write went to b's memory
+        # d/da sum(2a0 * 2a1) = (4 a1, 4 a0, 0)
+        expected = np.stack([4 * a[1].detach().numpy(), 4 * a[0].detach().numpy(), np.zeros(3)])
+        np.testing.assert_allclose(a.grad.numpy(), expected, rtol=1e-6)
+
+
+def test_unsafe_split_pieces_and_errors():
+    assert [t.tolist() for t in dynjit.unsafe_split(dynjit.arange(5), 2)] == [[0, 1], [2, 3], [4]]
+    assert [t.tolist() for t in dynjit.unsafe_chunk(dynjit.arange(5), 3)] == [[0, 1], [2, 3], [4]]
+    with pytest.raises(RuntimeError, match=r"split_with_sizes expects split_sizes to sum exactly to 5"):
+        dynjit.arange(5).unsafe_split_with_sizes([1, 2])
+
+
+# -- DataParallel on the CPU ----------------------------------------------------------
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_checkpointing_without_reentrant_dataparallel
+def test_checkpointing_without_reentrant_dataparallel():
+    import copy
+    from dynjit.utils.checkpoint import checkpoint
+
+    class LinearModule(dynjit.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = dynjit.nn.Linear(2, 2, bias=False)
+
+        def forward(self, inp):
+            return self.linear(inp)
+
+    a = dynjit.randn(2, 2, requires_grad=True)
+    model = LinearModule()
+    b = copy.deepcopy(model)(a).sum()
+    b.backward()
+    b_grad = a.grad
+    a.grad = None
+    module = dynjit.nn.DataParallel(copy.deepcopy(model))
+    c = checkpoint(module, a, use_reentrant=False).sum()
+    c.backward()
+    c_grad = a.grad
+    assert dynjit.equal(b_grad, c_grad)
+
+
+# ports: 002_7f98adb56adba91b.txt TestMultithreadAutograd.test_dataparallel_saved_tensors_hooks
+def test_dataparallel_saved_tensors_hooks():
+    import warnings
+
+    def pack(x):
+        warnings.warn("pack")
+        return x
+
+    seen = []
+
+    class Model(dynjit.nn.Module):
+        def forward(self, x):
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                y = x * x
+                # without several accelerators DataParallel runs forward in this thread: the hooks run
+                seen.append(len(w))
+
+    x = dynjit.ones(5, 5, requires_grad=True)
+    model = dynjit.nn.DataParallel(Model())
+    with dynjit.autograd.graph.saved_tensors_hooks(pack, lambda x: x):
+        model(x)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            y = x * x
+            assert len(w) > 0
+    assert seen and seen[0] > 0
+
+
+def test_data_parallel_is_the_module_on_the_cpu():
+    inner = dynjit.nn.Linear(2, 2)
+    dp = dynjit.nn.DataParallel(inner)
+    assert dp.module is inner and dp.device_ids == []
+    assert list(dp.state_dict()) == ["module.weight", "module.bias"]
+    x = dynjit.randn(3, 2)
+    assert dynjit.equal(dp(x), inner(x))
+    with pytest.raises(RuntimeError, match="dynjit does not have"):
+        dynjit.nn.DataParallel(inner, device_ids=[0, 1])
