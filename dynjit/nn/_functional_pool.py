@@ -5,7 +5,7 @@ max_unpool and fractional_max_pool call the registered ops in dynjit/ops/unpool.
 pooling is PyTorch's composite of avg_pool (or max_pool for an infinite norm)."""
 import numpy as np
 
-from .. import functional as _fn
+from .. import functional as _fn, _dtype
 from ._functional_conv import (_op, _ntuple, _batched, _unbatch, _check_tensors, avg_pool1d, avg_pool2d,
                                avg_pool3d, max_pool1d, max_pool2d, max_pool3d)
 
@@ -127,7 +127,7 @@ def _fractional(nd, name, input, kernel_size, output_size, output_ratio, _random
         output_size = tuple(int(input.shape[input.ndim - nd + d] * ratio[d]) for d in range(nd))
     output_size = _ntuple(output_size, nd, "output_size", name, name)
     if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"{name}\" not implemented for '{input.dtype.name}'")
+        raise NotImplementedError(f"\"{name}\" not implemented for '{_dtype.scalar_type_name(input.dtype)}'")
     x, added = _batched(input, nd, name)
     if _random_samples is None:
         _random_samples = _fn.rand((x.shape[0], x.shape[1], nd), dtype=input.dtype)

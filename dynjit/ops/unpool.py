@@ -33,9 +33,9 @@ def unpool_shape(shape, idx_shape, idx_dtype, dtype, output_size):
         raise RuntimeError(f"Input to {name} should be a {nd + 1}d or {nd + 2}d Tensor, but got a tensor with "
                            f"{len(shape)} dimensions.")
     if not dtype.is_floating_point:
-        raise NotImplementedError(f"\"max_unpool{nd}d\" not implemented for '{dtype.name}'")
+        raise NotImplementedError(f"\"max_unpool{nd}d\" not implemented for '{_dtype.scalar_type_name(dtype)}'")
     if idx_dtype is not _dtype.int64:
-        raise RuntimeError(f"elements in indices should be type int64 but got: {idx_dtype.name}")
+        raise RuntimeError(f"elements in indices should be type int64 but got: {_dtype.scalar_type_name(idx_dtype)}")
     if tuple(idx_shape) != shape:
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(shape)}) "
                            f"but got indices tensor with shape: {list(idx_shape)}")
@@ -54,14 +54,14 @@ def max_unpool(input, indices, output_size):
     shape = unpool_shape(x.shape, idx.shape, _dt(idx), _dt(x), output_size)
     n, c = shape[:2]
     plane = _prod(output_size)
-    flat = idx.reshape(n, c, -1)
+    flat = idx.reshape(n, c, _prod(idx.shape[2:]))
     bad = (flat < 0) | (flat >= plane)
     if bad.any():
         last = flat.reshape(-1)[np.flatnonzero(bad.reshape(-1))[-1]]
         raise RuntimeError(f"Found an invalid max index: {int(last)} (output volumes are of size "
                            f"{_fmt(output_size, 'x')}")
     out = np.zeros((n, c, plane), dtype=x.dtype)
-    np.put_along_axis(out, flat, x.reshape(n, c, -1), axis=2)
+    np.put_along_axis(out, flat, x.reshape(flat.shape), axis=2)
     return out.reshape(shape)
 
 
@@ -73,7 +73,7 @@ def _(input, indices, output_size):
 @max_unpool.derivative
 def _(grad, indices):
     n, c = indices.shape[:2]
-    picked = grad.reshape([n, c, -1]).gather(2, indices.reshape([n, c, -1]))
+    picked = grad.reshape([n, c, _prod(grad.shape[2:])]).gather(2, indices.reshape([n, c, _prod(indices.shape[2:])]))
     return picked.reshape(list(indices.shape)), None
 
 
@@ -87,7 +87,7 @@ def fractional_shape(shape, kernel_size, output_size, samples_shape, samples_dty
     if len(shape) != nd + 2:
         raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: {list(shape)}")
     if not dtype.is_floating_point:
-        raise NotImplementedError(f"\"{name}\" not implemented for '{dtype.name}'")
+        raise NotImplementedError(f"\"{name}\" not implemented for '{_dtype.scalar_type_name(dtype)}'")
     for d in range(1, len(shape)):
         if shape[d] == 0:
             raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but "
@@ -146,14 +146,14 @@ def fractional_max_pool(input, kernel_size, output_size, random_samples):
     strides = [_prod(in_sizes[d + 1:]) for d in range(nd)]
     base = sum(s * st for s, st in zip(starts, strides))                    # (N, C, *out) flat window starts
     base = np.broadcast_to(base, shape)
-    planes = x.reshape(n, c, -1)
+    planes = x.reshape(n, c, _prod(in_sizes))
     best = np.full(shape, _lowest(x.dtype), dtype=x.dtype)
     index = base.copy()
     if _prod(shape) == 0:
         return best, index
     for offset in itertools.product(*(range(k) for k in kernel_size)):
         pos = base + sum(j * st for j, st in zip(offset, strides))
-        v = np.take_along_axis(planes, pos.reshape(n, c, -1), axis=2).reshape(shape)
+        v = np.take_along_axis(planes, pos.reshape(n, c, _prod(out_sizes)), axis=2).reshape(shape)
         take = (v > best) | np.isnan(v)         # as PyTorch: a later value when larger or NaN
         np.copyto(best, v, where=take)
         np.copyto(index, pos, where=take)
