@@ -288,6 +288,20 @@ def make_fx(fn, decomposition_table=None, tracing_mode="real", *, pre_dispatch=F
 
     def wrapped(*args):
         leaves, spec = tree_flatten(args)
+        if not any(is_traceable_number(v) for v in leaves):
+            return trace(leaves, spec, False)
+        from .. import random as _random
+        state = _random.get_rng_state()
+        try:
+            return trace(leaves, spec, True)
+        except Exception as e:
+            failure = f"tracing with it as a number raised {type(e).__name__}: {e}"
+        # Python code that does not take a traced number for a number: plain numbers, all
+        # checked by the graph (an error of the function itself raises again)
+        _random.set_rng_state(state)
+        return trace(leaves, spec, False, failure)
+
+    def trace(leaves, spec, trace_numbers, failure=None):
         _, _, arg_specs = spec
         nested = any(s is not None for s in arg_specs)
         tracer = GraphTracer()
@@ -306,7 +320,10 @@ def make_fx(fn, decomposition_table=None, tracing_mode="real", *, pre_dispatch=F
                 leaf = copy
             elif is_traceable_number(leaf):
                 number_inputs[i] = node
-                leaf = tracer.numbers.input(leaf, node, i)
+                if trace_numbers:
+                    leaf = tracer.numbers.input(leaf, node, i)
+                else:
+                    tracer.numbers.specialized[i] = failure
             traced_leaves.append(leaf)
         traced_args = tree_unflatten(spec, traced_leaves)
         try:
