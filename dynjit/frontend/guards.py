@@ -18,6 +18,7 @@ is dropped (`EntryLife`). Objects that live as long as their module (classes
 and functions defined at module level, modules, builtins) and values that
 cannot be weakly referenced (ints, strings, tuples) are held as they are.
 Tensors are never kept: a tensor guard records metadata (`TensorSpec`)."""
+import contextlib
 import enum
 import sys
 import types
@@ -289,6 +290,9 @@ class EntryLife:
 _MISSING = object()
 
 
+_SHAREABLE = (GlobalSource, AttrSource, ItemSource, ClosureCellSource, DefaultSource, CallSource)
+
+
 class _CodeRenderer:
     """Renders sources and constants as the guard function's code; constants are closure
     cells: the object (`___k_<key>`), a weak reference called to read it (`___w_<key>()`), or
@@ -350,7 +354,47 @@ class _CodeRenderer:
     def lit(self, value):
         return repr(value)
 
+    def share(self, guards):
+        """From now on, render each source that `guards` reach more than once (the source of a
+        guard, or a prefix of one: `G['opt'].param_groups[0]` of every parameter's check) as an
+        assignment expression where it is first evaluated and as that name after, so the guard
+        function looks every object up once."""
+        uses = {}
+        for g in guards:
+            for source in _guard_sources(g):
+                seen = set()
+                while isinstance(source, _SHAREABLE) and source not in seen:
+                    seen.add(source)
+                    uses[source] = uses.get(source, 0) + 1
+                    source = source.base if hasattr(source, "base") else None
+        self._shared = {s for s, n in uses.items() if n > 1}
+        self._bound = {}
+
+    @contextlib.contextmanager
+    def unshared(self):
+        """Render without binding new names (inside a comprehension's iterable, where an
+        assignment expression is not allowed); names bound before may still be read."""
+        saved, self._shared = self._shared, frozenset()
+        try:
+            yield
+        finally:
+            self._shared = saved
+
+    _shared = frozenset()
+    _bound = None
+
     def src(self, source):
+        bound = self._bound
+        if bound is not None:
+            name = bound.get(source)
+            if name is not None:
+                return name
+            if source in self._shared:
+                name = bound[source] = f"___s{len(bound)}"
+                return f"({name} := {self._src(source)})"
+        return self._src(source)
+
+    def _src(self, source):
         if isinstance(source, LocalSource):
             return source.expr()
         if isinstance(source, ClassDictSource):
@@ -433,8 +477,31 @@ def _name(cls):
 
 def _template(g, r):
     """The check of guard record `g`, rendered by `r` (code or readable text)."""
+    if not isinstance(g.source, Source) or r._bound is None or r._bound.get(g.source):
+        return _render(g, r, None)
+    e = r.src(g.source)
+    if g.source not in r._bound:
+        return _render(g, r, e)
+    # the template may name its source several times: bind it at the first (the first
+    # evaluated: templates are conjunctions read left to right) and read the name after
+    code = _render(g, r, e)
+    i = code.index(e) + len(e)
+    return code[:i] + code[i:].replace(e, r._bound[g.source])
+
+
+def _guard_sources(g):
+    if isinstance(g.source, Source):
+        yield g.source
+    elif g.kind is Kind.DISTINCT:
+        yield from g.source
+    if g.kind is Kind.ALIAS:
+        yield g.expected
+
+
+def _render(g, r, e):
     kind, exp = g.kind, g.expected
-    e = r.src(g.source) if isinstance(g.source, Source) else None
+    if e is None:
+        e = r.src(g.source) if isinstance(g.source, Source) else None
     if kind is Kind.TYPE:
         return r.is_(f"type({e})", exp)
     if kind is Kind.IDENTITY:
@@ -474,7 +541,8 @@ def _template(g, r):
     if kind is Kind.ALIAS:
         return f"{e} is {r.src(exp)}"
     if kind is Kind.DISTINCT:
-        items = ", ".join(r.src(s) for s in g.source)
+        with r.unshared():      # the items are a comprehension's iterable
+            items = ", ".join(r.src(s) for s in g.source)
         return f"len({{id(v) for v in ({items},)}}) == {exp}"
     if kind is Kind.GRAD_MODE:
         return f"___grad_state.enabled is {exp!r}"
@@ -637,8 +705,9 @@ class GuardBuilder:
         self.finalize()
         weak_ids = self._weak_ids()
         r = _CodeRenderer.of(self.output, weak_ids)
-        codes = [_template(g, r) for g in self.guards]
-        body = " and ".join(f"({c})" for c in codes) or "True"
+        codes = [_template(g, r) for g in self.guards]      # each alone: for failure reasons
+        r.share(self.guards)
+        body = " and ".join(f"({_template(g, r)})" for g in self.guards) or "True"
         # constants are closure cells of the guard (a cell read is cheaper than K['c3'])
         bind = "".join(f"    {name} = K[{key!r}]\n" for name, key in sorted(r.cells.items()))
         bind += "".join(f"    {name} = W[{key!r}]\n" for name, key in sorted(r.weak_cells.items()))

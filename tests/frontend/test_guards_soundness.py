@@ -352,3 +352,36 @@ def test_an_attribute_absent_when_traced_set_later(where):
     else:
         obj.beta = 3.0
     same_as_plain(fn, compiled, x)
+
+
+def test_a_guard_looks_up_a_shared_path_once():
+    """Parameters reached through one path (`opt.param_groups[0]['params'][i]`) are guarded
+    without walking the path again for each: the path is looked up once, then named."""
+    class Reads:
+        def __init__(self, groups):
+            self.groups, self.reads = groups, 0
+
+        @property
+        def param_groups(self):
+            return self.groups
+
+    def fn(holder, x):
+        g = holder.param_groups[0]
+        return x * g["lr"] + g["params"][0] + g["params"][1] * g["momentum"]
+
+    holder = Reads([{"lr": 0.5, "momentum": 0.9, "params": [dynjit.ones(3), dynjit.ones(3)]}])
+    compiled = dynjit.compile(fn)
+    same_as_plain(fn, compiled, holder, dynjit.arange(3.0))
+    guard = compiled.entries[0].guard
+    assert guard.source.count(".groups") == 1, guard.source
+    # a change anywhere under the shared path still fails the guard
+    holder.groups[0]["params"][1] = dynjit.ones(4)
+    with pytest.raises(RuntimeError, match="must match the size"):
+        fn(holder, dynjit.arange(3.0))
+    with pytest.raises(RuntimeError, match="must match the size"):
+        compiled(holder, dynjit.arange(3.0))
+    holder.groups[0]["params"][1] = dynjit.full((3,), 2.0)
+    holder.groups[0]["momentum"] = 0.1
+    same_as_plain(fn, compiled, holder, dynjit.arange(3.0))
+    holder.groups = [dict(holder.groups[0], lr=2.0)]
+    same_as_plain(fn, compiled, holder, dynjit.arange(3.0))
