@@ -1,6 +1,7 @@
 """Python side effects of a traced function (list/dict mutations, attribute
 writes on objects that outlive the frame, global assignments), recorded while
 tracing and replayed by the transformed function after the graph runs."""
+import itertools
 
 
 class SideEffects:
@@ -58,10 +59,14 @@ class SideEffects:
     def codegen(self, cg):
         """Statements replaying the effects: first every new value, then every write."""
         from .variables import ListVariable, DictVariable, UserObjectVariable, ModuleVariable
+        from .variables.containers import ExistingIteratorVariable
         writes = []
         for var in self._mutated:
             target = var.source.expr()
-            if getattr(var, "append_only", False):
+            if isinstance(var, ExistingIteratorVariable):
+                # consume what the trace consumed (islice(it, n, n) skips n items, yields none)
+                writes.append(f"next({cg.constant(itertools.islice)}({target}, {var.index}, {var.index}), None)")
+            elif getattr(var, "append_only", False):
                 writes.append(f"{target}.extend({cg.temp('[' + ', '.join(cg.value(v) for v in var.appended) + ']')})")
             elif isinstance(var, ListVariable):
                 writes.append(f"{target}[:] = {cg.temp('[' + ', '.join(cg.value(v) for v in var.items) + ']')}")

@@ -249,7 +249,7 @@ class InstructionTranslator:
             child.run()
             if self.output.side_effects.count != effects or _mutates_tensors(self.output.graph, nodes):
                 unimplemented(BreakKind.UNSUPPORTED_BYTECODE, "a generator with side effects (it runs lazily in eager)")
-            return IteratorVariable(child.yields)
+            return IteratorVariable(child.yields, generator=True)
         if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
             unimplemented(BreakKind.UNSUPPORTED_BYTECODE, "async functions")
         return child.run()

@@ -1,8 +1,9 @@
-"""Trackers for tuples, lists, dicts, named tuples and iterators."""
+"""Trackers for tuples, lists, dicts, dict views, named tuples and iterators."""
+import operator
 import types
 from collections import OrderedDict, defaultdict
 
-from ..exc import unimplemented, BreakKind
+from ..exc import unimplemented, fold, BreakKind
 from ..source import ObjectKey, CallSource, ItemSource
 from .base import VariableTracker, ConstantVariable
 from .builder import wraps, wrap, item_source, is_constant_value, plain_dict_subclass, ITERATOR_TYPES, iterator_items
@@ -226,12 +227,8 @@ class DictVariable(VariableTracker):
         unimplemented(BreakKind.ATTRIBUTE, f"dict attribute {name!r}")
 
     def call_method(self, tx, name, args, kwargs):
-        if name == "keys":
-            return ListVariable([ConstantVariable(k) for k in self.items])
-        if name == "values":
-            return ListVariable(list(self.items.values()))
-        if name == "items":
-            return ListVariable([TupleVariable([ConstantVariable(k), v]) for k, v in self.items.items()])
+        if name in ("keys", "values", "items") and not args and not kwargs:
+            return DictViewVariable(self, name)
         if name == "get":
             k = _const_key(tx, args[0])
             return self.items.get(k, args[1] if len(args) > 1 else ConstantVariable(None))
@@ -280,6 +277,81 @@ class DictVariable(VariableTracker):
         return literal if self.cls is dict else f"{cg.constant(self.cls)}({literal})"
 
 
+class DictViewVariable(VariableTracker):
+    """`d.keys()`, `d.values()`, `d.items()`: live views, as Python's are. They read the dict
+    tracker as it is when they are used (a key added after the view was made is in it), and
+    an iterator over one stops the trace where the dict changes size under it."""
+
+    def __init__(self, dict_var, kind):
+        super().__init__()
+        self.dict_var = dict_var
+        self.kind = kind            # "keys", "values" or "items"
+
+    def python_type(self):
+        return type(getattr({}, self.kind)())
+
+    def describe(self):
+        return f"a dict_{self.kind} view"
+
+    def iterate(self, tx):
+        d = self.dict_var
+        if self.kind == "keys":
+            return d.iterate(tx)
+        if self.kind == "values":
+            return list(d.items.values())
+        return [TupleVariable([k, v]) for k, v in zip(d.iterate(tx), d.items.values())]
+
+    def length(self, tx):
+        return len(self.dict_var.items)
+
+    def truth(self, tx):
+        return bool(self.dict_var.items)
+
+    def contains(self, tx, item):
+        if self.kind == "keys":
+            return self.dict_var.contains(tx, item)
+        return fold(operator.contains, self.as_python_constant(), item.as_python_constant())
+
+    def is_python_constant(self):
+        return all(not isinstance(k, ObjectKey) for k in self.dict_var.items) and (
+            self.kind == "keys" or all(v.is_python_constant() for v in self.dict_var.items.values()))
+
+    def as_python_constant(self):
+        """A real view of the same kind over a copy: set operations, comparisons and repr
+        are Python's own."""
+        d = self.dict_var
+        if not self.is_python_constant():
+            return super().as_python_constant()
+        if self.kind == "keys":
+            return dict.fromkeys(d.items).keys()
+        copy = {k: v.as_python_constant() for k, v in d.items.items()}
+        return copy.values() if self.kind == "values" else copy.items()
+
+    def getattr(self, tx, name):
+        from .functions import BuiltinMethodVariable
+        if name in ("isdisjoint", "__len__", "__contains__", "__iter__", "__reversed__", "mapping"):
+            if name == "mapping":
+                return self.dict_var
+            return BuiltinMethodVariable(self, name)
+        return super().getattr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__len__":
+            return ConstantVariable(self.length(tx))
+        if name == "__contains__":
+            return ConstantVariable(self.contains(tx, args[0]))
+        if name == "__iter__":
+            return live_iter(tx, self)
+        if name == "__reversed__":
+            return IteratorVariable(list(reversed(self.iterate(tx))))
+        if name == "isdisjoint" and self.is_python_constant() and args[0].is_python_constant():
+            return ConstantVariable(fold(self.as_python_constant().isdisjoint, args[0].as_python_constant()))
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, cg):
+        return f"{cg.value(self.dict_var)}.{self.kind}()"
+
+
 DEFAULT_FACTORIES = (dict, list, int, float)
 
 
@@ -294,16 +366,20 @@ def _new_default(factory):
 class IteratorVariable(VariableTracker):
     """An iterator over items known at trace time (GET_ITER / FOR_ITER)."""
 
-    def __init__(self, items, real_type=None):
+    def __init__(self, items, real_type=None, generator=False):
         super().__init__()
         self.items = list(items)
         self.index = 0
         self.real_type = real_type   # the type the plain program's iterator has, where known
+        # a generator run to completion at trace time: only its items can stand in for it
+        self.generator = generator
 
     def describe(self):
-        return "an iterator"
+        return "a generator" if self.generator else "an iterator"
 
     def python_type(self):
+        if self.generator:
+            return types.GeneratorType
         if self.real_type is None:
             return super().python_type()
         return self.real_type
@@ -321,7 +397,36 @@ class IteratorVariable(VariableTracker):
         return rest
 
     def reconstruct(self, cg):
+        if self.generator:
+            # a list iterator is no generator (send, throw, close, its frame, its type)
+            unimplemented(BreakKind.FRAME_STRUCTURE, "a generator object outlives the trace (returned, "
+                          "stored, or live at a graph break): the frame runs plain")
         return "iter([" + ", ".join(cg.value(v) for v in self.items[self.index:]) + "])"
+
+
+class ExistingIteratorVariable(IteratorVariable):
+    """An iterator the function was given (a list, tuple or range iterator): its remaining
+    items are guarded, and the items the trace consumed are consumed from the real iterator
+    after the graph runs, so the caller sees it advanced as plain Python leaves it."""
+
+    def __init__(self, items, source, effects):
+        super().__init__(items)
+        self.source = source
+        self._effects = effects
+
+    def next(self):
+        item = super().next()
+        if item is not None:
+            self._effects.mutated(self)
+        return item
+
+    def iterate(self, tx):
+        if self.index < len(self.items):
+            self._effects.mutated(self)
+        return super().iterate(tx)
+
+    def reconstruct(self, cg):
+        return self.source.expr()
 
 
 class ContainerIteratorVariable(IteratorVariable):
@@ -332,6 +437,9 @@ class ContainerIteratorVariable(IteratorVariable):
     def __init__(self, container):
         super().__init__([])
         self.container = container
+        self.view = container if isinstance(container, DictViewVariable) else None
+        if self.view is not None:
+            container = self.container = self.view.dict_var
         self.keys = list(container.items) if isinstance(container, DictVariable) else None
 
     def _current(self):
@@ -339,7 +447,7 @@ class ContainerIteratorVariable(IteratorVariable):
             return self.container.items
         if list(self.container.items) != self.keys:
             unimplemented(BreakKind.USER_EXCEPTION, "a dict changed size during iteration (raises natively)")
-        return self.container.iterate(None)
+        return (self.view or self.container).iterate(None)
 
     @property
     def items(self):
@@ -355,7 +463,7 @@ def live_iter(tx, v):
     container's later changes, as Python's does); over other values, their items now."""
     if isinstance(v, IteratorVariable):
         return v
-    if type(v) in (ListVariable, ExistingListVariable, DictVariable):
+    if type(v) in (ListVariable, ExistingListVariable, DictVariable, DictViewVariable):
         v.iterate(tx)                   # what iterating it requires (guards, checks)
         return ContainerIteratorVariable(v)
     return IteratorVariable(v.iterate(tx))
@@ -552,11 +660,15 @@ _LAZY_ITERATORS = (types.GeneratorType, zip, map, enumerate, reversed)
 @wraps("iterator", *ITERATOR_TYPES, *_LAZY_ITERATORS)
 def _wrap_iterator(tx, value, source, guards):
     if source is None:          # made at trace time (a folded call's result): read it now
-        return IteratorVariable([wrap(tx, v) for v in value])
+        return IteratorVariable([wrap(tx, v) for v in value], type(value),
+                                generator=isinstance(value, types.GeneratorType))
     if type(value) not in ITERATOR_TYPES:
         return NotImplemented
     remaining = iterator_items(value)
     items_src = CallSource("iter_items", iterator_items, source)
     guards.type(source, value)
     guards.type_and_len(items_src, remaining)
-    return IteratorVariable([wrap(tx, v, ItemSource(items_src, k)) for k, v in enumerate(remaining)])
+    var = ExistingIteratorVariable([wrap(tx, v, ItemSource(items_src, k)) for k, v in enumerate(remaining)],
+                                   source, tx.output.side_effects)
+    tx.output.side_effects.track_existing(value, var)
+    return var

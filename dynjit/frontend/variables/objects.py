@@ -93,6 +93,8 @@ class UserObjectVariable(VariableTracker):
     def setattr(self, tx, name, value):
         if type(self.value).__setattr__ is not object.__setattr__:
             unimplemented(BreakKind.MUTATION, f"{type(self.value).__name__} defines __setattr__")
+        if not store_through_class(tx, self, type(self.value), name, value, self.value):
+            return
         tx.output.side_effects.mutated(self)
         if name not in self.written:
             self.written.append(name)
@@ -106,6 +108,42 @@ class UserObjectVariable(VariableTracker):
 
     def reconstruct(self, cg):
         return self.source.expr()
+
+
+def store_through_class(tx, obj_var, cls, name, value, instance=None):
+    """`obj.name = value` as Python runs it: a data descriptor found on the class (a property's
+    setter, a user descriptor's `__set__`) is called; an object without a `__dict__` raises for
+    a name that is not one of its slots. Returns whether the caller stores `value` as the
+    instance's own attribute (or slot)."""
+    guards = tx.output.guards
+    try:
+        _, attr, attr_src = guards.class_lookup(cls, name)   # the instance's own value does not matter
+    except AttributeError:
+        attr = attr_src = None
+    if attr is not None and hasattr(type(attr), "__set__"):
+        if isinstance(attr, property):
+            guards.identity(attr_src, attr)      # its fset cannot be reassigned
+            if attr.fset is None:
+                unimplemented(BreakKind.USER_EXCEPTION,
+                              f"property {name!r} of {cls.__name__} has no setter (it raises natively)")
+            FunctionVariable(attr.fset).call(tx, [obj_var, value], {})
+            return False
+        if isinstance(attr, types.MemberDescriptorType):      # a __slots__ entry
+            guards.identity(attr_src, attr)
+            return True
+        setter = getattr(type(attr), "__set__")
+        if not isinstance(setter, types.FunctionType):
+            unimplemented(BreakKind.MUTATION, f"setting {name!r} through a {type(attr).__name__} descriptor")
+        descriptor = wrap(tx, attr, attr_src)
+        method = class_attribute(tx, descriptor, type(attr), "__set__")
+        method.call(tx, [obj_var, value], {})
+        return False
+    if attr is not None:
+        guards.identity(attr_src, attr) if not is_constant_value(attr) else guards.constant(attr_src, attr)
+    if instance is not None and not isinstance(getattr(instance, "__dict__", None), dict):
+        unimplemented(BreakKind.USER_EXCEPTION,
+                      f"{cls.__name__} object has no __dict__ and no slot {name!r} (it raises natively)")
+    return True
 
 
 def _is_data_descriptor(cls, name):
@@ -138,7 +176,8 @@ class NewObjectVariable(VariableTracker):
         return class_attribute(tx, self, self.cls, name)
 
     def setattr(self, tx, name, value):
-        self.attrs[name] = value
+        if store_through_class(tx, self, self.cls, name, value):
+            self.attrs[name] = value
 
     def truth(self, tx):
         if hasattr(self.cls, "__bool__") or hasattr(self.cls, "__len__"):
@@ -529,16 +568,30 @@ class SuperVariable(VariableTracker):
         self.obj = obj
 
     def getattr(self, tx, name):
-        mro = self.obj.python_type().__mro__
+        # super(C, obj) looks after C in type(obj)'s MRO; super(C, cls) (in a classmethod, or
+        # super(C, C2) for a subclass C2) in cls's own MRO, binding as the class would
+        on_class = isinstance(self.obj, ClassVariable)
+        owner = self.obj.cls if on_class else self.obj.python_type()
+        mro = owner.__mro__
+        if self.cls not in mro:
+            unimplemented(BreakKind.USER_EXCEPTION, "super(type, obj): obj must be an instance or subtype "
+                          "of type (raises natively)")
         start = mro.index(self.cls) + 1
         guards = tx.output.guards
         for klass in mro[start:]:
             if name in vars(klass):
                 attr = vars(klass)[name]
                 guards.identity(ItemSource(guards.class_dict(klass), name), attr)
+                if isinstance(attr, staticmethod):
+                    return FunctionVariable(attr.__func__)
+                if isinstance(attr, classmethod):
+                    return BoundMethodVariable(FunctionVariable(attr.__func__),
+                                               self.obj if on_class else ClassVariable(owner))
                 if isinstance(attr, types.FunctionType):
-                    return BoundMethodVariable(FunctionVariable(attr), self.obj)
-                if attr is object.__init__:
+                    return FunctionVariable(attr) if on_class else BoundMethodVariable(FunctionVariable(attr), self.obj)
+                if isinstance(attr, property) and not on_class and attr.fget is not None:
+                    return FunctionVariable(attr.fget).call(tx, [self.obj], {})
+                if attr is object.__init__ and not on_class:
                     return _NoOp()
                 unimplemented(BreakKind.ATTRIBUTE, f"super().{name} of kind {type(attr).__name__}")
             guards.absent_key(guards.class_dict(klass), name)

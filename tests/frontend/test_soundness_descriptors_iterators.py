@@ -1,0 +1,274 @@
+"""Differential tests for attribute stores through descriptors, iterators the function is given,
+generators, dict views and super() outside instance methods: each program runs plain and
+compiled on fresh, equal inputs; results, exceptions and effects on the arguments must agree."""
+import itertools
+
+import dynjit
+from dynjit.testing import same
+
+from test_soundness_classes import _deep_same, _outcome, _same_outcome
+
+
+def _state(value):
+    """What can be compared of an argument after the call: an object's attributes and slots,
+    what an iterator has left (read without consuming it)."""
+    if hasattr(value, "__next__") and hasattr(value, "__reduce__") and not hasattr(value, "send"):
+        reduced = value.__reduce__()
+        return ("iterator", list(reduced[1][0])[reduced[2]:] if len(reduced) > 2 else [])
+    if hasattr(value, "__slots__"):
+        return ("slots", {k: getattr(value, k) for k in value.__slots__ if hasattr(value, k)})
+    if hasattr(value, "__dict__") and not isinstance(value, dynjit.Tensor):
+        return ("object", dict(vars(value)))
+    return value
+
+
+def check(fn, make_args=lambda: (dynjit.tensor([1.0, 2.0]),)):
+    """fn plain and compiled: same outcome and the same state of every argument after."""
+    plain_args, compiled_args = make_args(), make_args()
+    want = _outcome(fn, *plain_args)
+    got = _outcome(dynjit.compile(fn), *compiled_args)
+    assert _same_outcome(got, want), (got, want)
+    assert _deep_same([_state(a) for a in compiled_args], [_state(a) for a in plain_args])
+    return got
+
+
+# -- attribute stores go through the class's data descriptors ----------------------------------
+class Doubling:
+    @property
+    def v(self):
+        return self._v
+
+    @v.setter
+    def v(self, t):
+        self._v = t * 2
+
+
+class Positive:
+    def __get__(self, obj, objtype=None):
+        return obj._n
+
+    def __set__(self, obj, value):
+        if value < 0:
+            raise ValueError("must be positive")
+        obj._n = value
+
+
+class Config:
+    n = Positive()
+
+
+class Slotted:
+    __slots__ = ("a",)
+
+
+class ReadOnly:
+    @property
+    def v(self):
+        return 1
+
+
+def test_a_property_setter_runs_on_an_existing_and_a_new_object():
+    def fn(x, p):
+        p.v = x
+        q = Doubling()
+        q.v = x + 1
+        return p.v + 1, q.v, vars(q)
+    got = check(fn, lambda: (dynjit.ones(2), Doubling()))
+    assert same(got[1][0], dynjit.full((2,), 3.0))
+
+
+def test_a_descriptor_set_validates_and_stores_where_it_says():
+    def fn(x, n):
+        c = Config()
+        c.n = n
+        return x * c.n, vars(c)
+    assert check(fn, lambda: (dynjit.ones(2), 3))[1][1] == {"_n": 3}
+    assert check(fn, lambda: (dynjit.ones(2), -1))[0] == "raised"
+
+
+def test_stores_that_raise_are_caught_by_the_functions_own_try():
+    def slot_miss(x, s):
+        try:
+            s.c = 1
+        except AttributeError:
+            return x + 1
+        return x
+
+    def read_only(x, o):
+        try:
+            o.v = 3
+        except AttributeError as e:
+            return x + 2, str(e)
+        return x
+    assert same(check(slot_miss, lambda: (dynjit.ones(2), Slotted()))[1], dynjit.full((2,), 2.0))
+    check(read_only, lambda: (dynjit.ones(2), ReadOnly()))
+
+    def slot_hit(x, s):
+        s.a = x
+        return s.a * 2
+    check(slot_hit, lambda: (dynjit.ones(2), Slotted()))
+
+
+# -- iterators and generators ------------------------------------------------------------------
+def _remaining(it):
+    return list(it)
+
+
+def test_an_iterator_argument_is_advanced_as_plain_python_advances_it():
+    def take_one(it, x):
+        return x + next(it)
+
+    def drain(it, x):
+        for v in it:
+            x = x + v
+        return x
+
+    def take_two_of_one(it, it2, x):
+        return x + next(it) + next(it2)
+    for fn in (take_one, drain):
+        its = {}
+
+        def make(fn=fn):
+            it = iter([1, 2, 3])
+            its.setdefault(fn, []).append(it)
+            return it, dynjit.zeros(2)
+        check(fn, make)
+        plain_it, compiled_it = its[fn]
+        assert _remaining(compiled_it) == _remaining(plain_it)
+    it = iter([1, 2, 3])
+    got = dynjit.compile(take_two_of_one)(it, it, dynjit.zeros(1))
+    assert same(got, dynjit.tensor([3.0])) and list(it) == [3]
+
+
+def test_islice_consumes_the_iterator_it_is_given():
+    def fn(x):
+        it = iter(range(10))
+        first = list(itertools.islice(it, 3))
+        return x + 1, next(it), first
+    assert check(fn)[1][1:] == (3, [0, 1, 2])
+
+
+def _accumulate():
+    total = 0
+    while True:
+        v = yield total
+        if v is None:
+            break
+        total = total + v
+
+
+def _source(t):
+    yield t
+    return "done"
+
+
+def _relay(g):
+    got = yield from g
+    return got
+
+
+def test_generator_objects_keep_send_and_their_return_value():
+    def sends(x):
+        g = _accumulate()
+        next(g)
+        a = g.send(x)
+        try:
+            g.send(None)
+        except StopIteration:
+            pass
+        return a
+
+    def relays(x):
+        g = _relay(_source(x))
+        next(g)
+        try:
+            next(g)
+        except StopIteration as e:
+            return e.value
+    check(sends)
+    assert check(relays)[1] == "done"
+
+    def returns_generator(x):
+        return (x * i for i in range(3))
+    got = dynjit.compile(returns_generator)(dynjit.ones(1))
+    assert type(got).__name__ == "generator" and [float(t) for t in got] == [0.0, 1.0, 2.0]
+
+
+# -- dict views are live -----------------------------------------------------------------------
+def test_dict_views_see_later_changes_and_have_set_operations():
+    def keys_later(d, x):
+        ks = d.keys()
+        d["new"] = 1
+        return len(ks), list(ks), x + 1, "new" in ks
+
+    def set_ops(d, x):
+        return d.keys() & {"a"}, x + 1, d.keys() == {"a", "b"}, repr(d.keys()), d.keys() - {"b"}
+
+    def values_later(d, x):
+        out = x
+        for _, v in d.items():
+            out = out + v
+        vs = d.values()
+        d["c"] = x
+        for v in vs:
+            out = out + v
+        return out, sorted(d.keys()), len(vs)
+
+    def changed_while_iterated(d, x):
+        it = iter(d.items())
+        next(it)
+        d["new"] = x
+        try:
+            return next(it)
+        except RuntimeError as e:
+            return str(e)
+    assert check(keys_later, lambda: ({"a": 0, "b": 1}, dynjit.ones(2)))[1][:2] == (3, ["a", "b", "new"])
+    check(set_ops, lambda: ({"a": 0, "b": 1}, dynjit.ones(2)))
+    check(values_later, lambda: ({"a": dynjit.ones(2), "b": dynjit.ones(2)}, dynjit.ones(2)))
+    assert "changed size" in check(changed_while_iterated, lambda: ({"a": 2.0, "b": 3.0}, dynjit.ones(2)))[1]
+
+
+# -- super() in class and static methods, and to a property ----------------------------------
+class Base:
+    @classmethod
+    def make(cls, t):
+        return t * 2
+
+    @staticmethod
+    def shift(t):
+        return t - 1
+
+    @property
+    def p(self):
+        return 5
+
+    def m(self, t):
+        return t + 100
+
+
+class Derived(Base):
+    @classmethod
+    def make(cls, t):
+        return super().make(t) + 1
+
+    @classmethod
+    def make2(cls, t):
+        return super(Derived, cls).make(t) + super().shift(t)
+
+    @property
+    def p(self):
+        return super().p + 1
+
+    def m(self, t):
+        return super().m(t) + self.p
+
+
+class Leaf(Derived):
+    pass
+
+
+def test_super_in_classmethods_and_properties():
+    def fn(x):
+        return Derived.make(x), Leaf.make2(x), Derived().m(x), Leaf().m(x)
+    got = check(fn)
+    assert same(got[1][2], dynjit.tensor([107.0, 108.0]))
