@@ -14,6 +14,8 @@ import logging
 import types
 import weakref
 
+import numpy as np
+
 from .. import _jit_callback
 from .. import random as _random
 from ..autograd.grad_mode import state as _grad_state
@@ -49,6 +51,14 @@ class CompiledEntry:
         self.break_reason = break_reason
         self.break_fn = None       # the generated function that runs the breaking instruction
         self.dynamic = False
+
+
+def quiet_floating_point():
+    """numpy's floating-point error state for computing at compile time (the trace's example
+    values, a backend tracing the graph): what would warn, print or log is silent, since the
+    compiled code warns when it runs, once, as plain Python does; "raise" stays, so the trace
+    stops where plain Python raises."""
+    return np.errstate(**{k: ("raise" if v == "raise" else "ignore") for k, v in np.geterr().items()})
 
 
 def location(exc):
@@ -113,7 +123,8 @@ def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=
             fn_src = ConstSource("__fn")
             for i, name in enumerate(code.co_freevars):
                 tx.cells[name] = build(tx, fn.__closure__[i], ClosureCellSource(fn_src, i))
-            ret = tx.run()
+            with quiet_floating_point():
+                ret = tx.run()
         finally:
             _grad_state.enabled = grad
         signature = signature_source(code)
@@ -132,7 +143,8 @@ def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=
             if graph_code_log.isEnabledFor(logging.DEBUG):
                 graph_code_log.debug("graph for %s:\n%s", fn.__qualname__, gm.print_readable(print_output=False))
             lines_before = _generated_sources()
-            compiled = _jit_callback.run_without(call_backend, backend, gm, list(output.example_inputs))
+            with quiet_floating_point():
+                compiled = _jit_callback.run_without(call_backend, backend, gm, list(output.example_inputs))
             backend_sources = _generated_sources() - lines_before
     guard = output.guards.compile(signature, fn)
     ns = namespace(fn, guard.consts)

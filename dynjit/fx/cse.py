@@ -15,6 +15,7 @@ and tuples compare element by element). What is never merged:
   modules and attributes;
 - calls that are not registry ops, `operator` functions or Tensor methods (a
   user function in the graph may have effects);
+- an output into another output: they are two tensors, as in eager;
 - anything in a graph that may write memory (an in-place op, an `out=`, a call of
   a module or of a function that is not a registry op): two `x.clone()` are two
   buffers once one of them is written to, through any view, so such graphs are
@@ -88,6 +89,13 @@ def eliminate_common_subexpressions(graph):
     known = {}
     removed = 0
     merging = not any(_mutates(n) for n in graph.nodes)
+    # two outputs are two tensors in eager (writing one leaves the other as it was): an output
+    # is never merged into another output
+    outputs = set()
+    for node in graph.nodes:
+        if node.op == "output":
+            map_arg(node.args[0], outputs.add)
+    returned = set()
     for node in graph.nodes:
         if node.op == "output":
             new.output(map_arg(node.args[0], lambda n: env[n]))
@@ -104,12 +112,16 @@ def eliminate_common_subexpressions(graph):
                 key = None
             if key is not None:
                 same = known.get(key)
-                if same is not None:
+                if same is not None and not (node in outputs and same in returned):
                     env[node] = same
                     removed += 1
+                    if node in outputs:
+                        returned.add(same)
                     continue
         copy = new.node_copy(node, lambda n: env[n])
         env[node] = copy
+        if node in outputs:
+            returned.add(copy)
         if key is not None:
             known[key] = copy
     return new, removed

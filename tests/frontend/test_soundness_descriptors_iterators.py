@@ -272,3 +272,35 @@ def test_super_in_classmethods_and_properties():
         return Derived.make(x), Leaf.make2(x), Derived().m(x), Leaf().m(x)
     got = check(fn)
     assert same(got[1][2], dynjit.tensor([107.0, 108.0]))
+
+
+# -- dynjit.Size made in compiled code, and warnings of values computed while tracing ---------
+def test_a_size_made_in_compiled_code_is_a_size():
+    def fn(x):
+        s = dynjit.Size((2, 3))
+        t = dynjit.Size(x.shape)
+        return x.view(-1) * s.numel(), type(s).__name__, t.numel(), t, s + (1,), type(s + (1,)).__name__
+    check(fn)
+    from dynjit.testing import CompileCounter
+    counter = CompileCounter()
+    compiled = dynjit.compile(fn, backend=counter)
+    for n in range(2, 8):
+        want, got = fn(dynjit.ones(n, 2)), compiled(dynjit.ones(n, 2))
+        assert same(got[0], want[0]) and got[1:] == want[1:]
+    assert counter.frame_count == 2         # the second for dynamic sizes
+
+
+def test_floating_point_warnings_are_given_once_as_in_plain_python():
+    import warnings
+
+    def fn(x):
+        return x * 1e30 * 1e30
+    for backend in ("eager", "aot_eager"):
+        with warnings.catch_warnings(record=True) as plain:
+            warnings.simplefilter("always")
+            fn(dynjit.ones(2))
+        with warnings.catch_warnings(record=True) as compiled:
+            warnings.simplefilter("always")
+            dynjit.compile(fn, backend=backend)(dynjit.ones(2))
+        assert [str(w.message) for w in compiled] == [str(w.message) for w in plain] == \
+            ["overflow encountered in multiply"]

@@ -88,3 +88,18 @@ def test_compiled_equals_eager_for_every_backend():
     want = f(x).numpy()
     for backend in ("eager", "aot_eager", "llvm"):
         np.testing.assert_allclose(dynjit.compile(f, backend=backend)(x).numpy(), want, rtol=1e-6, err_msg=backend)
+
+
+def test_equal_outputs_stay_two_tensors():
+    # eager returns two tensors: writing one leaves the other as it was
+    def fn(x, y):
+        return y * 3 + x, y * 3 + x, (y * 3 + x).sum()
+    gm = make_fx(fn)(_x(4), _x(4))
+    new, _ = eliminate_common_subexpressions(gm.graph)
+    outputs = [n for n in new.nodes if n.op == "output"][0].args[0]
+    assert outputs[0] is not outputs[1]
+    for backend in ("eager", "aot_eager", "llvm"):
+        a, b, _ = dynjit.compile(fn, backend=backend)(dynjit.ones(2), dynjit.ones(2))
+        assert a is not b
+        a.add_(1)
+        np.testing.assert_array_equal(b.numpy(), [4.0, 4.0])

@@ -6,6 +6,8 @@ truth at trace time, and how to be rebuilt as a Python expression in the
 transformed function (`reconstruct`). Anything a tracker cannot do raises
 Unsupported with a reason in the user's terms.
 """
+import types
+
 from ..exc import unimplemented, BreakKind
 
 
@@ -118,7 +120,10 @@ class ConstantVariable(VariableTracker):
     def getattr(self, tx, name):
         attr = getattr(self.value, name)
         if callable(attr):
-            from .functions import BuiltinVariable
+            from .functions import BuiltinVariable, BoundMethodVariable, FunctionVariable
+            if isinstance(attr, types.MethodType) and isinstance(attr.__func__, types.FunctionType):
+                # a Python method of a constant (dynjit.Size.numel): traced like any method
+                return BoundMethodVariable(FunctionVariable(attr.__func__), self)
             return BuiltinVariable(attr)
         return ConstantVariable(attr)
 

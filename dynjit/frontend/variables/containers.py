@@ -7,7 +7,7 @@ from ..exc import unimplemented, fold, BreakKind
 from ..source import ObjectKey, CallSource, ItemSource
 from .base import VariableTracker, ConstantVariable
 from .builder import wraps, wrap, item_source, is_constant_value, plain_dict_subclass, ITERATOR_TYPES, iterator_items
-from ...tensor import Tensor
+from ...tensor import Size, Tensor
 
 
 def _const_key(tx, key):
@@ -612,6 +612,10 @@ class ExistingListVariable(ListVariable):
 
 @wraps("tuple", tuple)
 def _wrap_tuple(tx, value, source, guards):
+    if type(value) is Size and is_constant_value(tuple(value)):
+        if source is not None:
+            guards.constant(source, value)      # a shape passed in: guarded as its sizes
+        return ConstantVariable(value, source)
     guards.type_and_len(source, value)
     items = [wrap(tx, v, item_source(source, i)) for i, v in enumerate(value)]
     if hasattr(value, "_fields"):

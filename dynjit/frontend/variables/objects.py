@@ -11,7 +11,7 @@ from .base import VariableTracker, ConstantVariable
 from .builder import wraps, wrap
 from ...autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
 from ...nn import Module, Parameter, ModuleList, Sequential
-from ...tensor import Tensor, device
+from ...tensor import Size, Tensor, device
 from ..source import ConstSource
 from .builder import is_constant_value
 from .containers import IteratorVariable, NamedTupleVariable, TupleVariable, live_iter
@@ -235,6 +235,13 @@ class ClassVariable(VariableTracker):
                                  **{k: v.as_python_constant() for k, v in kwargs.items()}))
         if issubclass(cls, tuple) and hasattr(cls, "_fields"):
             return _make_namedtuple(tx, cls, args, kwargs)
+        if cls is Size and len(args) <= 1 and not kwargs:
+            from .tensor import SizeVariable
+            from .symbolic import SymNumberVariable
+            items = args[0].iterate(tx) if args else []
+            if not any(isinstance(i, SymNumberVariable) for i in items):
+                return wrap(tx, fold(Size, [i.as_python_constant() for i in items]))
+            return SizeVariable(items)      # dynamic sizes
         if cls is types.CellType and not kwargs and len(args) <= 1:   # a new cell (resume code's MAKE_CELL)
             return CellVariable(args[0] if args else None)
         if issubclass(cls, BaseException):

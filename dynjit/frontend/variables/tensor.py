@@ -40,6 +40,20 @@ class SizeVariable(TupleVariable):
             return SizeVariable(self.items[index])
         return super().getitem(tx, key)
 
+    def getattr(self, tx, name):
+        if name == "numel":
+            from .functions import BuiltinMethodVariable
+            return BuiltinMethodVariable(self, name)
+        return super().getattr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "numel" and not args and not kwargs:
+            total = ConstantVariable(1)
+            for size in self.items:
+                total = tx.binary_op(operator.mul, total, size)
+            return total
+        return super().call_method(tx, name, args, kwargs)
+
     def reconstruct(self, cg):
         return f"{cg.constant(Size)}(({''.join(cg.value(v) + ', ' for v in self.items)}))"
 
