@@ -42,7 +42,7 @@ from .threads import split_ranges
 REDUCTIONS = {"sum": "sum", "mean": "sum", "prod": "prod", "amax": "max", "amin": "min",
               "max": "max", "min": "min", "sum_to_size": "sum"}
 COPY_OPS = ("to_dtype", "clone", "contiguous_copy")
-DECOMPOSED = ("softmax", "log_softmax", "var", "var_mean")   # spelled as reductions + pointwise ops (decompose)
+DECOMPOSED = ("softmax", "log_softmax", "var", "var_mean", "linear")   # spelled as simpler ops (decompose)
 ALIAS_OPS = ("detach",)
 
 # a kernel runs on as many threads as give each at least this much work (elements x cost per
@@ -812,6 +812,8 @@ def decompose(graph):
             env[n] = _decompose_softmax(new, n, env, log=name == "log_softmax")
         elif name in ("var", "var_mean") and _var_decomposable(n):
             env[n] = _decompose_var(new, n, env, with_mean=name == "var_mean")
+        elif name == "linear" and _linear_decomposable(n):
+            env[n] = _decompose_linear(new, n, env)
         elif (n.op == "call_function" and n.target is operator.getitem and n.args
               and isinstance(env.get(n.args[0]), tuple)):
             env[n] = env[n.args[0]][n.args[1]]
@@ -880,6 +882,24 @@ def _var_decomposable(n):
     except Exception:
         return False
     return len(shape) > 0 and math.prod(shape[d] for d in dims) > 0 and math.prod(shape) > 0
+
+
+def _linear_decomposable(n):
+    args = n.target.normalize(tuple(n.args), dict(n.kwargs))
+    if not all(_is_tensor_node(a) for a in args):
+        return False
+    x, w, b = (_meta(a) for a in args)
+    return (x.dtype is w.dtype is b.dtype and x.dtype in (D.float32, D.float64) and len(x.shape) >= 1
+            and len(w.shape) == 2 and tuple(b.shape) == tuple(w.shape[:1]))
+
+
+def _decompose_linear(graph, n, env):
+    """linear(x, w, b) with a bias as matmul(x, w.t()) + b: the product is the same numpy
+    call as linear's kernel (x @ w.T), and the bias add joins the kernel of what reads the
+    result (an activation, a residual add, a softmax): the matmul's epilogue."""
+    call = _caller(graph)
+    x, w, b = (_map(a, env) for a in n.target.normalize(tuple(n.args), dict(n.kwargs)))
+    return call("add", call("matmul", x, call("t", w)), b)
 
 
 def _decompose_var(graph, n, env, with_mean):

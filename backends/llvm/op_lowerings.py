@@ -552,8 +552,25 @@ def _nll_loss(self, target, weight=None, reduction="mean", ignore_index=-100):
     return _registry_kernel("nll_loss")(self, target, weight, reduction, ignore_index)
 
 
+def _matmul(self, other):
+    """matmul / mm: numpy's matmul when the registry kernel's checks pass (one dtype, and
+    shapes numpy multiplies, which are the ones the checks accept)."""
+    if self.dtype == other.dtype and self.ndim and other.ndim:
+        try:
+            return np.matmul(self, other)
+        except ValueError:
+            pass
+    return _registry_kernel("matmul")(self, other)
+
+
+def _mm(self, mat2):
+    if self.ndim == 2 and mat2.ndim == 2 and self.dtype == mat2.dtype and self.shape[1] == mat2.shape[0]:
+        return np.matmul(self, mat2)
+    return _registry_kernel("mm")(self, mat2)
+
+
 DIRECT_KERNELS = {"view": _view, "reshape": _reshape, "expand": _expand, "nll_loss": _nll_loss,
-                  "one_hot": None}
+                  "one_hot": None, "matmul": _matmul, "mm": _mm}
 
 
 def direct_kernel(op):
