@@ -25,6 +25,8 @@ number acts as its plain value: whatever the op computes from it is replayed wit
 After the trace, a traced number kept somewhere acts as its (trace-time) value.
 """
 import operator
+import os
+import sys
 import threading
 
 _NUMBER_TYPES = (int, float)
@@ -53,8 +55,11 @@ class NumberTracing:
         return TracedNumber(value, node, self, frozenset((index,)))
 
     def specialize(self, number, why):
-        for i in number._sources:
-            self.specialized.setdefault(i, why)
+        new = [i for i in number._sources if i not in self.specialized]
+        if new:
+            where = _user_line()
+            for i in new:
+                self.specialized[i] = f"{why} at {where}" if where else why
 
     def record(self, fn, args, value, sources):
         """A node computing fn(*args) (args: nodes of traced numbers, or plain numbers) whose
@@ -73,6 +78,20 @@ def is_traceable_number(value):
     that the trace specializes anyway, a numpy scalar a constant."""
     t = type(value)
     return t is int or t is float
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _user_line():
+    """'file:line' of the innermost frame outside dynjit (the line that read the value)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not os.path.abspath(filename).startswith(_PACKAGE):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
 
 
 def _specialized_value(n, why):
