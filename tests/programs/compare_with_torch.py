@@ -106,10 +106,12 @@ def main():
     print(f"{'step':>4} {'dynjit':>14} {'torch':>14} {'rel diff':>10}")
     for i, (a, b) in enumerate(zip(losses, ref_losses)):
         print(f"{i:4d} {a:14.7f} {b:14.7f} {abs(a - b) / max(abs(b), 1e-12):10.2e}")
-    worst = max((float(np.max(np.abs(state[k] - ref_state[k]))) for k in state if k in ref_state
-                 and state[k].dtype.kind == "f"), default=0.0)
+    diffs = {k: float(np.max(np.abs(state[k] - ref_state[k]), initial=0.0)) for k in state if k in ref_state
+             and state[k].dtype.kind == "f"}
+    worst_key = max(diffs, key=diffs.get, default=None)
+    worst = diffs.get(worst_key, 0.0)
     missing = sorted(set(state) ^ set(ref_state))
-    print(f"max |param diff| after {args.steps} steps: {worst:.2e}" + (f"; state keys differ: {missing}" if missing else ""))
+    print(f"max |param diff| after {args.steps} steps: {worst:.2e} ({worst_key})" + (f"; state keys differ: {missing}" if missing else ""))
     ok = np.allclose(losses, ref_losses, rtol=1e-4, atol=1e-5) and len(losses) == len(ref_losses)
     print("MATCH" if ok else "MISMATCH")
     return 0 if ok else 1

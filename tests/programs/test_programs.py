@@ -16,6 +16,9 @@ CONFIGS = {
     "dcgan": [(12, {})],
     "seq2seq_attention": [(10, {"compile_mode": "model"}), (10, {"forcing_per_step": False})],
     "reinforce": [(10, {}), (6, {"compile_mode": "step"})],
+    "graph_network": [(10, {}), (5, {"compile_mode": "model"})],
+    "siamese_triplet": [(10, {})],
+    "timeseries_forecast": [(4, {}), (3, {"compile_mode": "model"})],
 }
 
 CASES = [pytest.param(name, steps, kwargs, backend, id=f"{name}-{'-'.join(map(str, kwargs.values())) or 'default'}-{backend}")
