@@ -6,6 +6,7 @@ from .. import init
 from ..parameter import Parameter
 from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
+from ._factory import factory_kwargs as _factory_kwargs
 
 
 class ReLU(Module):
@@ -170,6 +171,7 @@ class MultiheadAttention(Module):
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
                              f"num_heads={num_heads} instead")
         super().__init__()
+        factory_kwargs = _factory_kwargs(device, dtype)
         self.embed_dim = embed_dim
         self.kdim = kdim if kdim is not None else embed_dim
         self.vdim = vdim if vdim is not None else embed_dim
@@ -181,23 +183,23 @@ class MultiheadAttention(Module):
         if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
         if self._qkv_same_embed_dim:
-            self.in_proj_weight = Parameter(_fn.empty((3 * embed_dim, embed_dim), dtype=dtype))
+            self.in_proj_weight = Parameter(_fn.empty((3 * embed_dim, embed_dim), **factory_kwargs))
             self.register_parameter("q_proj_weight", None)
             self.register_parameter("k_proj_weight", None)
             self.register_parameter("v_proj_weight", None)
         else:
-            self.q_proj_weight = Parameter(_fn.empty((embed_dim, embed_dim), dtype=dtype))
-            self.k_proj_weight = Parameter(_fn.empty((embed_dim, self.kdim), dtype=dtype))
-            self.v_proj_weight = Parameter(_fn.empty((embed_dim, self.vdim), dtype=dtype))
+            self.q_proj_weight = Parameter(_fn.empty((embed_dim, embed_dim), **factory_kwargs))
+            self.k_proj_weight = Parameter(_fn.empty((embed_dim, self.kdim), **factory_kwargs))
+            self.v_proj_weight = Parameter(_fn.empty((embed_dim, self.vdim), **factory_kwargs))
             self.register_parameter("in_proj_weight", None)
         if bias:
-            self.in_proj_bias = Parameter(_fn.empty((3 * embed_dim,), dtype=dtype))
+            self.in_proj_bias = Parameter(_fn.empty((3 * embed_dim,), **factory_kwargs))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, dtype=dtype)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **factory_kwargs)
         if add_bias_kv:
-            self.bias_k = Parameter(_fn.empty((1, 1, embed_dim), dtype=dtype))
-            self.bias_v = Parameter(_fn.empty((1, 1, embed_dim), dtype=dtype))
+            self.bias_k = Parameter(_fn.empty((1, 1, embed_dim), **factory_kwargs))
+            self.bias_v = Parameter(_fn.empty((1, 1, embed_dim), **factory_kwargs))
         else:
             self.bias_k = self.bias_v = None
         self.add_zero_attn = add_zero_attn

@@ -6,6 +6,7 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
+from ._factory import factory_kwargs as _factory_kwargs
 
 
 class _BatchNorm(Module):
@@ -14,20 +15,21 @@ class _BatchNorm(Module):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
                  device=None, dtype=None):
         super().__init__()
+        factory_kwargs = _factory_kwargs(device, dtype)
         self.num_features = num_features
         self.eps = eps
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
         if affine:
-            self.weight = Parameter(_fn.empty((num_features,), dtype=dtype))
-            self.bias = Parameter(_fn.empty((num_features,), dtype=dtype))
+            self.weight = Parameter(_fn.empty((num_features,), **factory_kwargs))
+            self.bias = Parameter(_fn.empty((num_features,), **factory_kwargs))
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if track_running_stats:
-            self.register_buffer("running_mean", _fn.zeros((num_features,), dtype=dtype))
-            self.register_buffer("running_var", _fn.ones((num_features,), dtype=dtype))
+            self.register_buffer("running_mean", _fn.zeros((num_features,), **factory_kwargs))
+            self.register_buffer("running_var", _fn.ones((num_features,), **factory_kwargs))
             self.register_buffer("num_batches_tracked", _fn.zeros((), dtype=_dtype.int64))
         else:
             self.register_buffer("running_mean", None)

@@ -7,6 +7,7 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
+from ._factory import factory_kwargs as _factory_kwargs
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
            "Fold", "Unfold"]
@@ -29,6 +30,7 @@ class _ConvNd(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, padding_mode="zeros", output_padding=0, device=None, dtype=None):
         super().__init__()
+        factory_kwargs = _factory_kwargs(device, dtype)
         nd = self._nd
         if not isinstance(groups, int) or groups <= 0:
             raise ValueError("groups must be a positive integer")
@@ -67,9 +69,9 @@ class _ConvNd(Module):
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:
             shape = (out_channels, in_channels // groups) + self.kernel_size
-        self.weight = Parameter(_fn.empty(shape, dtype=dtype))
+        self.weight = Parameter(_fn.empty(shape, **factory_kwargs))
         if bias:
-            self.bias = Parameter(_fn.empty((out_channels,), dtype=dtype))
+            self.bias = Parameter(_fn.empty((out_channels,), **factory_kwargs))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

@@ -6,6 +6,7 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
+from ._factory import factory_kwargs as _factory_kwargs
 
 
 class Identity(Module):
@@ -27,14 +28,15 @@ class Linear(Module):
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
+        factory_kwargs = _factory_kwargs(device, dtype)
         for name, n in (("in_features", in_features), ("out_features", out_features)):
             if not isinstance(n, int) or isinstance(n, bool) or n < 0:
                 raise ValueError(f"Linear: {name} must be a non-negative int, got {n!r}")
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(_fn.empty((out_features, in_features), dtype=dtype))
+        self.weight = Parameter(_fn.empty((out_features, in_features), **factory_kwargs))
         if bias:
-            self.bias = Parameter(_fn.empty((out_features,), dtype=dtype))
+            self.bias = Parameter(_fn.empty((out_features,), **factory_kwargs))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
@@ -57,12 +59,13 @@ class Bilinear(Module):
 
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
+        factory_kwargs = _factory_kwargs(device, dtype)
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(_fn.empty((out_features, in1_features, in2_features), dtype=dtype))
+        self.weight = Parameter(_fn.empty((out_features, in1_features, in2_features), **factory_kwargs))
         if bias:
-            self.bias = Parameter(_fn.empty((out_features,), dtype=dtype))
+            self.bias = Parameter(_fn.empty((out_features,), **factory_kwargs))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

@@ -4,21 +4,23 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
+from ._factory import factory_kwargs as _factory_kwargs
 
 
 class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None,
                  dtype=None):
         super().__init__()
+        factory_kwargs = _factory_kwargs(device, dtype)
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(_fn.empty(self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(_fn.empty(self.normalized_shape, **factory_kwargs))
             if bias:
-                self.bias = Parameter(_fn.empty(self.normalized_shape, dtype=dtype))
+                self.bias = Parameter(_fn.empty(self.normalized_shape, **factory_kwargs))
             else:
                 self.register_parameter("bias", None)
         else:
@@ -45,6 +47,7 @@ class GroupNorm(Module):
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
         super().__init__()
+        factory_kwargs = _factory_kwargs(device, dtype)
         if num_channels % num_groups != 0:
             raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
         self.num_groups = num_groups
@@ -52,8 +55,8 @@ class GroupNorm(Module):
         self.eps = eps
         self.affine = affine
         if affine:
-            self.weight = Parameter(_fn.empty((num_channels,), dtype=dtype))
-            self.bias = Parameter(_fn.empty((num_channels,), dtype=dtype))
+            self.weight = Parameter(_fn.empty((num_channels,), **factory_kwargs))
+            self.bias = Parameter(_fn.empty((num_channels,), **factory_kwargs))
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -77,13 +80,14 @@ class RMSNorm(Module):
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
         super().__init__()
+        factory_kwargs = _factory_kwargs(device, dtype)
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(_fn.empty(self.normalized_shape, dtype=dtype))
+            self.weight = Parameter(_fn.empty(self.normalized_shape, **factory_kwargs))
         else:
             self.register_parameter("weight", None)
         self.reset_parameters()

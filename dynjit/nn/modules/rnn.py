@@ -19,6 +19,7 @@ from .. import init
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
 from .module import Module
+from ._factory import factory_kwargs as _factory_kwargs
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -121,6 +122,7 @@ class RNNBase(Module):
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__()
+        factory_kwargs = _factory_kwargs(device, dtype)
         if (not isinstance(dropout, numbers.Number) or isinstance(dropout, bool)
                 or not 0 <= dropout <= 1):
             raise ValueError("dropout should be a number in range [0, 1] representing the "
@@ -178,7 +180,7 @@ class RNNBase(Module):
                 names = []
                 for base, shape in shapes:
                     name = f"{base}_l{layer}{suffix}"
-                    setattr(self, name, Parameter(_fn.empty(shape, dtype=dtype)))
+                    setattr(self, name, Parameter(_fn.empty(shape, **factory_kwargs)))
                     names.append(name)
                 self._flat_weights_names.extend(names)
                 self._all_weights.append(names)
@@ -434,6 +436,7 @@ class RNNCellBase(Module):
 
     def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
         super().__init__()
+        factory_kwargs = _factory_kwargs(device, dtype)
         for name, n in (("input_size", input_size), ("hidden_size", hidden_size)):
             if not isinstance(n, int) or isinstance(n, bool):
                 raise TypeError(f"{name} should be of type int, got: {type(n).__name__}")
@@ -442,11 +445,11 @@ class RNNCellBase(Module):
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.bias = bias
-        self.weight_ih = Parameter(_fn.empty((num_chunks * hidden_size, input_size), dtype=dtype))
-        self.weight_hh = Parameter(_fn.empty((num_chunks * hidden_size, hidden_size), dtype=dtype))
+        self.weight_ih = Parameter(_fn.empty((num_chunks * hidden_size, input_size), **factory_kwargs))
+        self.weight_hh = Parameter(_fn.empty((num_chunks * hidden_size, hidden_size), **factory_kwargs))
         if bias:
-            self.bias_ih = Parameter(_fn.empty((num_chunks * hidden_size,), dtype=dtype))
-            self.bias_hh = Parameter(_fn.empty((num_chunks * hidden_size,), dtype=dtype))
+            self.bias_ih = Parameter(_fn.empty((num_chunks * hidden_size,), **factory_kwargs))
+            self.bias_hh = Parameter(_fn.empty((num_chunks * hidden_size,), **factory_kwargs))
         else:
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)

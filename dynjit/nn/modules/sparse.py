@@ -4,6 +4,7 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
+from ._factory import factory_kwargs as _factory_kwargs
 
 
 class Embedding(Module):
@@ -11,6 +12,7 @@ class Embedding(Module):
                  scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None,
                  dtype=None):
         super().__init__()
+        factory_kwargs = _factory_kwargs(device, dtype)
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         if padding_idx is not None:
@@ -24,7 +26,7 @@ class Embedding(Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
         if _weight is None:
-            self.weight = Parameter(_fn.empty((num_embeddings, embedding_dim), dtype=dtype),
+            self.weight = Parameter(_fn.empty((num_embeddings, embedding_dim), **factory_kwargs),
                                     requires_grad=not _freeze)
             self.reset_parameters()
         else:

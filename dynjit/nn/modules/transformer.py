@@ -11,6 +11,7 @@ from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear
 from .module import Module
+from ._factory import factory_kwargs as _factory_kwargs
 from .normalization import LayerNorm
 
 __all__ = ["Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
@@ -35,7 +36,7 @@ def _generate_square_subsequent_mask(sz, device=None, dtype=None):
     """(sz, sz) float mask: -inf above the diagonal (future positions), 0 elsewhere."""
     from ... import _dtype
     dtype = dtype or _dtype.get_default_dtype()
-    return _fn.triu(_fn.full((sz, sz), float("-inf"), dtype=dtype), diagonal=1)
+    return _fn.triu(_fn.full((sz, sz), float("-inf"), **_factory_kwargs(device, dtype)), diagonal=1)
 
 
 class TransformerEncoderLayer(Module):
@@ -45,14 +46,15 @@ class TransformerEncoderLayer(Module):
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu,
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
+        factory_kwargs = _factory_kwargs(device, dtype)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
-                                            dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+                                            **factory_kwargs)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory_kwargs)
         self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory_kwargs)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.activation = _get_activation_fn(activation)
@@ -84,17 +86,18 @@ class TransformerDecoderLayer(Module):
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu,
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
+        factory_kwargs = _factory_kwargs(device, dtype)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
-                                            dtype=dtype)
+                                            **factory_kwargs)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                                 batch_first=batch_first, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+                                                 batch_first=batch_first, **factory_kwargs)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory_kwargs)
         self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory_kwargs)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.dropout3 = Dropout(dropout)
@@ -177,20 +180,21 @@ class Transformer(Module):
                  dropout=0.1, activation=F.relu, custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
+        factory_kwargs = _factory_kwargs(device, dtype)
         if custom_encoder is not None:
             self.encoder = custom_encoder
         else:
             layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
-                                            batch_first, norm_first, bias, dtype=dtype)
+                                            batch_first, norm_first, bias, **factory_kwargs)
             self.encoder = TransformerEncoder(layer, num_encoder_layers,
-                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs))
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
             layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
-                                            batch_first, norm_first, bias, dtype=dtype)
+                                            batch_first, norm_first, bias, **factory_kwargs)
             self.decoder = TransformerDecoder(layer, num_decoder_layers,
-                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs))
         self.d_model = d_model
         self.nhead = nhead
         self.batch_first = batch_first
