@@ -353,3 +353,19 @@ def test_make_fx_traces_again_with_plain_numbers_where_python_code_cannot_take_t
     assert dynjit.equal(gm(x, 5), f(x, 5))
     with pytest.raises(RuntimeError, match="raised TypeError"):
         gm(x, 50)
+
+
+def test_an_update_kept_in_the_inference_graph_reads_the_learning_rate_it_is_called_with():
+    def sgd(p, g, lr, momentum):
+        with dynjit.no_grad():
+            p.mul_(momentum).add_(g, alpha=-lr)
+
+    fw = Recorder()
+    compiled = aot_function(sgd, fw, keep_inference_input_mutations=True)
+    for i in range(6):
+        p1 = dynjit.randn(4)
+        p2, g = p1.clone(), dynjit.randn(4)
+        sgd(p1, g, 0.1 * i, 0.9 - 0.1 * i)
+        compiled(p2, g, 0.1 * i, 0.9 - 0.1 * i)
+        assert dynjit.equal(p1, p2)
+    assert len(fw.graphs) == 1 and "copy_" in fw.graphs[0].code
