@@ -17,6 +17,10 @@ SHAPES = [
     ("stem 5x5 1->32 28x28 b64", (64, 1, 28, 28), (32, 1, 5, 5), 1, 2, 1),
     ("strided 3x3 64->128 32x32 b32", (32, 64, 32, 32), (128, 64, 3, 3), 2, 1, 1),
     ("depthwise 3x3 64 32x32 b32", (32, 64, 32, 32), (64, 1, 3, 3), 1, 1, 64),
+    ("depthwise s2 3x3 64 32x32 b32", (32, 64, 32, 32), (64, 1, 3, 3), 2, 1, 64),
+    ("grouped g4 3x3 64 16x16 b32", (32, 64, 16, 16), (64, 16, 3, 3), 1, 1, 4),
+    ("late 3x3 128->128 7x7 b32", (32, 128, 7, 7), (128, 128, 3, 3), 1, 1, 1),
+    ("cnn_classifier conv2 8->16 14x14 b64", (64, 8, 14, 14), (16, 8, 3, 3), 1, 1, 1),
 ]
 
 
@@ -57,7 +61,7 @@ def main(argv=None):
     except ImportError:
         torch = None
 
-    print(f"{'shape':34s} {'pass':9s} {'dynjit ms':>10s} {'numpy ms':>10s} {'torch ms':>10s} "
+    print(f"{'shape':38s} {'pass':9s} {'dynjit ms':>10s} {'numpy ms':>10s} {'torch ms':>10s} "
           f"{'dj/np':>7s} {'dj/torch':>8s}")
     rng = np.random.default_rng(0)
     for name, xs, ws, stride, padding, groups in SHAPES:
@@ -101,7 +105,7 @@ def main(argv=None):
 
             def ratio(v):
                 return f"{dj / v:7.2f}" if v else f"{'-':>7s}"
-            print(f"{name:34s} {kind:9s} {ms(dj)} {ms(npy)} {ms(tt)} {ratio(npy)} {ratio(tt):>8s}")
+            print(f"{name:38s} {kind:9s} {ms(dj)} {ms(npy)} {ms(tt)} {ratio(npy)} {ratio(tt):>8s}")
 
 
 if __name__ == "__main__":
