@@ -114,9 +114,21 @@ def numpy_step_fn(arrays, momentum):
 
 
 # -- dynjit -------------------------------------------------------------------------------------
+def _ensure_llvm_backend():
+    """The llvm backend by name, also where dynjit runs from a source tree that is not
+    installed (its entry point then is not there)."""
+    from dynjit.compiler import registry
+    try:
+        registry.lookup_backend("llvm")
+    except Exception:
+        from backends.llvm import llvm_backend
+        registry.register_backend(llvm_backend, name="llvm")
+
+
 def dynjit_candidates(arrays, momentum, only):
     import numpy as np
     import dynjit
+    _ensure_llvm_backend()
     from dynjit import nn, optim
     import dynjit.nn.functional as F
 
