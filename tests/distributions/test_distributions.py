@@ -165,3 +165,22 @@ def test_compiled_sampling_draws_the_plain_samples(backend):
     a1, lp1 = dynjit.compile(act, backend=backend)(logits)
     np.testing.assert_array_equal(a1.numpy(), a0.numpy())
     np.testing.assert_allclose(lp1.numpy(), lp0.numpy(), rtol=1e-6)
+
+
+@pytest.mark.xfail(strict=True, reason="frontend: creating a dynjit.Size in traced code is a graph break, and "
+                   "distribution argument validation branches on tensor values (torch.compile turns validation "
+                   "off, torch/_dynamo/eval_frame.py calls Distribution.set_default_validate_args(False))")
+def test_sampling_step_is_one_graph_like_torch_compile():
+    from dynjit.testing import CompileCounter
+
+    def act(probs):
+        m = Categorical(probs)
+        a = m.sample()
+        return a, m.log_prob(a), m.entropy()
+
+    counter = CompileCounter()
+    f = dynjit.compile(act, backend=counter)
+    p = dynjit.softmax(dynjit.randn(1, 3), -1)
+    for _ in range(3):
+        f(p)
+    assert counter.frame_count == 1
