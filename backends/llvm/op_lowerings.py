@@ -429,15 +429,19 @@ def _comparison(prim):
     def lower(kb, out, self, other):
         common = compare_dtype(self, other)
         if not common.is_floating_point and common is not D.bool_:
-            # numpy compares an integer tensor with a Python int its dtype cannot hold
-            # (uint8 < -1) by value: do it in int64
+            # as eager (dynjit/ops/int_scalars.py): a Python int the integer dtype cannot
+            # hold wraps into it (uint8 < -1 compares with 255), as PyTorch casts it
+            operands = []
             for s in (self, other):
                 if _is_scalar(s) and not isinstance(s, bool):
                     info = np.iinfo(common.np)
                     if not info.min <= s <= info.max:
-                        if not -2 ** 63 <= s < 2 ** 63 or common is D.int64:
-                            raise Unsupported(f"comparison with {s}")
-                        common = D.int64
+                        if not -2 ** 63 <= s < 2 ** 64:
+                            raise Unsupported(f"comparison with {s}")    # eager raises OverflowError
+                        as_int64 = s - 2 ** 64 if s >= 2 ** 63 else s
+                        s = int(np.array(as_int64, dtype=np.int64).astype(common.np))
+                operands.append(s)
+            self, other = operands
         a, b = _all(kb, common, self, other)
         return kb.prim(prim, a, b, dtype=D.bool_)
     return lower
@@ -541,15 +545,41 @@ def _expand(self, size):
 def _nll_loss(self, target, weight=None, reduction="mean", ignore_index=-100):
     """nll_loss without weights, averaged, every target a class index (no ignored one):
     the registry kernel's arithmetic (the picked values negated, summed, divided by the
-    count in the input's dtype), without its masks and weight arrays."""
+    count in the input's dtype), without its masks and weight arrays. Negating the sum
+    is summing the negated values: rounding is symmetric in sign."""
     x, t = self, target
-    if (weight is None and reduction == "mean" and x.ndim == 2 and t.ndim == 1 and t.dtype == np.int64
+    if (weight is None and reduction == "mean" and x.ndim == 2 and t.ndim == 1 and t.dtype == _INT64
             and x.dtype.kind == "f" and 0 < t.shape[0] == x.shape[0]):
-        lo, hi = t.min(), t.max()
-        if 0 <= lo and hi < x.shape[1] and not lo <= ignore_index <= hi:
-            picked = -x[np.arange(t.shape[0]), t]
-            return np.asarray(picked.sum() / x.dtype.type(t.shape[0]), dtype=x.dtype)
+        n, c = x.shape
+        # one comparison for 0 <= t < c: a negative target is a huge unsigned one
+        if (t.view(_UINT64) < c).all() and not (0 <= ignore_index < c and (t == ignore_index).any()):
+            # an input broadcast along the classes (cross-entropy's row logsumexp) needs no gather
+            picked = x[:, 0] if x.strides[1] == 0 else x[_arange(n), t]
+            return np.asarray(-picked.sum() / x.dtype.type(n), dtype=x.dtype)
     return _registry_kernel("nll_loss")(self, target, weight, reduction, ignore_index)
+
+
+_INT64, _UINT64 = np.dtype(np.int64), np.dtype(np.uint64)
+_aranges = {}
+
+
+def _arange(n):
+    a = _aranges.get(n)
+    if a is None:
+        a = np.arange(n)
+        a.flags.writeable = False
+        if len(_aranges) < 64:
+            _aranges[n] = a
+    return a
+
+
+def _one_hot(self, num_classes=-1):
+    """one_hot of int64 class indices with the number of classes given: the registry
+    kernel's result (int64) when every index is in range, else its error."""
+    if self.dtype == _INT64 and type(num_classes) is int and num_classes > 0 and self.size \
+            and (self.view(_UINT64) < num_classes).all():
+        return (self[..., None] == _arange(num_classes)).astype(_INT64)
+    return _registry_kernel("one_hot")(self, num_classes)
 
 
 def _matmul(self, other):
@@ -570,7 +600,7 @@ def _mm(self, mat2):
 
 
 DIRECT_KERNELS = {"view": _view, "reshape": _reshape, "expand": _expand, "nll_loss": _nll_loss,
-                  "one_hot": None, "matmul": _matmul, "mm": _mm}
+                  "one_hot": _one_hot, "matmul": _matmul, "mm": _mm}
 
 
 def direct_kernel(op):

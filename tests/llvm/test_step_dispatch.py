@@ -313,3 +313,12 @@ def test_cross_entropy_with_ignore_index_compiled_equals_eager(ignore):
         ge, = dynjit.autograd.grad(le, [x])
         gc, = dynjit.autograd.grad(lc, [xc])
         np.testing.assert_allclose(gc._data, ge._data, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("idx,n", [
+    (np.array([3, 0, 9, 9, 1]), 10), (np.array([[1, 2], [0, 4]]), 5), (np.array([3, 10]), 10),
+    (np.array([-1, 2]), 5), (np.array([2, 4]), -1), (np.zeros(0, np.int64), 3),
+    (np.array([1, 2], np.int32), 4)])
+def test_one_hot_direct_is_the_registry_kernel(idx, n):
+    fast = direct_kernel(registry["one_hot"])
+    _same_outcome(lambda: fast(idx, n), lambda: _registry_call("one_hot", idx, n))
