@@ -28,9 +28,11 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
-# below this many output positions per sample, one matmul per group over the whole batch
-# beats a matmul per sample
+# a matmul per sample (and group) only pays when each is large enough for BLAS: with fewer
+# output positions per sample or fewer multiply-adds per matmul than these, one matmul per
+# group over the whole batch is faster
 _PER_SAMPLE_MIN_POSITIONS = 256
+_PER_SAMPLE_MIN_MACS = 1 << 20
 # the depthwise kernels work on batch chunks of about this many bytes (an L2 cache's worth)
 _CHUNK_BYTES = 1 << 18
 
@@ -131,7 +133,7 @@ def conv_forward(x, w, stride, padding, dilation, groups, out_sizes):
     rows = w.shape[1] * prod(kernel)                      # C/groups * prod(kernel)
     positions = prod(out_sizes)
     wm = w.reshape(groups, o // groups, rows)
-    if positions >= _PER_SAMPLE_MIN_POSITIONS:
+    if positions >= _PER_SAMPLE_MIN_POSITIONS and (o // groups) * rows * positions >= _PER_SAMPLE_MIN_MACS:
         cols = columns_by_sample(x, kernel, stride, padding, dilation, out_sizes)
         out = np.matmul(wm, cols.reshape(n, groups, rows, positions))      # (N, G, O/G, L)
         return out.reshape((n, o) + tuple(out_sizes))

@@ -148,7 +148,7 @@ CONV_CASES = [
     (3, (1, 3, 4, 5, 4), (3, 1, 2, 3, 2), True, dict(padding=1, stride=(1, 2, 1), groups=3)),
     (3, (1, 2, 4, 5, 4), (2, 1, 2, 3, 2), False, dict(padding=(0, 1, 1), dilation=(2, 1, 1), groups=2)),
     (2, (2, 3, 6, 6), (6, 1, 3, 3), True, dict(padding=1, groups=3)),              # channel multiplier 2
-    # enough output positions per sample for a matmul per sample
+    # more output positions per sample
     (2, (2, 3, 17, 16), (4, 3, 3, 3), True, dict(padding=1)),
     (2, (1, 4, 17, 16), (4, 2, 3, 3), False, dict(padding=(1, 2), stride=(1, 1), dilation=(1, 2), groups=2)),
 ]
@@ -174,7 +174,7 @@ def test_conv_unbatched_input_and_float32():
 @pytest.mark.parametrize("xs,ws,kw", [
     ((3, 5, 9, 10), (5, 1, 3, 3), dict(padding=1, groups=5)),                      # depthwise
     ((3, 5, 9, 10), (5, 1, 3, 3), dict(stride=2, dilation=2, padding=2, groups=5)),
-    ((2, 3, 18, 17), (4, 3, 3, 3), dict(padding=1)),                               # matmul per sample
+    ((2, 3, 18, 17), (4, 3, 3, 3), dict(padding=1)),
     ((2, 4, 18, 17), (2, 4, 3, 3), dict(padding=2, dilation=2)),                   # input grad as a conv
 ])
 def test_conv_float32_values_and_gradients_match_float64(xs, ws, kw):
@@ -191,6 +191,26 @@ def test_conv_float32_values_and_gradients_match_float64(xs, ws, kw):
     for g32, g64 in zip(grads[dynjit.float32], grads[dynjit.float64]):
         assert g32.dtype == dynjit.float32
         _close(g32, g64.numpy(), tol=1e-3)
+
+
+@pytest.mark.parametrize("layout", ["per_sample", "per_group"])
+@pytest.mark.parametrize("nd,xs,ws,kw", [
+    (2, (2, 4, 5, 6), (6, 2, 3, 2), dict(padding=1, stride=(2, 1), groups=2)),
+    (1, (2, 3, 7), (4, 3, 3), dict(padding=2, dilation=2)),
+    (3, (1, 2, 3, 4, 3), (2, 2, 2, 2, 2), dict(padding=1)),
+])
+def test_both_matmul_layouts_of_the_forward(monkeypatch, layout, nd, xs, ws, kw):
+    """The forward multiplies per sample when a sample has many output positions and per group
+    over the whole batch otherwise: both layouts, forced on small shapes, with their gradients."""
+    from dynjit.ops import _conv_kernels
+    big = 1 << 62
+    monkeypatch.setattr(_conv_kernels, "_PER_SAMPLE_MIN_POSITIONS", 0 if layout == "per_sample" else big)
+    monkeypatch.setattr(_conv_kernels, "_PER_SAMPLE_MIN_MACS", 0 if layout == "per_sample" else big)
+    x, w, b = _r(*xs), _r(*ws), _r(ws[0])
+    _close(CONV_FNS[nd](_t(x), _t(w), _t(b), **kw), ref_conv(x, w, b, **kw))
+    xt, wt, bt = _t(x, True), _t(w, True), _t(b, True)
+    assert gradcheck(lambda x, w, b: CONV_FNS[nd](x, w, b, **kw), (xt, wt, bt))
+    assert gradgradcheck(lambda x, w, b: CONV_FNS[nd](x, w, b, **kw), (xt, wt, bt))
 
 
 def test_conv_of_a_non_contiguous_input():
