@@ -115,11 +115,11 @@ def round_to_bfloat16(arr):
     a = np.asarray(arr, dtype=np.float32)
     bits = a.view(np.uint32) if a.flags.c_contiguous else np.ascontiguousarray(a).view(np.uint32)
     rounded = (bits + (np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))) & np.uint32(0xFFFF0000)
-    out = rounded.view(np.float32).reshape(a.shape)
+    out = np.asarray(rounded).view(np.float32).reshape(a.shape)
     nan = np.isnan(a)
     if nan.any():
         out = np.where(nan, np.float32(np.nan), out)
-    return out.astype(BFLOAT16_NP)
+    return np.asarray(out).astype(BFLOAT16_NP)
 
 _default_float = [float32]
 

@@ -2,9 +2,14 @@
 
 - `autocast(device_type, dtype=None, enabled=True)`: disabled, it does nothing (results are
   exactly those without it). For "cuda" (or another accelerator), as torch does when the
-  device is missing, it warns and disables itself. Enabled on the CPU it would make torch
-  compute in bfloat16; dynjit does not emulate that, so it raises instead of silently giving
-  float32 results (pass `enabled=False`, or use `contextlib.nullcontext()` on the CPU).
+  device is missing, it warns and disables itself. Enabled on the CPU it does what torch's
+  CPU autocast does: ops tagged AUTOCAST_LOWER_PRECISION in the registry (matrix products,
+  convolution) run on their floating inputs cast to `dtype` (bfloat16 by default, or
+  float16), ops tagged AUTOCAST_FP32 (nll_loss, prod) on inputs cast to float32, other ops
+  in their inputs' dtypes; float64 inputs are never cast. It is a dispatch mode, so the casts
+  are ordinary `to` ops that autograd records. bfloat16 computes in float32 and rounds every
+  result to bfloat16 (dynjit/_dtype.py), which gives PyTorch's values up to the order of
+  float32 roundings inside an op.
 - `GradScaler(device="cuda", ...)`: for "cuda" it warns that CUDA is missing and is disabled,
   a pass-through (`scale(loss)` is `loss`, `step(opt)` is `opt.step()`), as torch's is. For
   `device="cpu"` it scales for real: the loss is multiplied by a power of two, gradients are
@@ -13,19 +18,74 @@
 """
 import functools
 import math
+import threading
 import warnings
 
-__all__ = ["autocast", "GradScaler", "is_autocast_available", "is_autocast_enabled", "custom_fwd",
-           "custom_bwd"]
+from . import _dtype
+from .ops.dispatch import DispatchMode
+from .ops.registry import registry as _R, AUTOCAST_LOWER_PRECISION, AUTOCAST_FP32
+
+__all__ = ["autocast", "GradScaler", "is_autocast_available", "is_autocast_enabled", "get_autocast_dtype",
+           "custom_fwd", "custom_bwd"]
 
 
 def is_autocast_available(device_type):
     return device_type == "cpu"
 
 
+class _State(threading.local):
+    def __init__(self):
+        self.stack = []         # (enabled, dtype) of the autocast blocks entered, innermost last
+
+
+_state = _State()
+# enabled CPU autocast blocks open in any thread: while there are none, a disabled block has
+# nothing to switch off and touches no state (so compiled code can enter it freely)
+_enabled_blocks = 0
+
+
 def is_autocast_enabled(device_type=None):
-    """Always False: autocast never runs enabled on dynjit (see autocast)."""
-    return False
+    """Whether the innermost CPU autocast block is enabled. Without a device_type this asks about
+    CUDA, as PyTorch's legacy form does: always False here."""
+    if device_type != "cpu":
+        return False
+    return bool(_state.stack) and _state.stack[-1][0]
+
+
+def get_autocast_dtype(device_type="cpu"):
+    """The dtype autocast casts to (bfloat16 on the CPU unless a block chose float16)."""
+    for enabled, dtype in reversed(_state.stack):
+        if enabled:
+            return dtype
+    return _dtype.bfloat16
+
+
+def _cast(value, target):
+    from .tensor import Tensor
+    if isinstance(value, Tensor):
+        d = value.dtype
+        if d.is_floating_point and d is not _dtype.float64 and d is not target:
+            return _R["to_dtype"](value, target)
+        return value
+    if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
+        return type(value)(_cast(v, target) for v in value)
+    return value
+
+
+class _AutocastMode(DispatchMode):
+    """Casts the inputs of the ops autocast's policy names (see the module docstring)."""
+
+    def __dispatch__(self, op, args, kwargs):
+        if _state.stack and _state.stack[-1][0]:
+            if AUTOCAST_LOWER_PRECISION in op.tags:
+                target = _state.stack[-1][1]
+            elif AUTOCAST_FP32 in op.tags:
+                target = _dtype.float32
+            else:
+                return op(*args, **kwargs)
+            args = tuple(_cast(a, target) for a in args)
+            kwargs = {k: _cast(v, target) for k, v in kwargs.items()}
+        return op(*args, **kwargs)
 
 
 class autocast:
@@ -41,16 +101,38 @@ class autocast:
             warnings.warn(f"User provided device_type of '{device_type}', but {device_type.upper()} "
                           "is not available (dynjit runs on the CPU only). Disabling", stacklevel=2)
             self._enabled = False
-        if self._enabled:
-            raise NotImplementedError(
-                "autocast on the CPU (computing in bfloat16/float16) is not supported by dynjit, "
-                "which would give float32 results instead; pass enabled=False, or skip autocast "
-                "on the CPU (ctx = contextlib.nullcontext() if device_type == 'cpu' else autocast(...))")
+        if self.fast_dtype is None:
+            self.fast_dtype = _dtype.bfloat16
+        if device_type == "cpu" and self._enabled and self.fast_dtype not in (_dtype.bfloat16, _dtype.float16):
+            warnings.warn("In CPU autocast, but the target dtype is not supported. Disabling autocast.\n"
+                          "CPU Autocast only supports dtype of torch.bfloat16, torch.float16 currently.",
+                          stacklevel=2)
+            self._enabled = False
+        self._mode = None
 
     def __enter__(self):
+        global _enabled_blocks
+        self._pushed = False
+        if self.device != "cpu" or not (self._enabled or _enabled_blocks):
+            return self
+        _state.stack.append((self._enabled, self.fast_dtype))
+        self._pushed = True
+        if self._enabled:
+            _enabled_blocks += 1
+            self._mode = _AutocastMode()
+            self._mode.__enter__()
         return self
 
     def __exit__(self, *exc):
+        global _enabled_blocks
+        if not self._pushed:
+            return False
+        if self._mode is not None:
+            self._mode.__exit__(*exc)
+            self._mode = None
+            _enabled_blocks -= 1
+        _state.stack.pop()
+        self._pushed = False
         return False
 
     def __call__(self, fn):

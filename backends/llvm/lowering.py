@@ -255,7 +255,7 @@ class Lowering:
             if target.kind == VIEW or name in ALIAS_OPS:
                 self.visit_view(node, target, args)
                 return
-            if target.kind == EXTERN or (name in DIRECT_KERNELS and self._supported(node, args)):
+            if (target.kind == EXTERN or name in DIRECT_KERNELS) and self._supported(node, args):
                 self.visit_extern(node, target, args)
                 return
             if name == "copy_" and self.try_store_into(node, args):

@@ -537,7 +537,7 @@ class _JointTrace:
             elif node.op == "placeholder":
                 step = ("ph", self.ph_nodes.index(node))
             else:
-                diff = self.training and t._requires_grad and t.dtype.is_floating_point
+                diff = self.training and t._requires_grad and (t.dtype.is_floating_point or t.dtype.is_complex)
                 step = ("out", self.forward_output(node, t, diff))
         program.append(step)
         self.memo[id(t)] = len(program) - 1

@@ -21,6 +21,7 @@ import threading
 import types
 
 import numpy as np
+from .._dtype import round_to_bfloat16 as _round_to_bfloat16
 
 from . import graph as _graph
 from .. import _jit_callback
@@ -73,7 +74,10 @@ class GraphTask:
 def _sum_grads(a, b, create_graph):
     if create_graph or a._requires_grad or b._requires_grad or _dispatch_modes:
         return a + b
-    return Tensor._make(np.add(a._data, b._data))
+    total = np.add(a._data, b._data)
+    if total.dtype.metadata is not None:       # bfloat16: the sum rounded, as every op's result
+        total = _round_to_bfloat16(total)
+    return Tensor._make(total)
 
 
 def _graph_root(root_edges, root_grads):

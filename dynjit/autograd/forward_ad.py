@@ -457,8 +457,17 @@ def _jvp_pointwise(op, args, tangents, result):
     output's shape) is that input's term of the JVP. No reverse pass needed."""
     total = None
     shape = tuple(result._data.shape)
+    complex_result = result._data.dtype.kind == "c"
     for i, t in enumerate(tangents):
         if t is None:
+            continue
+        if complex_result or t._data.dtype.kind == "c":
+            g = _jvp_pointwise_complex(op, args, result, i, t, shape)
+            if g is None:
+                continue
+            if g is NotImplemented:
+                return _jvp_by_double_vjp(op, args, tangents, result)
+            total = g if total is None else R["add"](total, g)
             continue
         needs = tuple(j == i for j in range(op.nparams))
         if tuple(t._data.shape) != shape:
@@ -479,6 +488,38 @@ def _jvp_pointwise(op, args, tangents, result):
     return total
 
 
+def _jvp_pointwise_complex(op, args, result, i, t, shape):
+    """Input i's term of a pointwise op's JVP when complex numbers take part. The backward
+    formula is the adjoint, g -> g conj(a) + conj(g) b (a = df/dz, b = df/d(conj z)), not the
+    JVP t -> t a + conj(t) b: a and b are read from the formula at g = 1 and g = i, per
+    element (for a real result, g = 1 only: there b = conj(a))."""
+    needs = tuple(j == i for j in range(op.nparams))
+    values = _derivative_values(op, args, result, needs)
+
+    def adjoint(g):
+        grads = op.derivative_fn(g, *values)
+        if not isinstance(grads, tuple):
+            grads = (grads,)
+        return grads[i] if i < len(grads) else None
+
+    one = R["ones"](shape, result.dtype)
+    at_one = adjoint(one)
+    if at_one is None:
+        return None
+    if tuple(at_one._data.shape) != shape:
+        return NotImplemented       # the formula reduces this input itself: the general route
+    if t.dtype._category < 2:
+        t = R["to_dtype"](t, result.dtype.to_real())
+    if tuple(t._data.shape) != shape:
+        t = R["expand"](t, shape)
+    if result._data.dtype.kind != "c":     # real f: df = 2 Re(a t), and at_one = 2 conj(a)
+        return R["real"](R["mul"](R["conj"](at_one), t))
+    at_i = adjoint(R["mul"](one, 1j))
+    conj_a = R["mul"](R["sub"](at_one, R["mul"](at_i, 1j)), 0.5)
+    b = R["mul"](R["add"](at_one, R["mul"](at_i, 1j)), 0.5)
+    return R["add"](R["mul"](t, R["conj"](conj_a)), R["mul"](R["conj"](t), b))
+
+
 def _zeros_like(t):
     return R["zeros"](tuple(t._data.shape), t.dtype)
 
@@ -489,7 +530,7 @@ def _jvp_by_double_vjp(op, args, tangents, result):
     from . import grad as autograd_grad
     from .graph import reduce_grad
     outs = result if isinstance(result, (tuple, list)) else (result,)
-    diff = [isinstance(o, Tensor) and o.dtype.is_floating_point and k not in op.nondiff_outputs
+    diff = [isinstance(o, Tensor) and o._data.dtype.kind in "fc" and k not in op.nondiff_outputs
             for k, o in enumerate(outs)]
     us = [R["zeros"](tuple(o._data.shape), o.dtype).requires_grad_(True) if d else None
           for o, d in zip(outs, diff)]

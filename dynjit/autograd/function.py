@@ -358,7 +358,7 @@ def _wrap_outputs(ctx, args, outputs, is_differentiable):
             if id(outs[i]) in nondiff or id(o) in nondiff:
                 o._requires_grad = False
                 ctx._non_diff_outputs += (i,)
-            elif o.dtype.is_floating_point:
+            elif o._data.dtype.kind in "fc":      # floating point or complex
                 o._grad_fn = ctx
                 o._output_nr = i
                 o._requires_grad = True

@@ -139,6 +139,8 @@ def _check(func, inputs, wrt, eps, atol, rtol, nondet_tol, check_forward_ad=Fals
                 _check_backward_ad(fn, inputs, wrt, outs, num, atol, rtol, nondet_tol,
                                    {j: prefix for j in complex_out})
         else:
+            if numerical is None:
+                numerical = _numerical_jacobian(func, inputs, wrt, eps, reference=outputs)
             _check_backward_ad(func, inputs, wrt, outputs, numerical, atol, rtol, nondet_tol)
     if check_forward_ad:        # (after backward, as PyTorch checks them)
         if complex_in:

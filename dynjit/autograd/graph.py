@@ -17,6 +17,8 @@ import weakref
 
 import numpy as np
 
+from .._dtype import round_to_bfloat16
+
 from .grad_mode import state as _grad_state
 from .anomaly_mode import state as _anomaly, record_forward as _record_forward
 from .saved import FREED_MESSAGE, SavedTensor, save_conditions  # noqa: F401  (part of this module's API)
@@ -462,9 +464,12 @@ class AccumulateGrad(Node):
         else:
             gd = v._grad
             if gd._requires_grad or not gd._data.flags.writeable:
-                v._grad = Tensor._make(gd._data + g._data)
+                total = gd._data + g._data
+                v._grad = Tensor._make(round_to_bfloat16(total) if total.dtype.metadata is not None else total)
             else:
                 np.add(gd._data, g._data, out=gd._data, casting="unsafe")
+                if gd._data.dtype.metadata is not None:     # bfloat16: round the sum in place
+                    gd._data[...] = round_to_bfloat16(gd._data)
                 gd._version_counter[0] += 1
         if self._post_acc_hooks:
             for h in list(self._post_acc_hooks.values()):

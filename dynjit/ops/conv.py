@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from .. import _dtype
-from .registry import register, OTHER, COMPUTE_BOUND
+from .registry import register, OTHER, COMPUTE_BOUND, AUTOCAST_LOWER_PRECISION
 from . import _conv_kernels as _kernels
 
 
@@ -164,7 +164,7 @@ def _dt(a):
 
 # -- convolution --------------------------------------------------------------------
 
-@register("convolution", OTHER, tags=(COMPUTE_BOUND,))
+@register("convolution", OTHER, tags=(COMPUTE_BOUND, AUTOCAST_LOWER_PRECISION))
 def convolution(input, weight, bias, stride, padding, dilation, groups):
     x, w = np.asarray(input), np.asarray(weight)
     b = None if bias is None else np.asarray(bias)

@@ -227,6 +227,8 @@ def _dtype_argument(op, args):
 
 
 def _round_tree(out, want):
+    if isinstance(out, np.generic):
+        out = np.asarray(out)
     if isinstance(out, np.ndarray):
         if out.dtype == np.float32 and (want or is_bfloat16_np(out.dtype)):
             return round_to_bfloat16(out)
@@ -264,7 +266,7 @@ def _as_array(x, np_dtype):
         return round_to_bfloat16(x)
     if type(x) is not np.ndarray:
         return np.asarray(x, dtype=np_dtype)
-    if x.dtype != np_dtype:
+    if x.dtype != np_dtype or x.dtype.metadata is not None:    # (numpy keeps an operand's tag)
         return x.astype(np_dtype)
     return x
 
@@ -340,7 +342,8 @@ def eager(op, args, kwargs):
             _convert_operands(op, vals, compute)
             want = result.np
         out = op.kernel(*vals)
-        if type(out) is not np.ndarray or out.dtype != want:
+        if type(out) is not np.ndarray or out.dtype != want or (
+                want.metadata is not None or out.dtype.metadata is not None):     # bfloat16 in or out
             out = _as_array(out, want)
         result = Tensor._make(out)
         if grad_state.enabled and op.backward_cls is not None:

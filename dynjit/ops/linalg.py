@@ -5,7 +5,7 @@ import string
 import numpy as np
 
 from .. import _dtype
-from .registry import register, EXTERN, bilinear_jvp
+from .registry import register, EXTERN, bilinear_jvp, AUTOCAST_LOWER_PRECISION
 from .meta import broadcast_shapes
 from .pointwise import scalar_to
 from .complex_ops import conj_if_complex as _c
@@ -55,7 +55,7 @@ def _check_matmul(a, b, name):
     check_same_dtype(a.dtype, b.dtype, name)
 
 
-@register("matmul", EXTERN, variants="function, method")
+@register("matmul", EXTERN, variants="function, method", tags=(AUTOCAST_LOWER_PRECISION,))
 def matmul(self, other):
     a, b = np.asarray(self), np.asarray(other)
     _check_matmul(a, b, "matmul")
@@ -99,7 +99,7 @@ def _check_ndim(name, ndim, a, b):
         raise RuntimeError(f"{name}: expected {ndim}D tensors, got {len(a.shape)}D and {len(b.shape)}D")
 
 
-@register("mm", EXTERN, variants="function, method")
+@register("mm", EXTERN, variants="function, method", tags=(AUTOCAST_LOWER_PRECISION,))
 def mm(self, mat2):
     a, b = np.asarray(self), np.asarray(mat2)
     _check_ndim("mm", 2, a, b)
@@ -151,7 +151,7 @@ def _(grad, self, vec, needs):
     return (grad.outer(_c(vec)) if needs[0] else None), (_c(self).t().mv(grad) if needs[1] else None)
 
 
-@register("bmm", EXTERN, variants="function, method")
+@register("bmm", EXTERN, variants="function, method", tags=(AUTOCAST_LOWER_PRECISION,))
 def bmm(self, mat2):
     a, b = np.asarray(self), np.asarray(mat2)
     _check_bmm(a, b)
@@ -182,7 +182,7 @@ def linear_shape(x, w, b):
     return out
 
 
-@register("linear", EXTERN, variants="function")
+@register("linear", EXTERN, variants="function", tags=(AUTOCAST_LOWER_PRECISION,))
 def linear(input, weight, bias=None):
     x, w = np.asarray(input), np.asarray(weight)
     b = None if bias is None else np.asarray(bias)
@@ -230,7 +230,7 @@ def _check_addmm(self, mat1, mat2):
     return out
 
 
-@register("addmm", EXTERN, variants="function")
+@register("addmm", EXTERN, variants="function", tags=(AUTOCAST_LOWER_PRECISION,))
 def addmm(self, mat1, mat2, beta=1, alpha=1):
     _check_addmm(np.asarray(self), np.asarray(mat1), np.asarray(mat2))
     prod = np.asarray(mat1) @ np.asarray(mat2)

@@ -4,7 +4,7 @@ import numpy as np
 
 from .. import _dtype
 from ..random import default_generator
-from .registry import register, OTHER, RANDOM
+from .registry import register, OTHER, RANDOM, AUTOCAST_FP32
 from .meta import wrap_dim as _dim, float_dtype
 
 
@@ -107,7 +107,7 @@ def _check_target(dtype):
         raise RuntimeError(f"expected an integer (int64) target for nll_loss, but found {dtype.name}")
 
 
-@register("nll_loss", OTHER)
+@register("nll_loss", OTHER, tags=(AUTOCAST_FP32,))
 def nll_loss(self, target, weight=None, reduction="mean", ignore_index=-100):
     x, t = np.asarray(self), np.asarray(target)
     _check_target(_dtype.from_numpy_dtype(t.dtype))

@@ -490,7 +490,7 @@ def _check_lerp_operands(self, end, weight):
     # PyTorch's lerp does not promote: `end`, and a `weight` tensor that has dimensions, must
     # have self's dtype (a 0-d weight tensor may differ)
     expected = _tensor_dtype(self)
-    if expected is not None and not expected.is_floating_point:
+    if expected is not None and expected._category < 2:
         kernel = "lerp_kernel_tensor" if _tensor_dtype(weight) is not None else "lerp_kernel_scalar"
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype.scalar_type_name(expected)}'")
     for name, operand, zero_dim_ok in (("end", end, False), ("weight", weight, True)):
@@ -504,6 +504,7 @@ def _check_lerp_operands(self, end, weight):
 
 
 @register("lerp", POINTWISE, operands=("self", "end", "weight"), variants="function, method", inplace=True,
+          complex_ok=True,
           operand_check=_check_lerp_operands)
 @quiet
 def lerp(self, end, weight):

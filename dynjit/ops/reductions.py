@@ -11,7 +11,7 @@ import numpy as np
 
 from .complex_ops import conj_if_complex
 from .. import _dtype
-from .registry import register, REDUCTION, NONE_DIM_REDUCES_ALL, linear_jvp
+from .registry import register, REDUCTION, NONE_DIM_REDUCES_ALL, AUTOCAST_FP32, linear_jvp
 from .pointwise import where
 from .dispatch import grad_state as _grad_state
 from .meta import normalize_dims, reduced_shape, accumulate_dtype, float_dtype, same_as
@@ -134,7 +134,8 @@ def _(self, dim, keepdim, dtype):
     return reduced_shape(self.shape, dim, keepdim), _dtype.to_dtype(dtype) if dtype is not None else self.dtype
 
 
-@register("prod", REDUCTION, complex_ok=True, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))
+@register("prod", REDUCTION, complex_ok=True, variants="function, method",
+          tags=(NONE_DIM_REDUCES_ALL, AUTOCAST_FP32))
 def prod(self, dim=None, keepdim=False, dtype=None):
     return np.prod(self, axis=_np_axis(self, dim), keepdims=keepdim, dtype=_acc_dtype(self, dtype))
 

@@ -64,7 +64,7 @@ import inspect
 from .dispatch import dispatch, install
 from .vocab import (POINTWISE, REDUCTION, VIEW, INPLACE, EXTERN, FACTORY, OTHER, KINDS,  # noqa: F401
                     PROMOTE, FLOAT, BOOL, KEEP, REAL, REAL_FLOAT, FUNCTION, METHOD, VARIANTS, RANDOM,
-                    NONE_DIM_REDUCES_ALL, COMPUTE_BOUND, TAGS)
+                    NONE_DIM_REDUCES_ALL, COMPUTE_BOUND, AUTOCAST_LOWER_PRECISION, AUTOCAST_FP32, TAGS)
 
 registry = {}
 

@@ -26,4 +26,8 @@ VARIANTS = (FUNCTION, METHOD)
 RANDOM = "random"            # draws from the RNG: never dropped as dead code nor recomputed
 NONE_DIM_REDUCES_ALL = "none_dim_reduces_all"   # a reduction whose dim=None means every dim
 COMPUTE_BOUND = "compute_bound"  # costs far more than reading its result: saved, never recomputed
-TAGS = (RANDOM, NONE_DIM_REDUCES_ALL, COMPUTE_BOUND)
+# autocast's cast policy (PyTorch's CPU lists): computed in autocast's lower-precision dtype
+# (matrix products, convolution) or in float32 (losses, prod)
+AUTOCAST_LOWER_PRECISION = "autocast_lower_precision"
+AUTOCAST_FP32 = "autocast_fp32"
+TAGS = (RANDOM, NONE_DIM_REDUCES_ALL, COMPUTE_BOUND, AUTOCAST_LOWER_PRECISION, AUTOCAST_FP32)

@@ -25,7 +25,7 @@ def _flat(out):
 def _check(op, sample, partition_fn=None, inplace=False):
     def fn(*leaves):
         if inplace:
-            leaves = [t.clone() if t.dtype.is_floating_point else t for t in leaves]
+            leaves = [t.clone() if t.dtype.is_floating_point or t.dtype.is_complex else t for t in leaves]
         args, kwargs = build(leaves)
         out = op(*args, **kwargs)
         return out if not inplace else (out, args[0])
@@ -39,7 +39,9 @@ def _check(op, sample, partition_fn=None, inplace=False):
         grads = []
         wrt = [t for t in leaves if t.requires_grad]
         if diff and wrt:
-            total = sum((o * (k + 1)).sum() for k, o in enumerate(diff))
+            # (a complex output enters the real loss through both of its parts)
+            total = sum((o * (k + 1.0 + 0.5j)).sum().real if o.is_complex() else (o * (k + 1)).sum()
+                        for k, o in enumerate(diff))
             grads = dynjit.autograd.grad(total, wrt, allow_unused=True)
         return outs, grads
 

@@ -1182,6 +1182,8 @@ def test_declared_rules_agree_with_the_linearized_backward(name):
         for a in args:
             if isinstance(a, dynjit.Tensor) and a.dtype is dynjit.float64:
                 tangents.append(dynjit.from_numpy(rng.standard_normal(a.shape)))
+            elif isinstance(a, dynjit.Tensor) and a.dtype is dynjit.complex128:
+                tangents.append(dynjit.from_numpy(np.asarray(rng.standard_normal(a.shape) + 1j * rng.standard_normal(a.shape))))
             elif isinstance(a, list) and a and all(isinstance(x, dynjit.Tensor) and x.dtype is dynjit.float64 for x in a):
                 tangents.append([dynjit.from_numpy(rng.standard_normal(x.shape)) for x in a])
             else:
@@ -1189,7 +1191,7 @@ def test_declared_rules_agree_with_the_linearized_backward(name):
         if all(t is None for t in tangents):
             continue
         result = op(*args)
-        if not isinstance(result, dynjit.Tensor) or result.dtype is not dynjit.float64 \
+        if not isinstance(result, dynjit.Tensor) or result.dtype not in (dynjit.float64, dynjit.complex128) \
                 or not np.isfinite(_np(result)).all():
             continue        # (the mean of nothing is nan, and so is its tangent)
         rule = op.jvp_fn(tangents, result, *args)

@@ -394,10 +394,14 @@ def test_custom_function_view_returned_under_no_grad_is_a_no_grad_view():
 
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_dir
 def test_every_name_in_dir_of_a_tensor_is_an_attribute():
-    """(dynjit has no complex dtype, so the seed's `imag` half does not apply.)"""
     x = dynjit.randn(10, 10)
     keys = dir(x)
     assert "shape" in keys
+    y = dynjit.randn(10, 10, dtype=dynjit.cfloat)
+    with pytest.raises(RuntimeError):       # a real tensor has no imaginary part
+        hasattr(x, "imag")
+    assert hasattr(y, "imag")
+    keys.remove("imag")
     with pytest.warns(UserWarning):        # reading the deprecated `volatile` warns
         missing = [k for k in keys if not hasattr(x, k)]
     assert missing == []
