@@ -8,6 +8,7 @@ import warnings
 from .. import functional as _fn
 from ..ops.dispatch import dispatch
 from ..ops.registry import registry as _R
+from ..ops.pointwise import scalar_to
 from ..tensor import Tensor
 
 __all__ = [
@@ -113,6 +114,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 def threshold(input, threshold, value, inplace=False):
     """value where input <= threshold, else input."""
+    if isinstance(threshold, (bool, int, float)) and not input.dtype.is_floating_point:
+        scalar_to(threshold, input.dtype.np)     # PyTorch converts the threshold checked
     out = _op("where", input > threshold, input, value)
     return _inplace(input, out) if inplace else out
 

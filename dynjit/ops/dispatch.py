@@ -261,6 +261,13 @@ def _convert_operands(op, vals, compute):
 _NP_BOOL = np.dtype(np.bool_)
 
 
+def _fit_int_scalars(op, vals):
+    """Python ints that do not fit the integer computation dtype, as PyTorch treats them
+    (see int_scalars.py)."""
+    from .int_scalars import fit_int_scalars
+    fit_int_scalars(op, vals)
+
+
 def _as_array(x, np_dtype):
     if np_dtype.metadata is not None:       # bfloat16: computed in float32, rounded
         return round_to_bfloat16(x)
@@ -277,6 +284,7 @@ def run_kernel(op, args):
     if op.kind == POINTWISE:
         compute, result = pointwise_dtypes(op, args)
         _convert_operands(op, vals, compute)
+        _fit_int_scalars(op, vals)
         out = op.kernel(*vals)
         return _as_array(out, result.np), tensors
     if not op.complex_ok:
@@ -341,6 +349,8 @@ def eager(op, args, kwargs):
             compute, result = pointwise_dtypes(op, args)
             _convert_operands(op, vals, compute)
             want = result.np
+        if scalar:
+            _fit_int_scalars(op, vals)
         out = op.kernel(*vals)
         if type(out) is not np.ndarray or out.dtype != want or (
                 want.metadata is not None or out.dtype.metadata is not None):     # bfloat16 in or out

@@ -244,6 +244,9 @@ def run_meta(op, args, kwargs):
     args = op.normalize(tuple(args), kwargs or {})
     if op.operand_check is not None:        # the errors the dispatcher raises before the kernel
         op.operand_check(*args)
+    if op.kind is POINTWISE:                # Python ints the computation dtype cannot hold
+        from .int_scalars import check_int_scalars_meta
+        check_int_scalars_meta(op, args)
     if not op.complex_ok and op.kind is not POINTWISE:
         _check_complex_meta(op, args)
     if op._meta is not None:

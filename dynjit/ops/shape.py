@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import _dtype
 from .registry import register, VIEW, OTHER, linear_jvp
+from .pointwise import scalar_to
 from .meta import (normalize_dims, wrap_dim, same_as, describe, dummy, is_tensor_like,
                    DataDependentOutputError)
 
@@ -867,7 +868,12 @@ def _check_fill_value(value):
 @register("fill", OTHER, complex_ok=True, variants="function", inplace=True)
 def fill(self, value):
     _check_fill_value(value)
-    return np.full(np.shape(self), value, dtype=np.asarray(self).dtype)
+    dtype = np.asarray(self).dtype
+    if isinstance(value, (bool, int, float)) and (dtype.kind in "iub" or (
+            dtype == np.float32 and dtype.metadata is None)):
+        # checked, as PyTorch converts a Scalar fill value (its half-precision fills saturate)
+        value = scalar_to(value, dtype)
+    return np.full(np.shape(self), value, dtype=dtype)
 
 
 @fill.meta_fn

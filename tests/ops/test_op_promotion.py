@@ -56,7 +56,7 @@ def test_python_float_with_int_tensor_follows_the_default_dtype():
 
 def test_a_python_scalar_never_upcasts_a_float32_tensor():
     x = dynjit.tensor([1.0, 2.0])
-    for y in (x + 1e-30, x * 10 ** 20, x - 2 ** 40, x / 3.0, x ** 2.5, 1.5 - x, 2.0 ** x, x.clamp(0.5, 1e10)):
+    for y in (x + 1e-30, x * 10 ** 18, x - 2 ** 40, x / 3.0, x ** 2.5, 1.5 - x, 2.0 ** x, x.clamp(0.5, 1e10)):
         assert y.dtype is f32
 
 
