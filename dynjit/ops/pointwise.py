@@ -407,7 +407,21 @@ def pow_op(self, exponent):
     if isinstance(exponent, (int, np.integer)) and not isinstance(exponent, bool) and exponent < 0 \
             and isinstance(self, np.ndarray) and self.dtype.kind in "iu":
         raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if isinstance(exponent, np.ndarray) and exponent.dtype.kind in "iu" and \
+            np.result_type(self, exponent).kind in "iu" and (exponent < 0).any():
+        return _int_pow_negative_exponents(self, exponent)
     return np.power(self, exponent)
+
+
+def _int_pow_negative_exponents(base, exponent):
+    """Integer pow where some exponents are negative, as PyTorch computes it (numpy refuses):
+    1 for a base of 1, +-1 for -1 (by the exponent's parity), else 0."""
+    out_dtype = np.result_type(base, exponent)
+    negative = exponent < 0
+    powers = np.power(base, np.where(negative, 0, exponent))
+    ones = np.where(exponent % 2 == 0, 1, -1)
+    small = np.where(base == 1, 1, np.where(base == -1, ones, 0))
+    return np.where(negative, small, powers).astype(out_dtype)
 
 
 @pow_op.derivative

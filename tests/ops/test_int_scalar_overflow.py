@@ -156,3 +156,19 @@ def test_compiled_checked_conversion_raises_as_eager(backend):
         return a.clamp(max=300) + 1
     with pytest.raises(RuntimeError, match="int8_t without overflow"):
         dynjit.compile(clamp, backend=backend)(a8())
+
+
+def _int_pow(a, b):
+    return a ** b
+
+
+@pytest.mark.parametrize("backend", (None,) + BACKENDS)
+def test_integer_pow_with_negative_exponents_is_pytorchs(backend):
+    # numpy refuses negative integer powers; PyTorch gives 1 for a base of 1, +-1 for -1, else 0
+    fn = _int_pow if backend is None else dynjit.compile(_int_pow, backend=backend)
+    base, exponent = dynjit.tensor([2, 1, -1, 0, -1, 3]), dynjit.tensor([-1, -2, -3, -1, -2, 2])
+    assert fn(base, exponent).tolist() == [0, 1, -1, 0, 1, 9]
+    assert fn(dynjit.tensor([2, 1, -1], dtype=I8), dynjit.tensor([-1, -2, -3], dtype=I8)).tolist() == [0, 1, -1]
+    assert (300 ** a8()).tolist() == [0, 0]         # 44 ** 100 and 44 ** -100 in int8
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
+        dynjit.tensor([2]) ** -1
