@@ -1057,10 +1057,269 @@ def indent(lines):
 
 
 def generate(seed):
-    """(source, meta) of program `seed`."""
+    """(source, meta) of program `seed` (seeds from ADV_SEED_BASE on: the adversarial family)."""
+    if seed >= ADV_SEED_BASE:
+        return PRELUDE + AdvGen(seed).program(), {"grad_inputs": False}
     g = Gen(seed)
     src = g.program()
     return PRELUDE + src, {"grad_inputs": g.grad_inputs}
+
+
+# ---------------------------------------------------------------------------
+# The adversarial family (seeds >= ADV_SEED_BASE): programs composed from
+# snippets of the Python the classic generator does not write (generators and
+# send, iterators over the inputs, live dict views, descriptors and property
+# setters, __slots__, __class__ assignment, super() in classmethods, set
+# displays, kernel errors that depend on the data of a later call, locals(),
+# suppressing context managers, yield from), joined by graph breaks, try
+# blocks and loops. `--family adv` runs these seeds.
+# ---------------------------------------------------------------------------
+
+ADV_SEED_BASE = 10 ** 9
+
+ADV_PRELUDE = '''\
+class AdvProp:
+    def __init__(self):
+        self.log = []
+        self._v = 0
+
+    @property
+    def v(self):
+        self.log.append("get")
+        return self._v
+
+    @v.setter
+    def v(self, t):
+        self.log.append("set")
+        self._v = t * 2
+
+
+class AdvNonNeg:
+    def __set_name__(self, owner, name):
+        self.slot = "_" + name
+
+    def __get__(self, o, owner=None):
+        return self if o is None else getattr(o, self.slot, 0)
+
+    def __set__(self, o, value):
+        if value < 0:
+            raise ValueError("negative " + self.slot)
+        setattr(o, self.slot, value)
+
+
+class AdvCfg:
+    k = AdvNonNeg()
+
+
+class AdvSlots:
+    __slots__ = ("a",)
+
+
+class AdvA:
+    @classmethod
+    def make(cls, t):
+        return t + 1
+
+    def f(self, t):
+        return t * 2
+
+
+class AdvB(AdvA):
+    @classmethod
+    def make(cls, t):
+        return super().make(t) * 3
+
+    def f(self, t):
+        return t - 5
+
+
+class AdvSuppress:
+    def __init__(self):
+        self.seen = []
+
+    def __enter__(self):
+        self.seen.append("enter")
+        return self
+
+    def __exit__(self, et, ev, tb):
+        self.seen.append(et.__name__ if et else None)
+        return et is not None and issubclass(et, (ValueError, KeyError, IndexError, RuntimeError))
+
+
+ADV_PROP = AdvProp()
+ADV_CFG = AdvCfg()
+ADV_LOG = []
+
+
+def adv_gen(t, k):
+    for i in range(k):
+        got = yield t * i
+        if got is not None:
+            t = t + got
+
+
+def adv_inner(t):
+    yield t
+    yield t + 1
+    return "inner-done"
+
+
+def adv_outer(t):
+    r = yield from adv_inner(t)
+    ADV_LOG.append(r)
+    yield t * 3
+
+'''
+
+
+class AdvGen:
+    """Writes one program of the adversarial family: fn(x, y, n, lst, d, obj, ns) made of snippets."""
+
+    def __init__(self, seed):
+        self.r = random.Random(seed)
+        self.k = 0
+        self.tensors = ["x"]
+
+    def fresh(self):
+        self.k += 1
+        return self.k
+
+    def T(self):
+        return self.r.choice(self.tensors)
+
+    def brk(self):
+        return [self.r.choice(["dynjit.graph_break()", 'print("brk", n)', "ns.brk()",
+                               "ADV_LOG.append(len(ADV_LOG))"])]
+
+    # each snippet: lines at the function body's level; results go to `out`
+    def s_gen_partial(self):
+        k = self.fresh()
+        return [f"g{k} = adv_gen({self.T()}, n + 2)", f"out.append(next(g{k}))"] + self.brk() + \
+               [f"out.append(sum(g{k}, x * 0))"]
+
+    def s_gen_send(self):
+        k = self.fresh()
+        return [f"g{k} = adv_gen({self.T()}, n + 3)", f"next(g{k})", f"out.append(g{k}.send(x * 0 + 1))"] + \
+               (self.brk() if self.r.random() < 0.5 else []) + \
+               [f"out.append([v.sum() for v in g{k}])"]
+
+    def s_yield_from(self):
+        k = self.fresh()
+        return [f"out.append(list(adv_outer({self.T()})))", f"out.append(len(ADV_LOG))"]
+
+    def s_iter_arg(self):
+        k = self.fresh()
+        return [f"it{k} = iter(lst)", f"v{k} = next(it{k}, 0)", f"t{k} = {self.T()} * v{k}"] + \
+               (self.brk() if self.r.random() < 0.3 else []) + [f"out.append((t{k}, list(it{k})))"]
+
+    def s_islice(self):
+        k = self.fresh()
+        return [f"it{k} = iter(range(n + 5))", f"head{k} = list(itertools.islice(it{k}, 2))",
+                f"out.append(({self.T()} * sum(head{k}), next(it{k})))"]
+
+    def s_dict_view(self):
+        k = self.fresh()
+        view = self.r.choice(["keys", "values", "items"])
+        return [f"kv{k} = d.{view}()", f'd["k{k}"] = n', f"out.append(len(kv{k}))",
+                f"out.append(list(kv{k}))"]
+
+    def s_dict_iter_mutation(self):
+        k = self.fresh()
+        return ["try:", f"    for key{k} in d:", f'        d[str(key{k}) + "{k}"] = 1',
+                "except RuntimeError as e:", "    out.append(str(e))"]
+
+    def s_property(self):
+        return [f"ADV_PROP.v = {self.T()}", "out.append(ADV_PROP.v + 1)", "out.append(list(ADV_PROP.log))"]
+
+    def s_descriptor(self):
+        return ["try:", "    ADV_CFG.k = n - 2", "except ValueError as e:", "    out.append(str(e))",
+                f"out.append(({self.T()} * ADV_CFG.k, sorted(vars(ADV_CFG))))"]
+
+    def s_slots(self):
+        k = self.fresh()
+        return [f"sl{k} = AdvSlots()", f"sl{k}.a = {self.T()}", "try:", f"    sl{k}.b = 1",
+                "except AttributeError as e:", "    out.append(type(e).__name__)", f"out.append(sl{k}.a)"]
+
+    def s_class_swap(self):
+        k = self.fresh()
+        return [f"o{k} = AdvA()", f"out.append(o{k}.f({self.T()}))", f"o{k}.__class__ = AdvB",
+                f"out.append(o{k}.f({self.T()}))"]
+
+    def s_super_classmethod(self):
+        return [f"out.append(AdvB.make({self.T()}))"]
+
+    def s_set_display(self):
+        k = self.fresh()
+        return [f"s{k} = {{n, len(lst)}}", f"s{k}.add(-1)", f"out.append(sorted(s{k}))"]
+
+    def s_data_error(self):
+        k = self.fresh()
+        kind = self.r.choice(["index", "div"])
+        # the error depends on tensor data, so a graph traced on one call's data can fail on the next
+        if kind == "index":
+            op = f"{self.T()}[(x.sum() > 0).long() * 7]"
+            exc = "IndexError"
+        else:
+            op = "dynjit.arange(3) // (x.sum() > 0).long()"
+            exc = "RuntimeError"
+        pre = [f"ADV_LOG.append({k})"]
+        if self.r.random() < 0.6:
+            return pre + ["try:", f"    out.append({op})", f"except {exc} as e:", '    out.append("caught")']
+        return pre + [f"out.append({op})"]
+
+    def s_locals(self):
+        return ["out.append(sorted(k for k in locals() if not k.startswith('_')))"]
+
+    def s_suppress(self):
+        k = self.fresh()
+        body = [f"    w{k} = {self.T()} * 2"]
+        if self.r.random() < 0.5:
+            body += ["    " + b for b in self.brk()]
+        body += [f'    w{k} = w{k} + d["missing{k}"]']
+        return [f"cm{k} = AdvSuppress()", f"w{k} = x", f"with cm{k}:"] + body + [f"out.append((w{k}, cm{k}.seen))"]
+
+    def s_tensor_op(self):
+        k = self.fresh()
+        line = (f"t{k} = ({self.T()} * {self.r.choice([0.5, 2, -1])} + {self.T()})"
+                f".{self.r.choice(['sin', 'relu', 'tanh', 'abs'])}()")
+        self.tensors.append(f"t{k}")
+        return [line]
+
+    SNIPPETS = ("s_gen_partial", "s_gen_send", "s_yield_from", "s_iter_arg", "s_islice", "s_dict_view",
+                "s_dict_iter_mutation", "s_property", "s_descriptor", "s_slots", "s_class_swap",
+                "s_super_classmethod", "s_set_display", "s_data_error", "s_locals", "s_suppress",
+                "s_tensor_op", "s_tensor_op")
+
+    def wrapper(self):
+        """A function wrapping snippet lines in a try, a loop or a data-dependent if (or not)."""
+        c = self.r.random()
+        if c < 0.15:
+            return lambda lines: ["try:"] + indent(lines) + ["except Exception as e:",
+                                                             "    out.append(type(e).__name__)"]
+        if c < 0.25:
+            return lambda lines: ["for rep in range(2):"] + indent(lines)
+        if c < 0.32:
+            cond = self.T()     # chosen before the snippet binds new names
+            return lambda lines: [f"if {cond}.sum() > 0:"] + indent(lines)
+        return None
+
+    def program(self):
+        # DYNJIT_FUZZ_ADV_SKIP=s_locals,s_set_display leaves snippets out (to look past known failures)
+        skip = set(os.environ.get("DYNJIT_FUZZ_ADV_SKIP", "").split(","))
+        snippets = [s for s in self.SNIPPETS if s not in skip] or ["s_tensor_op"]
+        body = ["out = []"]
+        for _ in range(self.r.randint(2, 6)):
+            known = len(self.tensors)
+            wrap = self.wrapper()
+            lines = getattr(self, self.r.choice(snippets))()
+            if wrap is not None:
+                lines = wrap(lines)
+                del self.tensors[known:]     # names bound inside a try/loop/if may stay unbound
+            body += lines
+            if self.r.random() < 0.3:
+                body += self.brk()
+        body.append("return out, " + self.T())
+        return ADV_PRELUDE + "\ndef fn(x, y, n, lst, d, obj, ns):\n" + "\n".join(indent(body)) + "\n"
 
 
 # ---------------------------------------------------------------------------
@@ -1252,7 +1511,7 @@ def run_once(fn, args, mod):
     dynjit.set_grad_enabled(True)
     memo = {}
     with contextlib.redirect_stdout(buf):
-        state = {"globals": normalize({k: mod.__dict__.get(k) for k in ("G_LIST", "G_DICT", "G_COUNT")}, memo)}
+        state = {"globals": normalize({k: mod.__dict__.get(k) for k in OBSERVED_GLOBALS}, memo)}
         state["return"] = normalize(result, memo)
         state["inputs"] = normalize(list(args), memo)
         fs = mod.__dict__.get("FACTORY_STATE")
@@ -1285,6 +1544,9 @@ def compare(p, c):
             return ("mismatch", key, d)
     return None
 
+
+# module globals compared after every call (the adversarial family's state objects included)
+OBSERVED_GLOBALS = ("G_LIST", "G_DICT", "G_COUNT", "ADV_LOG", "ADV_PROP", "ADV_CFG")
 
 CALLS = (0, 0, 1)   # input variants of the three calls
 
@@ -1701,6 +1963,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--family", choices=("classic", "adv"), default="classic",
+                    help="adv: the adversarial family (its seeds are ADV_SEED_BASE + seed)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--batch", type=int, default=40)
     ap.add_argument("--minimize-per-class", type=int, default=1)
@@ -1739,6 +2003,8 @@ def main(argv=None):
         print(strip_prelude(src))
         print(json.dumps(res, indent=1) if "fail" not in res else "\n".join(map(str, res["fail"])))
         return 0 if "fail" not in res else 1
+    if a.family == "adv":
+        a.seed += ADV_SEED_BASE
     results, failures, report = fuzz(a.n, a.seed, jobs=a.jobs, batch=a.batch,
                                      minimize_per_class=a.minimize_per_class, min_checks=a.min_checks)
     print(report)

@@ -447,10 +447,7 @@ def make_args(call):
     return dynjit.ones(2), [-1, 2.0, (1, 2), {"a": 1, "b": 2}, "s", [1, 2, 3]][call:]
 '''
 
-XFAIL = {
-    'list_mutation_during_iteration': 'llvm: equal outputs come back as one tensor object (findings B4)',
-    'dict_views_and_set_algebra': 'frontend: dict.keys() modelled as a list snapshot (findings C1)',
-}
+XFAIL = {}
 
 
 @pytest.mark.parametrize("name", cases(PROGRAMS, XFAIL))

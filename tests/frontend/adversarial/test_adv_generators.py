@@ -294,11 +294,7 @@ def make_args(call):
 '''
 
 XFAIL = {
-    'gen_send': 'frontend: a generator is rebuilt as a list_iterator at a graph break, .send fails (findings A3)',
     'iter_list_partly': 'frontend: an iterator argument is not advanced (findings A1)',
-    'islice_shared_iterator': 'frontend: islice does not advance the iterator it reads (findings A2)',
-    'gen_yield_from_generator_passed_in': 'frontend: StopIteration.value lost through yield from (findings A4)',
-    'iter_dict_items_mutated_later': "frontend: no 'dictionary changed size during iteration' RuntimeError (findings A5)",
 }
 
 

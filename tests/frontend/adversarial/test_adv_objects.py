@@ -457,14 +457,7 @@ def make_args(call):
     return dynjit.ones(2), Spy(dynjit.ones(2) * call)
 '''
 
-XFAIL = {
-    'closure_returned_called': 'llvm: equal outputs come back as one tensor object (findings B4)',
-    'closure_cell_in_loop_late_binding': 'llvm: equal outputs come back as one tensor object (findings B4)',
-    'super_two_arg_and_classmethod': 'frontend: super() inside a classmethod raises InternalError (findings B3)',
-    'property_setter_and_deleter': 'frontend: reading a property right after its setter ran skips the getter (findings B1)',
-    'data_descriptor': "frontend: STORE_ATTR ignores a data descriptor's __set__ (findings B1)",
-    'slots_object': 'frontend: a store to a non-slot attribute is replayed after the graph, its AttributeError escapes the try (findings B2)',
-}
+XFAIL = {}
 
 
 @pytest.mark.parametrize("name", cases(PROGRAMS, XFAIL))

@@ -451,10 +451,7 @@ def make_args(call):
 '''
 
 XFAIL = {
-    'comprehension_with_closure_capture': 'llvm: equal outputs come back as one tensor object (findings B4)',
-    'method_binding_variants': 'llvm: equal outputs come back as one tensor object (findings B4)',
     'vars_locals_globals_reads': "frontend: locals() shows the resume function's internal names (findings F2)",
-    'class_assignment_dunder_class': 'frontend: obj.__class__ assignment ignored by later lookups (findings F1)',
 }
 
 
