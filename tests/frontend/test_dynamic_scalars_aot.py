@@ -81,9 +81,11 @@ def test_gradients_of_a_compiled_function_are_right_for_each_learning_rate():
     assert counter.frame_count <= 2 and counter.aot_traces <= 2
 
 
-def _make_model():
+def _make_model(optimizer):
     dynjit.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+    if optimizer == "adam":
+        return model, dynjit.optim.Adam(model.parameters(), lr=0.01)
     return model, dynjit.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 
 
@@ -97,8 +99,8 @@ def _train_step(model, opt, x, y, state):
     return loss
 
 
-def _train(backend):
-    model, opt = _make_model()
+def _train(backend, optimizer):
+    model, opt = _make_model(optimizer)
     counter = Counting(backend) if backend else None
     step = dynjit.compile(_train_step, backend=counter) if backend else _train_step
     state = {"total": 0.0, "step": 0}
@@ -111,10 +113,11 @@ def _train(backend):
     return losses, [p.detach() for p in model.parameters()], state, counter
 
 
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_training_step_with_a_learning_rate_schedule_a_running_total_and_a_step_counter(backend):
-    plain_losses, plain_params, plain_state, _ = _train(None)
-    losses, params, state, counter = _train(backend)
+def test_a_training_step_with_a_learning_rate_schedule_a_running_total_and_a_step_counter(backend, optimizer):
+    plain_losses, plain_params, plain_state, _ = _train(None, optimizer)
+    losses, params, state, counter = _train(backend, optimizer)
     assert losses == pytest.approx(plain_losses, rel=1e-5, abs=1e-6)
     for p, q in zip(plain_params, params):
         assert same(q, p, tol=1e-5)
