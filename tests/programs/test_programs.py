@@ -20,6 +20,7 @@ CONFIGS = {
     "siamese_triplet": [(10, {})],
     "timeseries_forecast": [(4, {}), (3, {"compile_mode": "model"})],
     "resnet_onecycle": [(3, {}), (3, {"compile_mode": "model"}), (3, {"use_amp": True})],
+    "tiny_vit": [(3, {}), (2, {"compile_mode": "model"})],
 }
 
 CASES = [pytest.param(name, steps, kwargs, backend, id=f"{name}-{'-'.join(map(str, kwargs.values())) or 'default'}-{backend}")
@@ -54,6 +55,10 @@ GRAPH_COUNTS = [
     pytest.param("resnet_onecycle", 2, {"use_amp": True}, 1, 1, marks=pytest.mark.xfail(
         strict=True, reason="frontend: a `with torch.autocast('cpu', dtype=torch.bfloat16)` block is a graph "
                             "break ('_State defines __getattribute__'), so the step compiles to no graph")),
+    pytest.param("tiny_vit", 2, {}, 1, 1, marks=pytest.mark.xfail(
+        strict=True, reason="frontend: MultiheadAttention(need_weights=False), as TransformerEncoderLayer calls "
+                            "it, returns (tensor, None), which the frontend's opaque-call recording takes for a "
+                            "data-dependent Python value: a break per layer, and recompiles per layer")),
 ]
 
 
