@@ -21,7 +21,9 @@ copy of the same initial weights and the same batch:
 
 Every candidate is checked first: three steps from the same start give the
 weights numpy's formula gives. Then candidates are timed in interleaved blocks
-(a block of steps of each in turn, torch's block through its worker), and each
+(a block of steps of each in turn, torch's block through its worker; at more than one
+thread torch's candidates are timed after the others, not interleaved, since idle thread
+pools spin and would take each other's cores), and each
 row reports the median and the best step time and the ratio to torch eager (or
 to numpy when torch is absent); below 1 means faster than torch eager.
 The thread count (`--threads`) is set for numpy's BLAS, dynjit's kernels and
@@ -341,7 +343,18 @@ def main(argv=None):
             compile_seconds[name] = time.perf_counter() - t
             check(name, run.weights(), ref)
             blocks[name] = run.block
-    times = time_interleaved(blocks, args.seconds, args.block)
+    if args.threads == 1:
+        times = time_interleaved(blocks, args.seconds, args.block)
+    else:
+        # Thread pools spin a while after their last task (OpenMP in torch, OpenBLAS in
+        # numpy): interleaved with the other process's blocks they take each other's cores.
+        # So at several threads this process's candidates are timed first, then torch's.
+        remote = {k: v for k, v in blocks.items() if k.startswith("torch")}
+        local = {k: v for k, v in blocks.items() if k not in remote}
+        time.sleep(1.0)
+        times = time_interleaved(local, args.seconds, args.block)
+        time.sleep(1.0)
+        times.update(time_interleaved(remote, args.seconds / 2, args.block) if remote else {})
     if worker is not None:
         worker.close()
 

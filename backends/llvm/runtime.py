@@ -33,6 +33,8 @@ def contig(arr, dtype):
 
 
 def as_result(value, dtype):
+    if type(value) is np.ndarray and value.dtype == dtype:
+        return value
     arr = np.asarray(value)
     return arr if arr.dtype == dtype else arr.astype(dtype)
 
