@@ -174,3 +174,22 @@ def test_a_transformer_style_block_over_batch_sizes_with_gradients(backend):
         assert same(w2.grad, w1.grad, tol=1e-5)
     if backend in ("eager", "aot_eager"):      # they take number inputs
         assert counter.frame_count == 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_dynamic_int_used_as_a_size(backend):
+    # the frontend passes k as a number; AOT specializes it (it decides shapes) and traces
+    # once per value, giving the plain result for each
+    def f(x, k):
+        return x.view(k, -1).sum(0) * k + x.sum() / k
+
+    counter = Counting(backend)
+    compiled = dynjit.compile(f, backend=counter)
+    x = dynjit.randn(4, 6)
+    for k in [1, 2, 3, 4, 6, 8, 2, 3]:
+        _same(f(x, k), compiled(x, k))
+    if backend in ("eager", "aot_eager"):      # they take number inputs
+        assert counter.frame_count == 2
+    if backend == "aot_eager":
+        # the first graph has k = 1 as a constant; the dynamic one is traced for 2, 3, 4, 6, 8
+        assert counter.aot_traces == 6
