@@ -21,7 +21,7 @@ from .._pytree import tree_flatten, tree_unflatten
 from ..ops import dispatch as _dispatch
 from ..ops.dispatch import DispatchMode
 from ..ops.registry import INPLACE, registry
-from ..tensor import Tensor
+from ..tensor import Tensor, _data_reads
 from .graph import Graph
 from .graph_module import GraphModule
 from .traced_number import NumberTracing, TracedNumber, call_op, check_specialized, has_traced, \
@@ -278,8 +278,10 @@ def make_fx(fn, decomposition_table=None, tracing_mode="real", *, pre_dispatch=F
     An int or float argument is traced as a number (dynjit.fx.traced_number): ops it is
     passed to, and arithmetic on it, take it from its placeholder, so the graph computes
     with the value it is called with. Where the function needs the value itself (an `if`,
-    `range`, `int()`, `math.sqrt`), the number is specialized: the graph then starts by
-    checking that it is called with the traced value, and raises otherwise.
+    `range`, `int()`, `math.sqrt`, a size), the number is specialized: the graph then starts
+    by checking that it is called with the traced value, and raises otherwise. Reading a
+    traced tensor's value (`.item()`, `if t.sum() > 0`) specializes every number input, as
+    that value may depend on any of them.
     """
     if tracing_mode not in ("real", "fake", "symbolic"):
         raise ValueError(f"tracing_mode must be 'real', 'fake' or 'symbolic', got {tracing_mode!r}")
@@ -326,11 +328,19 @@ def make_fx(fn, decomposition_table=None, tracing_mode="real", *, pre_dispatch=F
                     tracer.numbers.specialized[i] = failure
             traced_leaves.append(leaf)
         traced_args = tree_unflatten(spec, traced_leaves)
+
+        def on_data_read(tensor, what):
+            # a branch on a traced tensor's value is baked into the graph; that value may
+            # depend on the numbers (x * n), so the graph holds only for their values
+            if tracer.is_tracked(tensor):
+                tracer.numbers.specialize_inputs(f"Tensor.{what}() of a traced tensor, which may depend on it")
+        _data_reads.append(on_data_read)
         try:
             with tracer:
                 out = fn(*traced_args)
             tracer.graph.output(tracer.to_arg(out))
         finally:
+            _data_reads.pop()
             tracer.numbers.finish()
         _check_specialized_numbers(tracer, number_inputs, leaves)
         tracer.graph.eliminate_dead_code()

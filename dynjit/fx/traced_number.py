@@ -48,11 +48,20 @@ class NumberTracing:
         self.graph = graph
         self.active = True
         self.specialized = {}
+        self.inputs = []
 
     def input(self, value, node, index):
         """The traced number of input `index` (a Python int or float), whose node is `node`."""
         node.meta["val"] = value
-        return TracedNumber(value, node, self, frozenset((index,)))
+        number = TracedNumber(value, node, self, frozenset((index,)))
+        self.inputs.append(number)
+        return number
+
+    def specialize_inputs(self, why):
+        """Specialize every number input (a value read that may depend on any of them)."""
+        for number in self.inputs:
+            if self.active and not _state.in_op:
+                self.specialize(number, why)
 
     def specialize(self, number, why):
         new = [i for i in number._sources if i not in self.specialized]

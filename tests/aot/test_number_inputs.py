@@ -369,3 +369,18 @@ def test_an_update_kept_in_the_inference_graph_reads_the_learning_rate_it_is_cal
         compiled(p2, g, 0.1 * i, 0.9 - 0.1 * i)
         assert dynjit.equal(p1, p2)
     assert len(fw.graphs) == 1 and "copy_" in fw.graphs[0].code
+
+
+def test_make_fx_specializes_the_numbers_when_a_traced_tensors_value_is_read():
+    # the branch is baked into the graph and depends on n through y
+    def f(x, n, k):
+        y = x * n
+        return y * 2 if y.sum().item() > 0 else y - 1
+
+    x = dynjit.ones(3)
+    gm = make_fx(f)(x, 2, 5)
+    assert dynjit.equal(gm(x, 2, 5), f(x, 2, 5))
+    with pytest.raises(RuntimeError, match=r"cannot run with n_1 = -2"):
+        gm(x, -2, 5)
+    with pytest.raises(RuntimeError, match=r"cannot run with k_1 = 6"):
+        gm(x, 2, 6)
