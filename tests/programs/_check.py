@@ -26,11 +26,13 @@ def run_and_count(program, backend=None, steps=20, **kwargs):
     return losses, state, stats
 
 
-def assert_same_run(plain, compiled, rtol=1e-5, atol=1e-6, state_atol=1e-5):
+def assert_same_run(plain, compiled, rtol=1e-5, atol=1e-6, state_atol=5e-5):
     """Losses equal step by step and the final states equal, to float32 tolerance. The
-    states get an absolute tolerance of 1e-5: Adam scales each step to about lr whatever the
-    gradient's size, so an element whose gradient is near zero moves by rounding-sized
-    differences of a learning-rate-sized step."""
+    states get an absolute tolerance of 5e-5 (a few percent of the programs' learning rates):
+    Adam's first steps are about lr * sign(gradient), so an element whose gradient is tiny
+    moves by a learning-rate-sized step that rounding-level gradient differences (compiled
+    kernels sum in another order) perturb by far more than their own size. The gradients
+    themselves agree to about 1e-7 relative (checked for tiny_vit)."""
     (losses_a, state_a), (losses_b, state_b) = plain, compiled
     np.testing.assert_allclose(losses_b, losses_a, rtol=rtol, atol=atol, err_msg="losses differ")
     assert state_a.keys() == state_b.keys()
