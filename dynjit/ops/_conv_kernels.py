@@ -15,7 +15,8 @@ Which way each is computed was chosen by timing the alternatives on CPU
   with the flipped, transposed weight, so it takes the forward path (a long contraction
   for BLAS) where it has no more output than input channels; otherwise it is a matmul into columns followed by col2im (one strided
   add per kernel offset).
-- the adjoint in the weight is one matmul per group of the columns with grad_output.
+- the adjoint in the weight is one matmul per group of the columns with grad_output (per
+  sample, then summed, when the weight is small).
 - depthwise convolution (one input and one output channel per group) never builds
   columns: each kernel offset is one multiply-add of a shifted view of the input, done on
   batch chunks that stay in cache; at stride 1 the shifted views are slices of the
@@ -28,11 +29,13 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
-# a matmul per sample (and group) only pays when each is large enough for BLAS: with fewer
-# output positions per sample or fewer multiply-adds per matmul than these, one matmul per
-# group over the whole batch is faster
-_PER_SAMPLE_MIN_POSITIONS = 256
-_PER_SAMPLE_MIN_MACS = 1 << 20
+# The forward multiplies per sample (and group) unless a sample has fewer output positions
+# than this, where one matmul per group over the whole batch is faster; the columns of the
+# per-sample layout are also a cheaper copy (whole output rows at a time). The weight
+# gradient multiplies per sample only for small weights (at most this many entries per
+# group), where the per-group matmul's long contraction over N * L is the slower one.
+_PER_SAMPLE_MIN_POSITIONS = 64
+_PER_SAMPLE_MAX_WEIGHT_GRAD = 4096
 # the depthwise kernels work on batch chunks of about this many bytes (an L2 cache's worth)
 _CHUNK_BYTES = 1 << 18
 
@@ -133,7 +136,7 @@ def conv_forward(x, w, stride, padding, dilation, groups, out_sizes):
     rows = w.shape[1] * prod(kernel)                      # C/groups * prod(kernel)
     positions = prod(out_sizes)
     wm = w.reshape(groups, o // groups, rows)
-    if positions >= _PER_SAMPLE_MIN_POSITIONS and (o // groups) * rows * positions >= _PER_SAMPLE_MIN_MACS:
+    if positions >= _PER_SAMPLE_MIN_POSITIONS:
         cols = columns_by_sample(x, kernel, stride, padding, dilation, out_sizes)
         out = np.matmul(wm, cols.reshape(n, groups, rows, positions))      # (N, G, O/G, L)
         return out.reshape((n, o) + tuple(out_sizes))
@@ -172,6 +175,14 @@ def conv_weight_grad(x, g, weight_size, stride, padding, dilation, groups):
     """The adjoint of conv in w: (x, grad_output) to a weight of `weight_size`."""
     if is_depthwise(weight_size, groups):
         return _depthwise_weight_grad(x, g, weight_size, stride, padding, dilation)
+    n, o = g.shape[:2]
+    rows = prod(weight_size[1:])
+    positions = prod(g.shape[2:])
+    if positions >= _PER_SAMPLE_MIN_POSITIONS and (o // groups) * rows <= _PER_SAMPLE_MAX_WEIGHT_GRAD:
+        cols = columns_by_sample(x, weight_size[2:], stride, padding, dilation, g.shape[2:])
+        cols = cols.reshape(n, groups, rows, positions)
+        per_sample = np.matmul(g.reshape(n, groups, o // groups, positions), cols.transpose(0, 1, 3, 2))
+        return per_sample.sum(0).reshape(weight_size)                       # (G, O/G, C/G * K)
     cols = columns_by_channel(x, weight_size[2:], stride, padding, dilation, g.shape[2:], groups)
     # cols @ g.T, not g @ cols.T: BLAS is faster with the long N * L axis contracted this way round
     gw_t = np.matmul(cols, _by_group(g, groups).transpose(0, 2, 1))        # (G, C/G * K, O/G)

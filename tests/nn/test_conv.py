@@ -200,12 +200,12 @@ def test_conv_float32_values_and_gradients_match_float64(xs, ws, kw):
     (3, (1, 2, 3, 4, 3), (2, 2, 2, 2, 2), dict(padding=1)),
 ])
 def test_both_matmul_layouts_of_the_forward(monkeypatch, layout, nd, xs, ws, kw):
-    """The forward multiplies per sample when a sample has many output positions and per group
-    over the whole batch otherwise: both layouts, forced on small shapes, with their gradients."""
+    """The forward (and the weight gradient) multiply per sample or per group over the whole
+    batch depending on the shapes: both layouts, forced, with their gradients."""
     from dynjit.ops import _conv_kernels
     big = 1 << 62
     monkeypatch.setattr(_conv_kernels, "_PER_SAMPLE_MIN_POSITIONS", 0 if layout == "per_sample" else big)
-    monkeypatch.setattr(_conv_kernels, "_PER_SAMPLE_MIN_MACS", 0 if layout == "per_sample" else big)
+    monkeypatch.setattr(_conv_kernels, "_PER_SAMPLE_MAX_WEIGHT_GRAD", big if layout == "per_sample" else 0)
     x, w, b = _r(*xs), _r(*ws), _r(ws[0])
     _close(CONV_FNS[nd](_t(x), _t(w), _t(b), **kw), ref_conv(x, w, b, **kw))
     xt, wt, bt = _t(x, True), _t(w, True), _t(b, True)
