@@ -23,6 +23,14 @@ every use goes through one of its methods, and each method either records or spe
 While an op runs for real (its meta function, its kernel, its autograd bookkeeping) a traced
 number acts as its plain value: whatever the op computes from it is replayed with the op.
 After the trace, a traced number kept somewhere acts as its (trace-time) value.
+
+Sizes are not symbolic: a number that may decide a tensor's shape (any argument of an op
+other than a pointwise one, except fill_value, value, alpha, beta and p) is specialized,
+because the shapes the trace sees are read as plain numbers afterwards. Python code that
+cannot take a traced number (C code that wants an exact int, such as the json encoder)
+raises; the tracers then trace again with plain numbers, all specialized. One difference
+remains visible: `type(n)` is TracedNumber, so code testing `type(n) is int` takes the
+branch for other types (isinstance, which numbers' users and dynjit test, is right).
 """
 import operator
 import os

@@ -384,3 +384,26 @@ def test_make_fx_specializes_the_numbers_when_a_traced_tensors_value_is_read():
         gm(x, -2, 5)
     with pytest.raises(RuntimeError, match=r"cannot run with k_1 = 6"):
         gm(x, 2, 6)
+
+
+def test_a_decomposition_computing_with_a_number_stays_dynamic_and_one_branching_on_it_specializes():
+    leaky_relu = dynjit.ops.leaky_relu
+
+    def computing(x, negative_slope=0.01):
+        return dynjit.where(x > 0, x, x * negative_slope)
+
+    def branching(x, negative_slope=0.01):
+        return x.relu() if negative_slope == 0 else dynjit.where(x > 0, x, x * negative_slope)
+
+    f = lambda x, s: leaky_relu(x, s) * 2      # noqa: E731
+    for decomposition, traces in ((computing, 1), (branching, 3)):
+        compiled = aot_function(f, nop, decompositions={leaky_relu: decomposition})
+        for s in (0.0, 0.1, 0.2, 0.0):
+            x1 = dynjit.randn(6, requires_grad=True)
+            x2 = x1.detach().clone().requires_grad_(True)
+            f(x1, s).sum().backward()
+            out = compiled(x2, s)
+            out.sum().backward()
+            assert dynjit.allclose(out, f(x1, s)) and dynjit.allclose(x2.grad, x1.grad)
+        assert len(compiled._cache) == traces
+        assert "leaky_relu" not in next(iter(compiled._cache.values())).fw_gm.code
