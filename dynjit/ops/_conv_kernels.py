@@ -13,8 +13,8 @@ Which way each is computed was chosen by timing the alternatives on CPU
   and the columns are laid out (C, *kernel, N, *out) instead for one matmul per group.
 - the adjoint in the input at stride 1 is itself a convolution, of the padded grad_output
   with the flipped, transposed weight, so it takes the forward path (a long contraction
-  for BLAS) where it has no more output than input channels; otherwise it is a matmul into columns followed by col2im (one strided
-  add per kernel offset).
+  for BLAS) where the layer has at most twice as many output as input channels; otherwise
+  it is a matmul into columns followed by col2im (one strided add per kernel offset).
 - the adjoint in the weight is one matmul per group of the columns with grad_output (per
   sample, then summed, when the weight is small).
 - depthwise convolution (one input and one output channel per group) never builds
@@ -149,9 +149,9 @@ def conv_input_grad(g, w, input_size, stride, padding, dilation, groups):
     """The adjoint of conv in x: grad_output (N, O, *out) to (N, C, *input_size[2:])."""
     in_sizes = tuple(input_size[2:])
     kernel = w.shape[2:]
-    if all(s == 1 for s in stride) and w.shape[0] <= input_size[1]:
-        # (only when its columns, O * K per input position, are no bigger than the C * K per
-        # output position of the col2im way)
+    if all(s == 1 for s in stride) and w.shape[0] <= 2 * input_size[1]:
+        # (only when its columns, O * K per input position, are at most twice the C * K per
+        # output position of the col2im way: measured faster up to there, far slower for O >> C)
         # dx[y] = sum_j g[y + p - j * d] w[j]: a convolution of g, padded by d * (k - 1) - p on the
         # left, with the flipped weight whose in and out channels swap within each group
         before = tuple(d * (k - 1) - p for k, d, p in zip(kernel, dilation, padding))
