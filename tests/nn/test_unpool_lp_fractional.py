@@ -413,3 +413,21 @@ def test_unpool_lp_fractional_and_static_kv_compiled_match_eager(backend):
 
     for got, want in zip(run(dynjit.compile(f, backend=backend)), run(f)):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fractional_max_pool_draws_the_same_samples_compiled(backend):
+    x0 = _distinct(2, 3, 9, 9)
+
+    def f(x):
+        return F.fractional_max_pool2d(x, 2, output_size=(4, 5)) * 2
+
+    compiled = dynjit.compile(f, backend=backend)
+    results = []
+    for seed in (1, 2):
+        dynjit.manual_seed(seed)
+        eager = f(_t(x0)).numpy()
+        dynjit.manual_seed(seed)
+        np.testing.assert_array_equal(compiled(_t(x0)).numpy(), eager)
+        results.append(eager)
+    assert not np.array_equal(*results)        # the seed reaches the samples
