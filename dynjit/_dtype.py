@@ -89,18 +89,18 @@ _TO_REAL = {complex64: float32, complex128: float64}
 _TO_COMPLEX = {float32: complex64, float64: complex128}
 
 
-class _FromNumpy(dict):
-    """numpy dtype -> dynjit dtype. numpy compares and hashes dtypes without their
-    metadata, so a bfloat16 array's dtype finds float32's entry: it is told apart here."""
-
-    def __getitem__(self, np_dtype):
-        d = dict.__getitem__(self, np_dtype)
-        if d is float32 and np_dtype.metadata is not None and np_dtype.metadata.get("dynjit") == "bfloat16":
-            return bfloat16
-        return d
+# numpy dtype -> dynjit dtype. numpy compares and hashes dtypes without their metadata, so
+# a bfloat16 array's dtype finds float32 here: dtype_of_np (and Tensor.dtype, inlined) tell
+# the two apart.
+_FROM_NP = {d.np: d for d in _ALL if d is not bfloat16}
 
 
-_FROM_NP = _FromNumpy((d.np, d) for d in _ALL if d is not bfloat16)
+def dtype_of_np(np_dtype):
+    """The dynjit dtype of a numpy array's dtype (bfloat16 for tagged float32)."""
+    d = _FROM_NP[np_dtype]
+    if np_dtype.metadata is not None and d is float32 and np_dtype.metadata.get("dynjit") == "bfloat16":
+        return bfloat16
+    return d
 
 
 def is_bfloat16_np(np_dtype):
@@ -152,7 +152,7 @@ def set_default_dtype(d):
 
 def from_numpy_dtype(np_dtype):
     try:
-        return _FROM_NP[np.dtype(np_dtype)]
+        return dtype_of_np(np.dtype(np_dtype))
     except KeyError:
         raise TypeError(f"dynjit has no dtype for numpy dtype {np.dtype(np_dtype)}; "
                         f"supported: {', '.join(d.name for d in _ALL)}") from None

@@ -69,7 +69,10 @@ class Tensor:
     # -- basic properties ------------------------------------------------
     @property
     def dtype(self):
-        return _dtype._FROM_NP[self._data.dtype]
+        d = self._data.dtype
+        if d.metadata is not None:          # bfloat16 (float32 storage, tagged)
+            return _dtype.dtype_of_np(d)
+        return _dtype._FROM_NP[d]
 
     @property
     def shape(self):
@@ -132,6 +135,9 @@ class Tensor:
 
     def resolve_neg(self):
         return self
+
+    def conj_physical(self):
+        return dispatch(_ops["conj"], (self,), {})
 
     @property
     def real(self):

@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from .. import _dtype
-from .registry import register, registry, POINTWISE, VIEW, OTHER, REAL, REAL_FLOAT, linear_jvp
+from .registry import register, registry, POINTWISE, VIEW, OTHER, REAL_FLOAT, linear_jvp
 from .meta import broadcast_shapes, same_as
 
 

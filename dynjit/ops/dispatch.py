@@ -16,8 +16,8 @@ import numpy as np
 
 from .. import _dtype
 from .._dtype import result_type
-from .vocab import POINTWISE, VIEW, INPLACE, FLOAT, BOOL, KEEP, PROMOTE, FACTORY, REAL, REAL_FLOAT
-from .._dtype import _FROM_NP, round_to_bfloat16, is_bfloat16_np
+from .vocab import POINTWISE, VIEW, INPLACE, FLOAT, BOOL, KEEP, PROMOTE, REAL, REAL_FLOAT
+from .._dtype import round_to_bfloat16, is_bfloat16_np, dtype_of_np
 
 class _ModeStack(threading.local):
     """The dispatch-mode stack, innermost last, per thread: a mode one thread enters (make_fx,
@@ -169,7 +169,7 @@ def pointwise_dtypes(op, args):
     for i in op.operands:
         a = args[i]
         if isinstance(a, Tensor):
-            (dims if a._data.ndim else zero).append(_FROM_NP[a._data.dtype])
+            (dims if a._data.ndim else zero).append(dtype_of_np(a._data.dtype))
         elif isinstance(a, (bool, int, float, complex)):
             scalars.append(a)
     d = result_type(dims, zero, scalars)
@@ -185,7 +185,7 @@ def pointwise_dtypes(op, args):
     elif rule == KEEP:
         for a in args:
             if isinstance(a, Tensor):
-                d = _FROM_NP[a._data.dtype]
+                d = dtype_of_np(a._data.dtype)
                 break
     return d, d
 
@@ -202,7 +202,7 @@ def check_complex_operands(op, tensors):
     """Raise the op's error if it refuses complex tensors and one of `tensors` is complex."""
     for t in tensors:
         if t._data.dtype.kind == "c":
-            raise complex_refused(op, _FROM_NP[t._data.dtype])
+            raise complex_refused(op, dtype_of_np(t._data.dtype))
 
 
 def round_bfloat16_outputs(op, args, tensors, out):
@@ -287,13 +287,18 @@ def run_kernel(op, args):
         _fit_int_scalars(op, vals)
         out = op.kernel(*vals)
         return _as_array(out, result.np), tensors
-    if not op.complex_ok:
+    special = False         # a complex or bfloat16 operand (one pass; rare)
+    for t in tensors:
+        d = t._data.dtype
+        if d.kind == "c" or d.metadata is not None:
+            special = True
+            break
+    if special and not op.complex_ok:
         check_complex_operands(op, tensors)
     with np.errstate(all="ignore"):
         out = op.kernel(*vals)
     if op.kind is not VIEW and not op.aliases_input and (
-            op.kind is FACTORY or any(t._data.dtype.metadata is not None for t in tensors)
-            or _dtype_argument(op, args) is _dtype.bfloat16):
+            special or ("dtype" in op.index and _dtype_argument(op, args) is _dtype.bfloat16)):
         out = round_bfloat16_outputs(op, args, tensors, out)
     return out, tensors
 
