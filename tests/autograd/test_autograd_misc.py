@@ -703,6 +703,7 @@ def test_sequence_numbers_decide_which_ready_node_runs_first():
     x, y, z = (dynjit.randn(10, requires_grad=True) for _ in range(3))
     a, b = x + y, y + z
     c = a + b
+    assert a.grad_fn is not None and b.grad_fn is not None and c.grad_fn is not None
     a.grad_fn._set_sequence_nr(100)
     b.grad_fn._set_sequence_nr(99)
     c.grad_fn._set_sequence_nr(98)
@@ -713,6 +714,8 @@ def test_sequence_numbers_decide_which_ready_node_runs_first():
     c.sum().backward()
     assert order == ["c", "a", "b"]
     assert x.grad.tolist() == [1.0] * 10
+    assert y.grad.tolist() == [2.0] * 10      # y feeds both a and b
+    assert z.grad.tolist() == [1.0] * 10
 
 
 # ports: 002_7f98adb56adba91b.txt TestAutogradDeviceType.test_grad_assignment
