@@ -228,6 +228,8 @@ TRANSPOSE_CASES = [
     (2, (2, 4, 5, 4), (4, 3, 3, 3), False, dict(output_padding=1, dilation=2)),   # output_padding < dilation
     (2, (1, 3, 3, 3), (3, 2, 2, 2), True, {}),
     (3, (1, 2, 2, 3, 2), (2, 2, 2, 2, 3), True, dict(stride=2, padding=(0, 1, 1))),
+    (2, (2, 3, 4, 5), (3, 1, 3, 3), True, dict(stride=2, padding=1, output_padding=1, groups=3)),   # depthwise
+    (1, (2, 4, 6), (4, 1, 3), False, dict(padding=1, dilation=2, groups=4)),
 ]
 TRANSPOSE_FNS = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 
