@@ -527,3 +527,9 @@ def _record_function_enter(name, args=None):
 
 def _record_function_exit(rf):
     rf.__exit__(None, None, None)
+
+
+# torch.ops.profiler._record_function_enter / _record_function_exit
+from .. import ops as _ops  # noqa: E402
+_ops.profiler._record_function_enter = _record_function_enter
+_ops.profiler._record_function_exit = _record_function_exit

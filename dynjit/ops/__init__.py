@@ -9,6 +9,22 @@ from . import dispatch  # noqa: F401
 from . import pointwise, reductions, shape, linalg, factories, nn, aliasing, conv  # noqa: F401  (registers ops)
 from . import scatter_reduce, nextafter  # noqa: F401,E402  (registers ops)
 from . import index_add, unfold  # noqa: F401,E402  (registers ops: index_add, Tensor.unfold)
+from . import checks  # noqa: F401,E402  (registers ops: check_values)
+
+
+
+class OpNamespace:
+    """A torch.ops namespace of functions that are not registry ops (`dynjit.ops.profiler`:
+    the record-function entry points, put here by dynjit.autograd.profiler)."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        raise AttributeError(f"dynjit.ops.{self._name} has no attribute {attr!r}")
+
+
+profiler = OpNamespace("profiler")
 
 
 def __getattr__(name):

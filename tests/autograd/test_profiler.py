@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 import dynjit
-from dynjit.autograd.profiler import (EventList, FunctionEvent, FunctionEventAvg,
-                                      _record_function_enter, _record_function_exit, profile,
+from dynjit.autograd.profiler import (EventList, FunctionEvent, FunctionEventAvg, profile,
                                       record_function)
 from dynjit.profiler import ProfilerAction, ProfilerActivity, schedule
 
@@ -275,17 +274,15 @@ def test_record_function_callbacks():
     assert foo_event.count == 1
 
 
-# port of 002_7f98adb56adba91b.txt TestProfiler.test_record_function_legacy
-# (dynjit has no torch.ops.profiler namespace: the enter/exit pair lives in
-# dynjit.autograd.profiler)
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_record_function_legacy
 def test_record_function_legacy():
     x = dynjit.randn(10, 10)
     with profile() as p:
-        handle = _record_function_enter("bar", None)
+        handle = dynjit.ops.profiler._record_function_enter("bar", None)
         try:
             y = x * 2 + 4
         finally:
-            _record_function_exit(handle)
+            dynjit.ops.profiler._record_function_exit(handle)
     bar_event = next(e for e in p.function_events if "bar" in e.name)
     assert bar_event.count == 1
 
