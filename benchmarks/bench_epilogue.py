@@ -25,11 +25,14 @@ def main(argv=None):
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "DYNJIT_NUM_THREADS"):
         os.environ[var] = str(args.threads)
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import numpy as np
     import dynjit
     import dynjit.nn.functional as F
     from dynjit.fx import make_fx
     from backends.llvm import compile_graph, lowering
+    from bench_train_step import _ensure_llvm_backend
+    _ensure_llvm_backend()
 
     rng = np.random.default_rng(0)
     f32 = np.float32
