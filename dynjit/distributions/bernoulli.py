@@ -17,20 +17,20 @@ class Bernoulli(Distribution):
         if probs is not None:
             if not isinstance(probs, torch.Tensor):
                 probs = torch.tensor(float(probs))
+            super().__init__(probs.size(), validate_args=validate_args)
             self._repr_params = ("probs",)
             self.probs = probs
-            self.logits = probs_to_logits(probs, is_binary=True)
+            self.probs = self._check_parameter("probs", probs, (probs >= 0) & (probs <= 1),
+                                               "Interval(lower_bound=0.0, upper_bound=1.0)")
+            self.logits = probs_to_logits(self.probs, is_binary=True)
         else:
             if not isinstance(logits, torch.Tensor):
                 logits = torch.tensor(float(logits))
+            super().__init__(logits.size(), validate_args=validate_args)
             self._repr_params = ("logits",)
             self.logits = logits
-            self.probs = torch.sigmoid(logits)
-        super().__init__(self.probs.size(), validate_args=validate_args)
-        if probs is not None:
-            self._check_parameter("probs", probs, (probs >= 0) & (probs <= 1), "Interval(lower_bound=0.0, upper_bound=1.0)")
-        else:
-            self._check_parameter("logits", logits, ~logits.isnan(), "Real()")
+            self.logits = self._check_parameter("logits", logits, ~logits.isnan(), "Real()")
+            self.probs = torch.sigmoid(self.logits)
 
     @property
     def mean(self):
@@ -51,8 +51,7 @@ class Bernoulli(Distribution):
             return torch.bernoulli(self.probs.expand(shape))
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._check_value(value, (value == 0) | (value == 1), "Boolean()")
+        value = self._check_value(value, (value == 0) | (value == 1), "Boolean()")
         logits, value = torch.broadcast_tensors(self.logits, value)
         return -F.binary_cross_entropy_with_logits(logits, value, reduction="none")
 

@@ -26,22 +26,22 @@ class Categorical(Distribution):
         param = probs if probs is not None else logits
         if param.dim() < 1:
             raise ValueError("`probs` parameter must be at least one-dimensional.")
-        if probs is not None:
-            self._repr_params = ("probs",)
-            self.probs = probs / probs.sum(-1, keepdim=True)
-            self.logits = probs_to_logits(self.probs)
-        else:
-            self._repr_params = ("logits",)
-            self.logits = logits - logits.logsumexp(dim=-1, keepdim=True)
-            self.probs = torch.softmax(self.logits, dim=-1)
         self._num_events = param.size(-1)
         super().__init__(param.size()[:-1], validate_args=validate_args)
         if probs is not None:
+            self._repr_params = ("probs",)
+            self.probs = probs / probs.sum(-1, keepdim=True)
             # PyTorch checks the normalized probabilities (so any positive weights pass)
             sums_to_one = (self.probs.sum(-1) - 1).abs() < 1e-6
-            self._check_parameter("probs", self.probs, (self.probs >= 0).all(-1) & sums_to_one, "Simplex()")
+            self.probs = self._check_parameter("probs", self.probs, (self.probs >= 0).all(-1) & sums_to_one,
+                                               "Simplex()")
+            self.logits = probs_to_logits(self.probs)
         else:
-            self._check_parameter("logits", logits, ~logits.isnan(), "IndependentConstraint(Real(), 1)")
+            self._repr_params = ("logits",)
+            self.logits = logits
+            logits = self._check_parameter("logits", logits, ~logits.isnan(), "IndependentConstraint(Real(), 1)")
+            self.logits = logits - logits.logsumexp(dim=-1, keepdim=True)
+            self.probs = torch.softmax(self.logits, dim=-1)
 
     @property
     def param_shape(self):
@@ -66,9 +66,8 @@ class Categorical(Distribution):
         return samples_2d.reshape(self._extended_shape(sample_shape))
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._check_value(value, (value >= 0) & (value < self._num_events) & (value == value.floor()),
-                              f"IntegerInterval(lower_bound=0, upper_bound={self._num_events - 1})")
+        value = self._check_value(value, (value >= 0) & (value < self._num_events) & (value == value.floor()),
+                                  f"IntegerInterval(lower_bound=0, upper_bound={self._num_events - 1})")
         value = value.long().unsqueeze(-1)
         value, log_pmf = torch.broadcast_tensors(value, self.logits)
         value = value[..., :1]

@@ -3,6 +3,9 @@ and support validation with PyTorch's messages."""
 import numpy as np
 
 from .. import Size, no_grad, float16, float32, float64
+from ..ops import registry as _ops
+
+_check_values = _ops["check_values"]
 
 
 class Distribution:
@@ -55,23 +58,31 @@ class Distribution:
         return self.entropy().exp()
 
     def _check_parameter(self, name, value, ok, constraint):
-        """Raise PyTorch's error when argument `name`'s values break `constraint` (`ok`
-        is a bool tensor of where they hold)."""
-        if self._validate_args and not bool(ok.all()):
-            raise ValueError(
-                f"Expected parameter {name} ({type(value).__name__} of shape {tuple(value.shape)}) of "
-                f"distribution {self!r} to satisfy the constraint {constraint}, but found invalid "
-                f"values:\n{value}")
+        """`value`, checked: PyTorch's error when argument `name`'s values break
+        `constraint` (`ok` is a bool tensor of where they hold). The check is an op, so
+        compiled code checks every call without a graph break."""
+        if not self._validate_args:
+            return value
+        return _check_values(value, ok, f"Expected parameter {name} ({type(value).__name__} of shape "
+                             f"{tuple(value.shape)}) of distribution {self._describe()} to satisfy the constraint "
+                             f"{constraint}, but found invalid values:", True)
 
     def _check_value(self, value, ok, support):
-        if self._validate_args and not bool(ok.all()):
-            raise ValueError(
-                f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) to be "
-                f"within the support ({support}) of the distribution {self!r}, but found invalid "
-                f"values:\n{value}")
+        if not self._validate_args:
+            return value
+        return _check_values(value, ok, f"Expected value argument ({type(value).__name__} of shape "
+                             f"{tuple(value.shape)}) to be within the support ({support}) of the distribution "
+                             f"{self._describe()}, but found invalid values:", True)
 
     def __repr__(self):
         params = ", ".join(f"{name}: {_describe(getattr(self, name))}" for name in self._repr_params)
+        return f"{type(self).__name__}({params})"
+
+    def _describe(self):
+        """The repr with every parameter given by its shape (PyTorch prints a one-element
+        parameter's value): what the validation messages say, which compiled code builds
+        without reading tensor values."""
+        params = ", ".join([f"{name}: dynjit.Size({list(getattr(self, name).shape)})" for name in self._repr_params])
         return f"{type(self).__name__}({params})"
 
 

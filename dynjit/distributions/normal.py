@@ -24,8 +24,8 @@ class Normal(Distribution):
                 scale = torch.full_like(like, float(scale))
         self.loc, self.scale = torch.broadcast_tensors(loc, scale)
         super().__init__(self.loc.size(), validate_args=validate_args)
-        self._check_parameter("loc", loc, ~loc.isnan(), "Real()")
-        self._check_parameter("scale", scale, scale > 0, "GreaterThan(lower_bound=0.0)")
+        self.loc = self._check_parameter("loc", self.loc, ~self.loc.isnan(), "Real()")
+        self.scale = self._check_parameter("scale", self.scale, self.scale > 0, "GreaterThan(lower_bound=0.0)")
 
     @property
     def mean(self):
@@ -49,8 +49,7 @@ class Normal(Distribution):
         return self.loc + eps * self.scale
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._check_value(value, ~value.isnan(), "Real()")
+        value = self._check_value(value, ~value.isnan(), "Real()")
         var = self.scale ** 2
         log_scale = self.scale.log()
         return -((value - self.loc) ** 2) / (2 * var) - log_scale - math.log(math.sqrt(2 * math.pi))

@@ -1101,3 +1101,5 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 from ._functional_conv import *  # noqa: E402,F401,F403  (conv, pooling, fold/unfold)
 from . import _functional_conv  # noqa: E402
 __all__ += _functional_conv.__all__
+from ._functional_likelihood import gaussian_nll_loss  # noqa: E402,F401
+__all__ += ["gaussian_nll_loss"]

@@ -400,6 +400,7 @@ add("index_add", S(r(4, 3), 0, np.array([0, 3, 0, 1, 3]), r(5, 3)), S(r(3, 4), 1
 add("unfold", S(r(3, 7), 1, 3, 1), S(r(3, 7), 1, 2, 3), S(r(4, 2), 0, 2, 1), S(NC(r(3, 5)), -1, 5, 2), S(r(), 0, 1, 1),
     S(ints(6), 0, 3, 2))
 add("unfold_backward", S(r(3, 5, 3), (3, 7), 1, 3, 1), S(r(3, 2, 2), (3, 7), 1, 2, 3), S(r(3, 2, 2), (4, 2), 0, 2, 1))
+add("check_values", S(r(2, 3), bools(2, 3) | True, "unused"), S(r(), np.array(True), "unused", True))
 add("nextafter", S(r(2, 3), r(2, 3) + 3.0), S(r(3), r(2, 3)), S(np.array([0.0, 1.0, -1.0]), np.array([1.0, 1.0, -2.0])),
     S(r(2, 2).astype(np.float32), r(2, 2)).not_differentiable_here("a float32 operand"), S(r(2, 3), ints(2, 3)))
 add("delayed_error_if", S(r(2, 3), bools(2, 3) & False, "unused"))

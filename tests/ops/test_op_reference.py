@@ -633,6 +633,7 @@ REFERENCE = {
     "gather": _gather, "scatter_add": _scatter(True), "scatter": _scatter(False),
     "scatter_reduce": reference_scatter_reduce, "index_reduce": reference_index_reduce,
     "index_add": reference_index_add, "unfold": reference_unfold, "unfold_backward": reference_unfold_backward,
+    "check_values": lambda a, ok, msg, show_values=False: a,
     "delayed_error_if": lambda a, condition, msg: a,
     "nextafter": lambda a, b: np.nextafter(*np.broadcast_arrays(*(np.asarray(x, np.result_type(a, b, np.float32))
                                                                   for x in (a, b)))),

@@ -33,5 +33,7 @@ from .pooling import *  # noqa: E402,F401,F403
 from .rnn import *  # noqa: E402,F401,F403
 from .padding import *  # noqa: E402,F401,F403
 from . import conv, pooling, rnn, padding  # noqa: E402
+from .likelihood_loss import GaussianNLLLoss  # noqa: E402,F401
+__all__ += ["GaussianNLLLoss"]
 __all__ += conv.__all__ + pooling.__all__ + rnn.__all__ + padding.__all__
 from . import module  # noqa: F401  (nn.modules.module.register_module_forward_hook, ...)
