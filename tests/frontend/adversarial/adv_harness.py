@@ -68,8 +68,10 @@ def normalize(v, memo=None, depth=0):
         return ("nd", v.tolist())
     if isinstance(v, np.generic):
         return ("np", v.item())
+    if isinstance(v, tuple):   # immutable: which tuple object it is is not observable behaviour
+        return (type(v).__name__, [normalize(x, memo, depth + 1) for x in v])
     memo[id(v)] = (len(memo), v)   # v kept alive: its id stays unique
-    if isinstance(v, (list, tuple)):
+    if isinstance(v, list):
         return (type(v).__name__, [normalize(x, memo, depth + 1) for x in v])
     if isinstance(v, (set, frozenset)):
         return (type(v).__name__, sorted(repr(normalize(x, memo, depth + 1)) for x in v))
@@ -193,17 +195,18 @@ def first_difference(want, got):
     return None
 
 
-def cases(programs, xfail):
+def cases(programs, xfail, slow=()):
     """pytest params, one per program; those named in xfail are strict xfails with that reason
-    (a value (reason, condition) makes it an xfail only where condition is true, e.g. one Python)."""
+    (a value (reason, condition) makes it an xfail only where condition is true, e.g. one Python);
+    those named in slow (over two seconds for the three backends) run only with -m slow."""
     import pytest
     out = []
     for name in sorted(programs):
+        marks = [pytest.mark.slow] if name in slow else []
         reason, condition = xfail[name] if isinstance(xfail.get(name), tuple) else (xfail.get(name), True)
         if reason is not None and condition:
-            out.append(pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason)))
-        else:
-            out.append(name)
+            marks.append(pytest.mark.xfail(strict=True, reason=reason))
+        out.append(pytest.param(name, marks=marks) if marks else name)
     return out
 
 

@@ -270,7 +270,66 @@ def make_args(call):
     return (dynjit.ones(2) * call,)
 '''
 
+PROGRAMS["dunder_call_counts"] = '''
+import dynjit
+LOG = []
+class K:
+    def __init__(self, v):
+        self.v = v
+    def __eq__(self, o):
+        LOG.append("eq")
+        return isinstance(o, K) and o.v == self.v
+    def __hash__(self):
+        LOG.append("hash")
+        return self.v
+    def __lt__(self, o):
+        LOG.append("lt")
+        return self.v < o.v
+    def __str__(self):
+        LOG.append("str")
+        return f"K{self.v}"
+    def __format__(self, spec):
+        LOG.append("format")
+        return "F" + str(self.v)
+    def __index__(self):
+        LOG.append("index")
+        return self.v
+    def __len__(self):
+        LOG.append("len")
+        return 2
+    def __bool__(self):
+        LOG.append("bool")
+        return True
+    def __contains__(self, item):
+        LOG.append("contains")
+        return True
+    def __getitem__(self, i):
+        LOG.append("getitem")
+        if i > 2: raise IndexError
+        return i
+def main(x, ks):
+    r = []
+    r.append(K(1) in ks)
+    r.append(sorted(ks)[0].v)
+    r.append(f"{ks[0]}")
+    r.append(str(ks[0]))
+    r.append([0, 1, 2, 3][ks[0]])
+    r.append(len(ks[0]))
+    r.append(bool(ks[0]))
+    r.append(5 in ks[0])
+    r.append(list(ks[0]))
+    r.append(min(ks).v)
+    r.append(ks.index(K(2)))
+    r.append(ks.count(K(1)))
+    s = set(ks)
+    r.append(K(3) in s)
+    return x * len(r), r, list(LOG)
+def make_args(call):
+    return dynjit.ones(2), [K(2), K(1), K(3)]
+'''
+
 XFAIL = {
+    'dunder_call_counts': 'frontend: tracing hashes user objects, so a user __hash__ runs more often (findings J1)',
     'break_in_dunder_add_eq_hash_bool': 'frontend: a user __hash__ runs more often compiled than plain (findings J1)',
 }
 

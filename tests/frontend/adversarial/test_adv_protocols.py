@@ -450,11 +450,13 @@ def make_args(call):
     return dynjit.ones(2), object()
 '''
 
+SLOW = {'copy_and_deepcopy'}
+
 XFAIL = {
     'vars_locals_globals_reads': "frontend: locals() shows the resume function's internal names (findings F2)",
 }
 
 
-@pytest.mark.parametrize("name", cases(PROGRAMS, XFAIL))
+@pytest.mark.parametrize("name", cases(PROGRAMS, XFAIL, slow=SLOW))
 def test_program(name):
     check_program(PROGRAMS[name])
