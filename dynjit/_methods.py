@@ -11,6 +11,7 @@ from . import _dtype
 from .autograd import backward as _backward, graph as _graph
 from .ops.registry import registry as R, with_variant, METHOD
 from .ops.dispatch import dispatch
+from .ops import memory_format as _memory_format
 from .ops.reductions import normalize_dims
 from .tensor import Tensor, check_device
 
@@ -223,8 +224,16 @@ Tensor.swapaxes = Tensor.swapdims = lambda self, a, b: self.transpose(a, b)
 Tensor.view_as = lambda self, other: self.view(other.shape)
 Tensor.reshape_as = lambda self, other: self.reshape(other.shape)
 Tensor.expand_as = lambda self, other: self.expand(other.shape)
-Tensor.contiguous = lambda self, memory_format=None: self if self._data.flags.c_contiguous \
-    else dispatch(R["contiguous_copy"], (self,), {})
+def _contiguous(self, memory_format=None):
+    """self if laid out in `memory_format` (default: row-major), else a copy that is."""
+    if memory_format is None or memory_format is _memory_format.contiguous_format:
+        return self if self._data.flags.c_contiguous else dispatch(R["contiguous_copy"], (self,), {})
+    if self.is_contiguous(memory_format=memory_format):
+        return self
+    return dispatch(R["to_memory_format"], (self, memory_format), {})
+
+
+Tensor.contiguous = _contiguous
 Tensor.clamp_min = lambda self, min: dispatch(R["clamp"], (self, min, None), {})
 Tensor.clamp_max = lambda self, max: dispatch(R["clamp"], (self, None, max), {})
 Tensor.clamp_min_ = lambda self, min: dispatch(R["clamp_"], (self, min, None), {})

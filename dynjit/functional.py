@@ -74,6 +74,21 @@ def unsafe_chunk(input, chunks, dim=0):
 
 __all__ += ["unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk"]
 
+from .ops.memory_format import (memory_format, contiguous_format, preserve_format,  # noqa: E402
+                                channels_last, channels_last_3d)
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
+                  pin_memory=False):
+    """A tensor with the given sizes and strides (dynjit fills it with zeros)."""
+    check_device(device)
+    t = dispatch(R["empty_strided"], (tuple(size), tuple(stride), dtype), {})
+    return t.requires_grad_(True) if requires_grad else t
+
+
+__all__ += ["memory_format", "contiguous_format", "preserve_format", "channels_last", "channels_last_3d",
+            "empty_strided"]
+
 
 concat = concatenate = globals()["cat"]
 true_divide = divide = globals()["div"]

@@ -11,6 +11,7 @@ import numpy as np
 from . import _dtype
 from ._dtype import from_numpy_dtype
 from .ops import metadata as _metadata
+from .ops import memory_format as _memory_format
 from .ops.dispatch import dispatch, grad_state as _grad_state
 from .ops.registry import registry as _ops
 
@@ -116,7 +117,9 @@ class Tensor:
         return self.dtype.itemsize        # bfloat16: 2, though stored as float32
 
     def is_contiguous(self, memory_format=None):
-        return self._data.flags.c_contiguous
+        if memory_format is None:
+            return self._data.flags.c_contiguous
+        return _memory_format.is_contiguous_in(self._data, memory_format)
 
     def is_floating_point(self):
         return self.dtype.is_floating_point
@@ -487,6 +490,11 @@ class Tensor:
                                 "device string such as 'cpu') or a tensor")
         if device is not None:
             check_device(device)
+        if memory_format is not None and memory_format is not _memory_format.preserve_format:
+            out = self if dtype is None or dtype is self.dtype else self.to(dtype)
+            if not copy and out.is_contiguous(memory_format=memory_format):
+                return out
+            return dispatch(_ops["to_memory_format"], (out, memory_format), {})
         if dtype is None or dtype is self.dtype:
             return self.clone() if copy else self
         return dispatch(_ops["to_dtype"], (self, _dtype.to_dtype(dtype)), {})

@@ -412,6 +412,16 @@ def _refs(grads):
     return sys.getrefcount(grads[0]), sys.getrefcount(grads[0]._data)
 
 
+def _obeys_layout_contract(grad, leaf):
+    """Whether the array `grad` may be the .grad of a leaf holding `leaf` as it is: it has
+    the leaf's strides when the leaf is dense and non-overlapping (numpy's order="K" copy
+    keeps those strides exactly then), else it is row-major."""
+    dense = np.empty_like(leaf, order="K").strides
+    if dense == leaf.strides:
+        return grad.strides == leaf.strides
+    return grad.flags.c_contiguous
+
+
 def _can_steal(grads, variable):
     """Can the gradient grads[0] become variable.grad as it is?
 
@@ -454,10 +464,13 @@ class AccumulateGrad(Node):
         if v._grad is None:
             if _grad_state.enabled:     # create_graph: a copy that keeps history
                 v._grad = g.clone() if g._data.shape == v._data.shape else g.expand(v.shape).clone()
-            elif steal:
+            elif steal and _obeys_layout_contract(g._data, v._data):
                 v._grad = g             # nobody else sees it: no copy
             else:
-                d = np.array(np.broadcast_to(g._data, v._data.shape), dtype=v.dtype.np, copy=True)
+                # PyTorch's layout contract: the gradient of a dense leaf has the leaf's strides
+                # (channels_last, transposed ...), any other leaf's gradient is row-major
+                d = np.empty_like(v._data, dtype=v.dtype.np, order="K")
+                d[...] = np.broadcast_to(g._data, v._data.shape)
                 v._grad = Tensor._make(d)
         elif _grad_state.enabled:
             v._grad = v._grad + g

@@ -15,6 +15,7 @@ import numpy as np
 
 import dynjit
 from dynjit.ops.registry import registry, RANDOM
+from dynjit.ops.memory_format import channels_last as _cl, channels_last_3d as _cl3, contiguous_format as _cf, preserve_format as _pf
 
 R = registry
 _rng = np.random.default_rng(20240601)
@@ -403,6 +404,9 @@ add("unfold_backward", S(r(3, 5, 3), (3, 7), 1, 3, 1), S(r(3, 2, 2), (3, 7), 1, 
 add("check_values", S(r(2, 3), bools(2, 3) | True, "unused"), S(r(), np.array(True), "unused", True))
 add("nextafter", S(r(2, 3), r(2, 3) + 3.0), S(r(3), r(2, 3)), S(np.array([0.0, 1.0, -1.0]), np.array([1.0, 1.0, -2.0])),
     S(r(2, 2).astype(np.float32), r(2, 2)).not_differentiable_here("a float32 operand"), S(r(2, 3), ints(2, 3)))
+add("to_memory_format", S(r(2, 3, 4, 5), _cl), S(NC(r(2, 3)), _cf), S(r(1, 2, 3, 2, 2), _cl3), S(NC(r(3, 4)), _pf),
+    S(ints(2, 2, 2, 2), _cl))
+add("empty_strided", S((2, 2), (4, 2)), S((2, 3), (1, 2)), S((0, 3), (3, 1)), S((3,), (0,)))
 add("delayed_error_if", S(r(2, 3), bools(2, 3) & False, "unused"))
 add("index_select", S(r(4, 3), 0, np.array([0, 2, 2])), S(r(4, 3), 1, np.array([2])), S(r(4, 3), -1, np.array([1, 0])),
     S(r(3), 0, np.array(1)))

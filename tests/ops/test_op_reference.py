@@ -635,6 +635,8 @@ REFERENCE = {
     "index_add": reference_index_add, "unfold": reference_unfold, "unfold_backward": reference_unfold_backward,
     "check_values": lambda a, ok, msg, show_values=False: a,
     "delayed_error_if": lambda a, condition, msg: a,
+    "to_memory_format": lambda a, memory_format: a,
+    "empty_strided": lambda size, stride, dtype=None: np.zeros(size, np.float32),
     "nextafter": lambda a, b: np.nextafter(*np.broadcast_arrays(*(np.asarray(x, np.result_type(a, b, np.float32))
                                                                   for x in (a, b)))),
     "index_select": lambda a, dim, i: np.take(a, i.reshape(-1), axis=dim) if a.ndim else a,
