@@ -132,10 +132,17 @@ def _successors(info, exceptions=True):
     return succ
 
 
+# builtins that read the calling frame's locals: with one of them, every bound local is live
+_READS_FRAME = frozenset(("locals", "vars", "eval", "exec", "dir"))
+
+
 def live_after(code, index):
     """Locals that may be read after instruction `index` before being written again
     (backward dataflow over the control-flow graph, exception handlers included).
-    None if this Python cannot tell (then every bound local counts as live)."""
+    None if this Python cannot tell (then every bound local counts as live), or if the code
+    can read its locals by name (locals(), vars(), eval, exec, dir)."""
+    if _READS_FRAME.intersection(code.co_names):
+        return None
     info = code_info(code)
     live_in = getattr(info, "_live_in", None)
     if live_in is None:

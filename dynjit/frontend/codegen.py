@@ -29,6 +29,40 @@ def signature_source(code):
     return ", ".join(parts)
 
 
+def rerun_plain(fn, graph_error, args, kwargs):
+    """A compiled frame's graph raised `graph_error` (an error of this call's data: an index
+    out of range, an integer division by zero). The graph wrote no memory and drew no random
+    numbers, so nothing it did is visible: the frame's code runs plain from its start, and the
+    user's own try/except, and the effects before the failing line, are plain Python's.
+    Counted in counters["graph_rerun"] and logged (DYNJIT_LOGS=recompiles)."""
+    from .. import _jit_callback
+    from ..exc import DynjitError
+    from ..utils import counters
+    if isinstance(graph_error, DynjitError):     # dynjit's own (a backend breaking its contract)
+        raise graph_error
+    from .eval_frame import recompiles_log
+    what = f"{type(graph_error).__name__}: {graph_error}"
+    counters["graph_rerun"][what] += 1
+    recompiles_log.debug("The graph of %s raised %s: the call runs plain", fn.__qualname__, what)
+    return _jit_callback.run_without(fn, *args, **kwargs)
+
+
+def call_arguments(code):
+    """Source passing the parameters of `code` (bound to its own names) on to a call:
+    `(a, b, *args), {'k': k, **kw}`."""
+    names = [local_name(n) for n in code.co_varnames]
+    argc, kwonly = code.co_argcount, code.co_kwonlyargcount
+    positional = names[:argc]
+    idx = argc + kwonly
+    if code.co_flags & inspect.CO_VARARGS:
+        positional.append("*" + names[idx])
+        idx += 1
+    keywords = [f"{code.co_varnames[i]!r}: {names[i]}" for i in range(argc, argc + kwonly)]
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        keywords.append("**" + names[idx])
+    return f"({''.join(p + ', ' for p in positional)}), {{{', '.join(keywords)}}}"
+
+
 class CodeGen:
     def __init__(self, output):
         self.output = output
@@ -124,11 +158,24 @@ def generate(output, return_var, signature):
     else:
         ret = cg.value(return_var)
     effects = output.side_effects.codegen(cg)
+    changes_mode = any(n.op == "call_function" and getattr(n.target, "__name__", "") == "_set_grad_enabled"
+                       for n in output.graph.nodes)
     body = []
     if cg.graph_outputs or output.count_ops():
         inputs = ", ".join(output.placeholder_sources[n].expr()
                            for n in output.graph.nodes if n.op == "placeholder")
-        body.append(f"___out = ___graph({inputs})")
+        if output.graph_has_effects:
+            body.append(f"___out = ___graph({inputs})")
+        else:
+            # a graph that writes no memory and draws no random numbers leaves nothing behind
+            # when it raises (an index out of range, an integer division by zero in this call's
+            # data): the frame runs plain from its start, so the user's try/except and the
+            # effects before the failing line are plain Python's
+            restore = "___grad_state.enabled, ___grad_state.inference = ___mode; " if changes_mode else ""
+            body += ["try:",
+                     f"    ___out = ___graph({inputs})",
+                     "except Exception as ___e:",
+                     f"    {restore}return ___rerun_plain(K['__fn'], ___e, {call_arguments(output.fn.__code__)})"]
     body.extend(cg.lines)
     body.extend(effects)
     if hook is None:
@@ -140,8 +187,6 @@ def generate(output, return_var, signature):
                  f"    return {ret}",
                  "finally:",
                  "    ___jit_state.hook = ___prev_hook"]
-    changes_mode = any(n.op == "call_function" and getattr(n.target, "__name__", "") == "_set_grad_enabled"
-                       for n in output.graph.nodes)
     if changes_mode or getattr(return_var, "runs_last", False):
         # An exception leaving the frame unwinds its `with` blocks in plain Python: the grad
         # mode the frame was entered with comes back (the graph and the native code run at a

@@ -793,8 +793,10 @@ class GuardBuilder:
 
 def namespace(fn, consts):
     """What generated guard and transformed functions see as their globals."""
+    from .codegen import rerun_plain
     return {"K": consts, "G": fn.__globals__, "___grad_state": _grad_state,
-            "___default_dtype": _dtype._default_float, "___jit_state": _jit_callback._state}
+            "___default_dtype": _dtype._default_float, "___jit_state": _jit_callback._state,
+            "___rerun_plain": rerun_plain}
 
 
 def _weaken(g, weak_ids):

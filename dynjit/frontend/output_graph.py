@@ -7,6 +7,8 @@ import types
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.saved import suspended_hooks
 from ..fx.graph import Graph
+from ..ops.dispatch import DispatchMode
+from ..ops.registry import INPLACE, RANDOM
 from ..fx.graph_module import GraphModule
 from ..fx.proxy_tensor import TensorMeta
 from ..tensor import Tensor
@@ -40,6 +42,9 @@ class OutputGraph:
         self._const_ids = {}
         self.guards = GuardBuilder(self)
         self.side_effects = SideEffects()
+        # whether a graph op writes memory or draws random numbers (_EffectObserver): a graph
+        # without either can be abandoned when it raises, and the frame run plain instead
+        self.graph_has_effects = False
         self.inputs = {}              # id(real tensor) -> (tensor, source, TensorVariable)
         self.placeholder_examples = {}
         self.grad_enabled = _grad_state.enabled
@@ -152,7 +157,7 @@ class OutputGraph:
         prev = (_grad_state.enabled, _grad_state.inference)
         _grad_state.enabled = self.grad_enabled
         try:
-            with suspended_hooks():
+            with suspended_hooks(), _EffectObserver(self):
                 value = fn(*args, **kwargs)
         except Exception as e:
             unimplemented(BreakKind.USER_EXCEPTION, f"{type(e).__name__} raised by a tensor operation while tracing: {e}")
@@ -172,6 +177,7 @@ class OutputGraph:
         value = self._run(fn, ex_args, ex_kwargs)
         has_tensor = any(isinstance(a, TensorVariable) for a in _flat(args, kwargs))
         if fn is operator.setitem:      # mutates a tensor in place: keep the node, result is None
+            self.graph_has_effects = True
             self.graph.call_function(fn, tuple(self._unwrap(a, "node") for a in args))
             return ConstantVariable(None)
         if not _produces_tensors(value):
@@ -217,6 +223,19 @@ class OutputGraph:
 
     def count_ops(self):
         return sum(1 for n in self.graph.nodes if n.op in ("call_function", "call_method", "call_module"))
+
+
+class _EffectObserver(DispatchMode):
+    """Notes on the OutputGraph whether an op its example values run writes memory (in place,
+    into `out=`) or draws random numbers; it changes nothing."""
+
+    def __init__(self, output):
+        self.output = output
+
+    def __dispatch__(self, op, args, kwargs):
+        if op.kind == INPLACE or RANDOM in op.tags or getattr(op, "_is_impure", False) or "out" in kwargs:
+            self.output.graph_has_effects = True
+        return op(*args, **kwargs)
 
 
 class _Tx:

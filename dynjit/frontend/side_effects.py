@@ -64,8 +64,12 @@ class SideEffects:
         for var in self._mutated:
             target = var.source.expr()
             if isinstance(var, ExistingIteratorVariable):
-                # consume what the trace consumed (islice(it, n, n) skips n items, yields none)
-                writes.append(f"next({cg.constant(itertools.islice)}({target}, {var.index}, {var.index}), None)")
+                # consume what the trace consumed (islice(it, n, n) skips n items, yields none), to
+                # the end where the trace saw the end
+                if var.exhausted:
+                    writes.append(f"[None for ___ in {target}]")
+                else:
+                    writes.append(f"next({cg.constant(itertools.islice)}({target}, {var.index}, {var.index}), None)")
             elif getattr(var, "append_only", False):
                 writes.append(f"{target}.extend({cg.temp('[' + ', '.join(cg.value(v) for v in var.appended) + ']')})")
             elif isinstance(var, ListVariable):

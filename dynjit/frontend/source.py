@@ -44,6 +44,13 @@ class GlobalSource(Source):
         return f"G[{self.name!r}]"
 
 
+class GlobalsSource(Source):
+    """The globals dict of the compiled function itself (`G` in generated code)."""
+
+    def expr(self):
+        return "G"
+
+
 class ConstSource(Source):
     """An object stashed in the generated code's namespace (a function's closure cell, ...)."""
 

@@ -14,8 +14,8 @@ import types
 from .. import config
 from .bytecode_info import code_info, PY312, PY313
 from .opcode_support import unsupported_reason
-from .exc import unimplemented, DataDependent, Unsupported, BreakKind
-from .source import GlobalSource, ConstSource, ItemSource, ClosureCellSource, DefaultSource
+from .exc import unimplemented, fold, DataDependent, Unsupported, BreakKind
+from .source import GlobalSource, GlobalsSource, ConstSource, ItemSource, ClosureCellSource, DefaultSource
 from .variables import (ConstantVariable, NULL, wrap, TensorVariable, TupleVariable,
                         ListVariable, DictVariable, IteratorVariable, FunctionVariable,
                         NestedFunctionVariable, CellVariable, RealCellVariable, GradModeVariable,
@@ -25,7 +25,8 @@ from .dynamic_marks import ConstraintViolationError
 from . import operators, trace_rules
 from .trace_rules import Action
 from .operators import BINARY_OPS
-from .variables.containers import live_iter
+from .variables.containers import live_iter, set_of, equal_as_contains
+from .variables.builder import is_constant_value
 
 CO_GENERATOR = inspect.CO_GENERATOR
 CO_VARARGS = inspect.CO_VARARGS
@@ -150,22 +151,15 @@ class InstructionTranslator:
         return obj.getitem(self, key)
 
     def contains(self, container, item):
-        if isinstance(container, (DictVariable, ModuleVariable)):
+        """`item in container`: the container's own rule where its tracker has one (dicts, their
+        views, sets, modules); otherwise Python's, item by item: the same object, or equal."""
+        if hasattr(container, "contains"):
             return ConstantVariable(container.contains(self, item))
-        if isinstance(container, TensorVariable) or isinstance(item, TensorVariable):
-            if isinstance(container, TensorVariable):
-                raise DataDependent(BreakKind.DATA_DEPENDENT_BRANCH, "`in` on a tensor (data-dependent)")
-            for other in container.iterate(self):
-                if other is item:
-                    return ConstantVariable(True)
-            unimplemented(BreakKind.DATA_DEPENDENT_BRANCH, "`in` comparing a tensor with a list's items")
+        if isinstance(container, TensorVariable):
+            raise DataDependent(BreakKind.DATA_DEPENDENT_BRANCH, "`in` on a tensor (data-dependent)")
         if container.is_python_constant() and item.is_python_constant():
-            return ConstantVariable(item.as_python_constant() in container.as_python_constant())
-        for other in container.iterate(self):
-            eq = self.binary_op(operator.eq, other, item)
-            if self.truth(eq):
-                return ConstantVariable(True)
-        return ConstantVariable(False)
+            return ConstantVariable(fold(operator.contains, container.as_python_constant(), item.as_python_constant()))
+        return ConstantVariable(any(equal_as_contains(self, other, item) for other in container.iterate(self)))
 
     def binary_op(self, fn, a, b):
         return operators.binary(self, fn, a, b)
@@ -427,7 +421,17 @@ class InstructionTranslator:
         if name in self.f_globals:
             return wrap(self, self.f_globals[name], self.global_source(name))
         if name in self.f_builtins:
-            return wrap(self, self.f_builtins[name])
+            # a builtin: guarded to stay one (no global of that name defined later, the
+            # builtin itself not replaced)
+            guards = self.output.guards
+            guards.absent_key(self.globals_source or GlobalsSource(), name)
+            value = self.f_builtins[name]
+            builtins_src = ConstSource(self.output.stash(self.f_builtins))
+            if is_constant_value(value):
+                guards.constant(ItemSource(builtins_src, name), value)
+            else:
+                guards.identity(ItemSource(builtins_src, name), value)
+            return wrap(self, value)
         unimplemented(BreakKind.USER_EXCEPTION, f"name {name!r} is not defined (NameError at trace time)")
 
     def STORE_GLOBAL(self, inst):
@@ -627,9 +631,7 @@ class InstructionTranslator:
         self.push(self._set_of(items))
 
     def _set_of(self, items):
-        if all(i.is_python_constant() for i in items):
-            return ConstantVariable(frozenset(i.as_python_constant() for i in items))
-        unimplemented(BreakKind.UNSUPPORTED_VALUE, "a set of non-constant values")
+        return set_of(self, items)
 
     def BUILD_MAP(self, inst):
         flat = self.popn(2 * inst.arg)
@@ -657,13 +659,11 @@ class InstructionTranslator:
 
     def SET_ADD(self, inst):
         v = self.pop()
-        s = self.stack[-inst.arg]
-        self.stack[-inst.arg] = ConstantVariable(s.as_python_constant() | {v.as_python_constant()})
+        self.stack[-inst.arg].call_method(self, "add", [v], {})
 
     def SET_UPDATE(self, inst):
         v = self.pop()
-        s = self.stack[-inst.arg]
-        self.stack[-inst.arg] = ConstantVariable(s.as_python_constant() | frozenset(v.as_python_constant()))
+        self.stack[-inst.arg].call_method(self, "update", [v], {})
 
     def MAP_ADD(self, inst):
         value = self.pop()

@@ -304,3 +304,32 @@ def test_floating_point_warnings_are_given_once_as_in_plain_python():
             dynjit.compile(fn, backend=backend)(dynjit.ones(2))
         assert [str(w.message) for w in compiled] == [str(w.message) for w in plain] == \
             ["overflow encountered in multiply"]
+
+
+# -- a cached graph that raises on this call's data -------------------------------------------
+def test_an_error_in_a_cached_graph_is_caught_by_the_users_try_and_keeps_earlier_effects():
+    def divides(i, d):
+        try:
+            return i // d
+        except RuntimeError:
+            return "caught"
+
+    log = []
+
+    def indexes(x, idx):
+        log.append("before")
+        return (x * 2)[idx]
+    for backend in ("eager", "aot_eager", "llvm"):
+        f = dynjit.compile(divides, backend=backend)
+        assert same(f(dynjit.arange(3), dynjit.tensor(1)), dynjit.arange(3))
+        assert f(dynjit.arange(3), dynjit.tensor(0)) == "caught"
+        log.clear()
+        g = dynjit.compile(indexes, backend=backend)
+        g(dynjit.arange(3), dynjit.tensor([0, 1]))
+        try:
+            g(dynjit.arange(3), dynjit.tensor([0, 5]))
+        except IndexError as e:
+            assert "out of bounds" in str(e)
+        else:
+            raise AssertionError("no IndexError")
+        assert log == ["before", "before"]

@@ -32,6 +32,7 @@ RULES = (
     "tuple",                # containers.py: tuples and namedtuples
     "list",                 # containers.py
     "dict",                 # containers.py: dict, OrderedDict, plain subclasses, defaultdict
+    "set",                  # containers.py: sets made while tracing
     "autograd_function",    # autograd_function.py: Function classes, F.apply, ctx
     "function",             # functions.py: dynjit functions and Python functions
     "iterator",             # containers.py: list/tuple/range iterators, generators (sourceless)

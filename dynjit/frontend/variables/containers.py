@@ -310,7 +310,14 @@ class DictViewVariable(VariableTracker):
     def contains(self, tx, item):
         if self.kind == "keys":
             return self.dict_var.contains(tx, item)
-        return fold(operator.contains, self.as_python_constant(), item.as_python_constant())
+        if self.kind == "items":
+            if not isinstance(item, TupleVariable) or len(item.items) != 2:
+                return False
+            key, value = item.items
+            if not self.dict_var.contains(tx, key):
+                return False
+            return equal_as_contains(tx, self.dict_var.items[_const_key(tx, key)], value)
+        return any(equal_as_contains(tx, v, item) for v in self.dict_var.items.values())
 
     def is_python_constant(self):
         return all(not isinstance(k, ObjectKey) for k in self.dict_var.items) and (
@@ -350,6 +357,94 @@ class DictViewVariable(VariableTracker):
 
     def reconstruct(self, cg):
         return f"{cg.value(self.dict_var)}.{self.kind}()"
+
+
+class SetVariable(VariableTracker):
+    """A set made while tracing, of constants. It keeps a real set that every method the
+    program calls is applied to, in the program's order, so its contents and iteration order
+    are plain Python's; it is rebuilt as a new set where it outlives the trace."""
+
+    MUTATING = frozenset(("add", "discard", "remove", "pop", "clear", "update", "difference_update",
+                          "intersection_update", "symmetric_difference_update", "__ior__", "__iand__",
+                          "__isub__", "__ixor__"))
+    READING = frozenset(("union", "intersection", "difference", "symmetric_difference", "issubset",
+                         "issuperset", "isdisjoint", "copy", "__len__", "__contains__", "__or__", "__and__",
+                         "__sub__", "__xor__"))
+
+    def __init__(self, value):
+        super().__init__()
+        self.value = value          # the real set (constants only)
+
+    def python_type(self):
+        return set
+
+    def describe(self):
+        return "a set"
+
+    def is_python_constant(self):
+        return True
+
+    def as_python_constant(self):
+        return self.value
+
+    def iterate(self, tx):
+        return [ConstantVariable(v) for v in self.value]
+
+    def length(self, tx):
+        return len(self.value)
+
+    def truth(self, tx):
+        return bool(self.value)
+
+    def contains(self, tx, item):
+        return fold(operator.contains, self.value, item.as_python_constant())
+
+    def getattr(self, tx, name):
+        from .functions import BuiltinMethodVariable
+        if name in self.MUTATING or name in self.READING:
+            return BuiltinMethodVariable(self, name)
+        return super().getattr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name in self.MUTATING or name in self.READING:
+            values = [a.as_python_constant() for a in args]
+            if not all(is_constant_value(v) or isinstance(v, (set, frozenset, list, tuple, dict)) for v in values):
+                unimplemented(BreakKind.UNSUPPORTED_VALUE, f"set.{name} with these arguments")
+            result = fold(getattr(self.value, name), *values,
+                          **{k: v.as_python_constant() for k, v in kwargs.items()})
+            return wrap(tx, result)
+        return super().call_method(tx, name, args, kwargs)
+
+    def reconstruct(self, cg):
+        return f"set({cg.constant(tuple(self.value))})"
+
+
+def equal_as_contains(tx, a, b):
+    """`a == b` as `in` decides it: the same object is equal without comparing."""
+    if tx.is_same(a, b):
+        return True
+    if a.is_python_constant() and b.is_python_constant():
+        return fold(operator.eq, a.as_python_constant(), b.as_python_constant())
+    return tx.truth(tx.binary_op(operator.eq, a, b))
+
+
+def set_of(tx, items):
+    """The tracker of a new set of these trackers' values (a set display, set(...))."""
+    if not all(i.is_python_constant() for i in items):
+        unimplemented(BreakKind.UNSUPPORTED_VALUE, "a set of non-constant values")
+    return wrap(tx, {i.as_python_constant() for i in items})
+
+
+@wraps("set", set)
+def _wrap_set(tx, value, source, guards):
+    if source is not None or type(value) is not set or not all(is_constant_value(v) for v in value):
+        return NotImplemented
+    known = tx.output.side_effects.existing_object(value)
+    if known is not None:           # the same set again (what `s |= t` returns): one tracker
+        return known
+    var = SetVariable(value)
+    tx.output.side_effects.track_existing(value, var)
+    return var
 
 
 DEFAULT_FACTORIES = (dict, list, int, float)
@@ -414,15 +509,18 @@ class ExistingIteratorVariable(IteratorVariable):
         self.source = source
         self._effects = effects
 
+    exhausted = False           # the trace saw it end (plain Python's iterator then drops its list)
+
     def next(self):
         item = super().next()
-        if item is not None:
-            self._effects.mutated(self)
+        self._effects.mutated(self)
+        if item is None:
+            self.exhausted = True
         return item
 
     def iterate(self, tx):
-        if self.index < len(self.items):
-            self._effects.mutated(self)
+        self._effects.mutated(self)
+        self.exhausted = True
         return super().iterate(tx)
 
     def reconstruct(self, cg):

@@ -6,7 +6,7 @@ import operator
 import types
 from collections import OrderedDict
 
-from ..exc import unimplemented, fold, BreakKind
+from ..exc import unimplemented, fold, BreakKind, Unsupported
 from .base import VariableTracker, ConstantVariable
 from .builder import wraps, wrap
 from .. import trace_rules
@@ -386,6 +386,31 @@ class BuiltinVariable(VariableTracker):
 
     def _call_bool(self, tx, args, kwargs):
         return ConstantVariable(tx.truth(args[0]) if args else False)
+
+    def _call_locals(self, tx, args, kwargs):
+        """The frame's bound local variables (and closure variables), as a new dict: the names
+        of the user's code only (the stack values a resumed frame takes are dynjit's)."""
+        if args or kwargs:
+            unimplemented(BreakKind.UNSUPPORTED_BUILTIN, "locals() with arguments (raises natively)")
+        from ..translator import UNBOUND
+        code = tx.code
+        items = {}
+        names = list(code.co_varnames) + [n for n in code.co_cellvars + code.co_freevars if n not in code.co_varnames]
+        for name in names:
+            if name.startswith("___"):
+                continue
+            var = tx.locals.get(name)
+            if var is None and name in tx.cells:
+                cell = tx.cells[name]
+                var = getattr(cell, "contents", None)
+                if var is None and hasattr(cell, "cell"):
+                    try:
+                        var = cell.load(tx, name)
+                    except Unsupported:         # an empty cell: not a local yet
+                        var = None
+            if var is not None and var is not UNBOUND:
+                items[name] = var
+        return DictVariable(items)
 
     def _call_super(self, tx, args, kwargs):
         from .objects import SuperVariable
