@@ -306,8 +306,6 @@ def make_args(call):
 '''
 
 XFAIL = {
-    'exhausted_iterator_stays_exhausted': 'frontend: an argument iterator run to its end is left at the end, not exhausted (findings A1)',
-    'iter_list_partly': 'frontend: an argument iterator run to its end is left at the end, not exhausted (findings A1)',
 }
 
 

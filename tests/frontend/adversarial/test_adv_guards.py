@@ -364,7 +364,6 @@ def make_args(call):
 '''
 
 XFAIL = {
-    'builtin_shadowed_by_global': 'frontend: no guard on a module global shadowing a builtin (findings E1)',
 }
 
 

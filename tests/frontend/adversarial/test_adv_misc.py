@@ -368,9 +368,6 @@ def make_args(call):
 '''
 
 XFAIL = {
-    'dict_values_items_live': 'frontend: dict.values()/items() modelled as snapshots (findings C1)',
-    'int_tensor_div_by_zero': "frontend: a kernel error in a cached graph escapes the user's try/except (findings G1)",
-    'cached_graph_error_keeps_prior_effects': 'frontend: side effects before a failing cached graph are lost (findings G1)',
 }
 
 CALLS = {"recompile_many_constants": 12, "many_shapes": 10}

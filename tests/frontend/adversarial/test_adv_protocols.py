@@ -453,7 +453,6 @@ def make_args(call):
 SLOW = {'copy_and_deepcopy'}
 
 XFAIL = {
-    'vars_locals_globals_reads': "frontend: locals() shows the resume function's internal names (findings F2)",
 }
 
 

@@ -336,8 +336,6 @@ def make_args(call):
 XFAIL = {
     'requires_grad_inside': 'aot_eager, llvm: autograd.grad inside compiled code then returning the loss fails (findings D3)',
     'no_grad_decorator_nested': 'llvm: grad mode wrong inside no_grad after an @enable_grad call (findings D2)',
-    'tensor_as_dict_key_and_identity': ('frontend: a set display comes back as a frozenset (findings D1)',
-                                         sys.version_info >= (3, 12)),
 }
 
 
