@@ -407,6 +407,11 @@ add("nextafter", S(r(2, 3), r(2, 3) + 3.0), S(r(3), r(2, 3)), S(np.array([0.0, 1
 add("to_memory_format", S(r(2, 3, 4, 5), _cl), S(NC(r(2, 3)), _cf), S(r(1, 2, 3, 2, 2), _cl3), S(NC(r(3, 4)), _pf),
     S(ints(2, 2, 2, 2), _cl))
 add("empty_strided", S((2, 2), (4, 2)), S((2, 3), (1, 2)), S((0, 3), (3, 1)), S((3,), (0,)))
+for _n in ("igamma", "igammac"):
+    add(_n, S(C(pos(2, 3)), pos(2, 3)), S(C(pos(3) * 3), pos(2, 3) * 2),
+        S(C(np.array([0.0, -1.0, 1.0, 2.0])), np.array([1.0, 1.0, 0.0, np.inf])).not_differentiable_here(
+            "the domain's edges"))
+add("igamma_density", S(C(pos(2, 3)), pos(2, 3)), S(C(pos(3) + 1), pos(2, 3)))
 add("delayed_error_if", S(r(2, 3), bools(2, 3) & False, "unused"))
 add("index_select", S(r(4, 3), 0, np.array([0, 2, 2])), S(r(4, 3), 1, np.array([2])), S(r(4, 3), -1, np.array([1, 0])),
     S(r(3), 0, np.array(1)))

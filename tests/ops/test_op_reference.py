@@ -166,6 +166,21 @@ def _value_selecting_backward(grad, indices, shape, dim, keepdim):
     return out
 
 
+def _igamma_reference(a, x, upper):
+    """P(a, x) = sum_n x^(a+n) e^-x / Gamma(a+n+1), term by term in Python floats (Q = 1 - P)."""
+    def p(a, x):
+        if a < 0 or x < 0 or (a == 0 and x == 0) or math.isnan(a) or math.isnan(x):
+            return math.nan
+        if x == 0:
+            return 0.0
+        if a == 0 or math.isinf(x):
+            return 1.0
+        return sum(math.exp((a + n) * math.log(x) - x - math.lgamma(a + n + 1)) for n in range(400))
+    a, x = np.broadcast_arrays(a, x)
+    out = np.array([p(float(u), float(v)) for u, v in zip(a.ravel(), x.ravel())]).reshape(a.shape)
+    return 1.0 - out if upper else out
+
+
 def _gather(a, dim, index):
     if a.ndim == 0:
         return a.reshape(1)[index]
@@ -635,6 +650,8 @@ REFERENCE = {
     "index_add": reference_index_add, "unfold": reference_unfold, "unfold_backward": reference_unfold_backward,
     "check_values": lambda a, ok, msg, show_values=False: a,
     "delayed_error_if": lambda a, condition, msg: a,
+    "igamma": lambda a, x: _igamma_reference(a, x, False), "igammac": lambda a, x: _igamma_reference(a, x, True),
+    "igamma_density": lambda a, x: np.exp((a - 1) * np.log(x) - x - np.vectorize(math.lgamma)(a)),
     "to_memory_format": lambda a, memory_format: a,
     "empty_strided": lambda size, stride, dtype=None: np.zeros(size, np.float32),
     "nextafter": lambda a, b: np.nextafter(*np.broadcast_arrays(*(np.asarray(x, np.result_type(a, b, np.float32))
