@@ -21,6 +21,7 @@ CONFIGS = {
     "timeseries_forecast": [(4, {}), (3, {"compile_mode": "model"})],
     "resnet_onecycle": [(3, {}), (3, {"compile_mode": "model"}), (3, {"use_amp": True})],
     "tiny_vit": [(3, {}), (2, {"compile_mode": "model"})],
+    "mixture_density": [(8, {})],
 }
 
 CASES = [pytest.param(name, steps, kwargs, backend, id=f"{name}-{'-'.join(map(str, kwargs.values())) or 'default'}-{backend}")
@@ -50,6 +51,8 @@ def test_compiled_trains_like_plain(name, steps, kwargs, backend):
 GRAPH_COUNTS = [
     ("graph_network", 3, {}, 1, 1),
     ("siamese_triplet", 3, {}, 1, 1),
+    ("mixture_density", 3, {}, 1, 1),
+    ("reinforce", 3, {}, 1, 0),
     ("resnet_onecycle", 2, {}, 1, 1),
     ("resnet_onecycle", 2, {"compile_mode": "model"}, 2, 0),
     pytest.param("resnet_onecycle", 2, {"use_amp": True}, 1, 1, marks=pytest.mark.xfail(
