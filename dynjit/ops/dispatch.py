@@ -259,6 +259,7 @@ def _convert_operands(op, vals, compute):
 
 
 _NP_BOOL = np.dtype(np.bool_)
+_NP_F32, _NP_F64, _NP_I64 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int64)
 
 
 def _fit_int_scalars(op, vals):
@@ -290,6 +291,8 @@ def run_kernel(op, args):
     special = False         # a complex or bfloat16 operand (one pass; rare)
     for t in tensors:
         d = t._data.dtype
+        if d is _NP_F32 or d is _NP_F64 or d is _NP_I64:
+            continue
         if d.kind == "c" or d.metadata is not None:
             special = True
             break
@@ -330,7 +333,9 @@ def eager(op, args, kwargs):
                     np_dtype = a.dtype
                     if np_dtype.kind == "c" or np_dtype.metadata is not None:
                         uniform = False     # complex and bfloat16 take the checked path
-                elif a.dtype != np_dtype or a.dtype.metadata is not None:
+                elif a.dtype is not np_dtype:
+                    # (numpy's dtype objects of plain arrays are singletons; a bfloat16 tag
+                    # makes another object that compares equal to float32's)
                     uniform = False
             elif type(a) is float:
                 scalar = 2
@@ -345,6 +350,7 @@ def eager(op, args, kwargs):
         rule = op.dtype_rule
         # no tensor operand (where(cond, 1.0, 0)): the scalars promote as wrapped numbers,
         # which only result_type knows (numpy would compute 1.0 and 0 in float64)
+        checked = False
         if uniform and np_dtype is not None and (rule is PROMOTE or rule is REAL or (
                 (rule is FLOAT or rule is REAL_FLOAT) and np_dtype.kind == "f")):
             want = np_dtype         # computed and returned in the operands' own dtype
@@ -354,11 +360,11 @@ def eager(op, args, kwargs):
             compute, result = pointwise_dtypes(op, args)
             _convert_operands(op, vals, compute)
             want = result.np
+            checked = True          # (a bfloat16 result is rounded by _as_array)
         if scalar:
             _fit_int_scalars(op, vals)
         out = op.kernel(*vals)
-        if type(out) is not np.ndarray or out.dtype != want or (
-                want.metadata is not None or out.dtype.metadata is not None):     # bfloat16 in or out
+        if checked or type(out) is not np.ndarray or out.dtype is not want:     # (identity: see above)
             out = _as_array(out, want)
         result = Tensor._make(out)
         if grad_state.enabled and op.backward_cls is not None:
