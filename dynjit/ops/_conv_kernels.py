@@ -9,8 +9,8 @@ Which way each is computed was chosen by timing the alternatives on CPU
 - dense and grouped convolution: im2col, a copy of the strided window view of the padded
   input into columns (N, C, *kernel, *out), then one batched BLAS matmul with the weight
   over (sample, group); the result is already (N, O, *out), with no transpose after it.
-  When each sample has few output positions the per-sample matmuls are too small for BLAS,
-  and the columns are laid out (C, *kernel, N, *out) instead for one matmul per group.
+  When each sample has few output positions, or a lot of work for one matmul, the columns
+  are laid out (C, *kernel, N, *out) instead for one matmul per group (see the thresholds).
 - the adjoint in the input at stride 1 is itself a convolution, of the padded grad_output
   with the flipped, transposed weight, so it takes the forward path (a long contraction
   for BLAS) where the layer has at most twice as many output as input channels; otherwise
@@ -29,12 +29,18 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
-# The forward multiplies per sample (and group) unless a sample has fewer output positions
-# than this, where one matmul per group over the whole batch is faster; the columns of the
-# per-sample layout are also a cheaper copy (whole output rows at a time). The weight
-# gradient multiplies per sample only for small weights (at most this many entries per
-# group), where the per-group matmul's long contraction over N * L is the slower one.
+# The forward multiplies per sample (and group) when a sample has at least
+# _PER_SAMPLE_MIN_POSITIONS output positions and each of those matmuls has fewer than
+# _PER_SAMPLE_MAX_MACS multiply-adds: such small matmuls run on one BLAS thread, and the
+# per-sample columns are a cheaper copy (whole output rows at a time), 1.2-7x faster than one
+# matmul per group over the whole batch. Larger per-sample matmuls are threaded by BLAS, and
+# a thread fork and join per sample costs more than it gains (1.2x faster per sample on an
+# idle machine, 2-3x slower on a busy one): they go per group, one threaded matmul.
+# The weight gradient multiplies per sample only for small weights (at most
+# _PER_SAMPLE_MAX_WEIGHT_GRAD entries per group), where the per-group matmul's long
+# contraction over N * L is the slower one.
 _PER_SAMPLE_MIN_POSITIONS = 64
+_PER_SAMPLE_MAX_MACS = 1 << 22
 _PER_SAMPLE_MAX_WEIGHT_GRAD = 4096
 # the depthwise kernels work on batch chunks of about this many bytes (an L2 cache's worth)
 _CHUNK_BYTES = 1 << 18
@@ -136,7 +142,7 @@ def conv_forward(x, w, stride, padding, dilation, groups, out_sizes):
     rows = w.shape[1] * prod(kernel)                      # C/groups * prod(kernel)
     positions = prod(out_sizes)
     wm = w.reshape(groups, o // groups, rows)
-    if positions >= _PER_SAMPLE_MIN_POSITIONS:
+    if positions >= _PER_SAMPLE_MIN_POSITIONS and (o // groups) * rows * positions < _PER_SAMPLE_MAX_MACS:
         cols = columns_by_sample(x, kernel, stride, padding, dilation, out_sizes)
         out = np.matmul(wm, cols.reshape(n, groups, rows, positions))      # (N, G, O/G, L)
         return out.reshape((n, o) + tuple(out_sizes))

@@ -205,6 +205,7 @@ def test_both_matmul_layouts_of_the_forward(monkeypatch, layout, nd, xs, ws, kw)
     from dynjit.ops import _conv_kernels
     big = 1 << 62
     monkeypatch.setattr(_conv_kernels, "_PER_SAMPLE_MIN_POSITIONS", 0 if layout == "per_sample" else big)
+    monkeypatch.setattr(_conv_kernels, "_PER_SAMPLE_MAX_MACS", big if layout == "per_sample" else 0)
     monkeypatch.setattr(_conv_kernels, "_PER_SAMPLE_MAX_WEIGHT_GRAD", big if layout == "per_sample" else 0)
     x, w, b = _r(*xs), _r(*ws), _r(ws[0])
     _close(CONV_FNS[nd](_t(x), _t(w), _t(b), **kw), ref_conv(x, w, b, **kw))
