@@ -90,6 +90,30 @@ __all__ += ["memory_format", "contiguous_format", "preserve_format", "channels_l
             "empty_strided"]
 
 
+def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, largest=None, method=None,
+           tracker=None, ortho_iparams=None, ortho_fparams=None, ortho_bparams=None):
+    """torch.lobpcg: the k largest (or smallest) eigenpairs of the symmetric matrices A
+    (values descending for the largest, ascending for the smallest). dynjit computes them
+    from a full symmetric eigendecomposition (the pairs LOBPCG converges to), so the
+    iteration's parameters (X's values, n, iK, niter, tol, method, ...) only set k, and
+    the gradient is the exact one of those eigenpairs, as PyTorch's lobpcg backward gives."""
+    if B is not None:
+        raise NotImplementedError("lobpcg with B (a generalized eigenproblem) is not supported by dynjit")
+    if k is None:
+        k = 1 if X is None else X.shape[-1]
+    rows = A.shape[-1]
+    if rows < 3 * k:
+        raise ValueError(f"LOBPCG algorithm is not applicable when the number of A rows (={rows}) is smaller "
+                         f"than 3 x the number of requested eigenpairs (={k})")
+    values, vectors = dispatch(R["symmetric_eigh"], (A,), {})
+    if largest is None or largest:
+        return values.narrow(-1, rows - k, k).flip(-1), vectors.narrow(-1, rows - k, k).flip(-1)
+    return values.narrow(-1, 0, k), vectors.narrow(-1, 0, k)
+
+
+__all__.append("lobpcg")
+
+
 concat = concatenate = globals()["cat"]
 true_divide = divide = globals()["div"]
 multiply = globals()["mul"]

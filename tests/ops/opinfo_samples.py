@@ -412,6 +412,7 @@ for _n in ("igamma", "igammac"):
         S(C(np.array([0.0, -1.0, 1.0, 2.0])), np.array([1.0, 1.0, 0.0, np.inf])).not_differentiable_here(
             "the domain's edges"))
 add("igamma_density", S(C(pos(2, 3)), pos(2, 3)), S(C(pos(3) + 1), pos(2, 3)))
+add("symmetric_eigh", S(distinct(4, 4)), S(distinct(2, 3, 3)), S(NC(distinct(3, 3))))
 add("delayed_error_if", S(r(2, 3), bools(2, 3) & False, "unused"))
 add("index_select", S(r(4, 3), 0, np.array([0, 2, 2])), S(r(4, 3), 1, np.array([2])), S(r(4, 3), -1, np.array([1, 0])),
     S(r(3), 0, np.array(1)))

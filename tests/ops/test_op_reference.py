@@ -741,9 +741,19 @@ REFERENCE.update({
 })
 
 
+def _check_symmetric_eigh(result, a):
+    """Eigenvalues ascending, orthonormal eigenvectors, and V diag(L) V^T = (A + A^T) / 2."""
+    values, vectors = (r.numpy() for r in result)
+    sym = (a + np.swapaxes(a, -1, -2)) / 2
+    assert np.all(np.diff(values, axis=-1) >= 0)
+    eye = np.eye(a.shape[-1])
+    np.testing.assert_allclose(np.swapaxes(vectors, -1, -2) @ vectors, np.broadcast_to(eye, sym.shape), atol=1e-12)
+    np.testing.assert_allclose((vectors * values[..., None, :]) @ np.swapaxes(vectors, -1, -2), sym, atol=1e-12)
+
+
 PROPERTY = {"rand": _check_rand, "randn": _check_randn, "randint": _check_randint,
             "randperm": _check_randperm, "bernoulli": _check_bernoulli, "native_dropout": _check_dropout,
-            "multinomial": _check_multinomial}
+            "multinomial": _check_multinomial, "symmetric_eigh": _check_symmetric_eigh}
 
 
 def _values(v):
