@@ -511,6 +511,8 @@ def _render(g, r, e):
             return r.is_(e, exp)
         if isinstance(exp, float) and exp != exp:
             return f"type({e}) is float and {e} != {e}"
+        if isinstance(exp, float) and exp == 0.0:     # 0.0 == -0.0, but copysign and str differ
+            return f"type({e}) is float and {e} == 0.0 and str({e}) == {str(exp)!r}"
         return f"{r.is_(f'type({e})', type(exp))} and {e} == {r.k(exp)}"
     if kind is Kind.TYPE_LEN:
         cls, n = exp

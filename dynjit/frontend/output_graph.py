@@ -8,7 +8,8 @@ from ..autograd.grad_mode import state as _grad_state
 from ..autograd.saved import suspended_hooks
 from ..fx.graph import Graph
 from ..ops.dispatch import DispatchMode
-from ..ops.registry import INPLACE, RANDOM
+from ..ops.meta import DataDependentOutputError
+from ..ops.registry import INPLACE, OTHER, RANDOM
 from ..fx.graph_module import GraphModule
 from ..fx.proxy_tensor import TensorMeta
 from ..tensor import Tensor
@@ -93,6 +94,8 @@ class OutputGraph:
         node.meta["val"] = TensorMeta.of(value)
         node.meta["source"] = source
         var = TensorVariable(node, example, source=source)
+        if type(value) is not type(example):
+            var.real_type = type(value)
         self.inputs[id(value)] = (value, source, var)
         self.placeholder_examples[node] = value
         self.placeholder_sources[node] = source
@@ -156,8 +159,9 @@ class OutputGraph:
     def _run(self, fn, args, kwargs):
         prev = (_grad_state.enabled, _grad_state.inference)
         _grad_state.enabled = self.grad_enabled
+        observer = _EffectObserver(self)
         try:
-            with suspended_hooks(), _EffectObserver(self):
+            with suspended_hooks(), observer:
                 value = fn(*args, **kwargs)
         except Exception as e:
             unimplemented(BreakKind.USER_EXCEPTION, f"{type(e).__name__} raised by a tensor operation while tracing: {e}")
@@ -168,6 +172,10 @@ class OutputGraph:
             # e.g. a real grad-mode manager's __exit__ left on the stack by a graph break: its
             # effect is on the caller's state, so it runs natively, not folded at trace time
             unimplemented(BreakKind.GRAD_MODE, f"{getattr(fn, '__qualname__', fn)}() changes grad mode (runs natively)")
+        if observer.data_dependent_shape:
+            # the graph would hold the size this call's data gave (as torch.compile, a break)
+            raise DataDependent(BreakKind.TENSOR_DATA_READ, f"{observer.data_dependent_shape} (an output whose "
+                                "size depends on the values of its input)")
         return value
 
     def record(self, fn, args, kwargs):
@@ -227,14 +235,24 @@ class OutputGraph:
 
 class _EffectObserver(DispatchMode):
     """Notes on the OutputGraph whether an op its example values run writes memory (in place,
-    into `out=`) or draws random numbers; it changes nothing."""
+    into `out=`) or draws random numbers, and whether the size of an op's output depends on
+    its input's values (the op's meta says so: x[mask], nonzero, masked_select); it changes
+    nothing."""
 
     def __init__(self, output):
         self.output = output
+        self.data_dependent_shape = None     # what the op's meta said, when it cannot know the size
 
     def __dispatch__(self, op, args, kwargs):
         if op.kind == INPLACE or RANDOM in op.tags or getattr(op, "_is_impure", False) or "out" in kwargs:
             self.output.graph_has_effects = True
+        if op.kind == OTHER and op._meta is not None:
+            try:
+                op.meta(args, kwargs)
+            except DataDependentOutputError as e:
+                self.data_dependent_shape = str(e)
+            except Exception:       # the op itself raises it, as the user sees it
+                pass
         return op(*args, **kwargs)
 
 

@@ -333,8 +333,29 @@ def resume_code(code, dis_index, null_slots, live):
     _add_all(builder, _body(info, renames, 0, start))
     builder.add(_push_stack(prefix, null_slots))
     builder.add([Instr("JUMP_FORWARD", target)])
-    _add_all(builder, _split_try_at(_body(info, renames, start, label_at=(dis_index, target)), target))
+    body = _body(info, renames, start, label_at=(dis_index, target))
+    entered_bound = set(lead) | set(stack_args) | set(rest) | {renames.get(n, n) for n in live}
+    _add_all(builder, _split_try_at(_checked_loads(body, entered_bound), target))
     return builder.finish()
+
+
+def _checked_loads(pairs, bound):
+    """Loads of locals not bound where the resume function starts become LOAD_FAST_CHECK
+    (3.12+): the original's compiler used LOAD_FAST where an earlier read had already raised
+    if the local was unbound, and that earlier read may be before the resume point."""
+    if not hasattr(dis, "opmap") or "LOAD_FAST_CHECK" not in dis.opmap:
+        return pairs
+    out = []
+    for item, k in pairs:
+        if isinstance(item, Instr) and item.name == "LOAD_FAST" and isinstance(item.arg, str) \
+                and item.arg not in bound:
+            item = Instr("LOAD_FAST_CHECK", item.arg, location=item.location)
+        elif isinstance(item, Instr) and item.name == "LOAD_FAST_LOAD_FAST" \
+                and not set(item.arg) <= bound:
+            out.append((Instr("LOAD_FAST_CHECK", item.arg[0], location=item.location), k))
+            item = Instr("LOAD_FAST_CHECK", item.arg[1], location=item.location)
+        out.append((item, k))
+    return out
 
 
 def _split_try_at(pairs, label):

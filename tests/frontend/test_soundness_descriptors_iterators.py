@@ -333,3 +333,85 @@ def test_an_error_in_a_cached_graph_is_caught_by_the_users_try_and_keeps_earlier
         else:
             raise AssertionError("no IndexError")
         assert log == ["before", "before"]
+
+
+# -- sizes that depend on data, signed zeros, tensor classes, unbound locals -------------------
+def test_sizes_that_depend_on_the_data_are_not_baked_in():
+    programs = [
+        lambda x: x[x > 0].shape[0],
+        lambda x: len(x[x > 0]),
+        lambda x: x.masked_select(x > 0).numel(),
+        lambda x: dynjit.where(x > 0)[0].shape[0],
+        lambda x: x.nonzero().shape[0],
+        lambda x: (x[x > 0] * 2).sum(),
+    ]
+    for fn in programs:
+        for backend in ("eager", "aot_eager", "llvm"):
+            f = dynjit.compile(fn, backend=backend)
+            for data in ([1.0, -2.0, 3.0], [-1.0, -1.0, -1.0], [1.0, 2.0, 3.0]):
+                want, got = fn(dynjit.tensor(data)), f(dynjit.tensor(data))
+                assert (same(got, want) if isinstance(want, dynjit.Tensor) else got == want), (data, got, want)
+
+
+def test_a_float_guard_tells_minus_zero_from_zero():
+    import math
+
+    def fn(x, k):
+        return x * math.copysign(1.0, k), str(k)
+    f = dynjit.compile(fn)
+    for k in (0.0, -0.0, 0.0, -0.0):
+        want, got = fn(dynjit.ones(2), k), f(dynjit.ones(2), k)
+        assert same(got[0], want[0]) and got[1] == want[1]
+
+
+def test_isinstance_sees_the_class_of_a_tensor_argument():
+    from dynjit import nn
+
+    def fn(t):
+        if isinstance(t, nn.Parameter):
+            return "param", t * 2
+        return "tensor", t * 3
+    f = dynjit.compile(fn)
+    for t in (dynjit.ones(2), nn.Parameter(dynjit.ones(2)), dynjit.ones(2)):
+        want, got = fn(t), f(t)
+        assert got[0] == want[0] and same(got[1], want[1])
+
+
+def test_reading_an_unbound_local_twice_raises_unbound_local_error():
+    def fn(x):
+        t1 = (t1 * 0.5 + t1).tanh()     # noqa: F821
+        return t1
+    assert check(fn)[1][0] is UnboundLocalError
+
+
+def test_builtins_are_guarded_against_a_global_of_their_name():
+    def fn(x):
+        return x * len([1, 2])
+    f = dynjit.compile(fn)
+    assert same(f(dynjit.ones(2)), dynjit.full((2,), 2.0))
+    globals()["len"] = lambda v: 10
+    try:
+        assert same(f(dynjit.ones(2)), dynjit.full((2,), 10.0))
+    finally:
+        del globals()["len"]
+    assert same(f(dynjit.ones(2)), dynjit.full((2,), 2.0))
+
+
+def test_sets_made_in_the_frame_are_sets_and_locals_are_the_users():
+    def sets(a, b, x):
+        s = {a is b, 1}
+        s.add(5)
+        t = set([1, 2])
+        t.add(3)
+        u = {i * 2 for i in range(3)}
+        u.discard(2)
+        s |= {7}
+        return type(s).__name__, sorted(s), sorted(t), sorted(u), sorted(s | t), x + len(s), 3 in t
+
+    def reads_locals(x):
+        loc = locals()
+        y = 2
+        dynjit.graph_break()
+        return sorted(loc), x + y, sorted(locals())
+    check(sets, lambda: (1, 2, dynjit.ones(1)))
+    check(reads_locals)

@@ -59,6 +59,8 @@ class SizeVariable(TupleVariable):
 
 
 class TensorVariable(VariableTracker):
+    real_type = None        # a graph input's own class (nn.Parameter, a subclass): its guard pins it
+
     def __init__(self, node, example, source=None):
         super().__init__(source)
         self.node = node
@@ -68,7 +70,7 @@ class TensorVariable(VariableTracker):
         return "a tensor"
 
     def python_type(self):
-        return type(self.example)
+        return self.real_type or type(self.example)
 
     def truth(self, tx):
         raise DataDependent(BreakKind.DATA_DEPENDENT_BRANCH, "data-dependent branching on a tensor's value (the truth value of a tensor)")
