@@ -424,15 +424,15 @@ argmax = _arg(np.argmax, "argmax")
 argmin = _arg(np.argmin, "argmin")
 
 
-def _require_float(dtype, message):
-    if not dtype.is_floating_point:
+def _require_float(dtype, message, complex_ok=False):
+    if not (dtype.is_floating_point or (complex_ok and dtype.is_complex)):
         raise RuntimeError(f"{message}; got a {dtype.name} tensor (convert it with .double() or .float())")
 
 
-@register("var", REDUCTION, tags=(NONE_DIM_REDUCES_ALL,))
+@register("var", REDUCTION, complex_ok=True, tags=(NONE_DIM_REDUCES_ALL,))
 def var(self, dim=None, correction=1, keepdim=False):
     x = np.asarray(self)
-    _require_float(_dtype.from_numpy_dtype(x.dtype), "std and var only support floating point dtypes")
+    _require_float(_dtype.from_numpy_dtype(x.dtype), "std and var only support floating point dtypes", True)
     return np.var(x, axis=_np_axis(x, dim), ddof=correction, keepdims=keepdim)
 
 
@@ -445,10 +445,10 @@ def _(grad, self, dim, correction, keepdim):
     return _unreduce(grad, self.shape, dim, keepdim) * centered * (2.0 / max(n - correction, 0))
 
 
-@register("std", REDUCTION, tags=(NONE_DIM_REDUCES_ALL,))
+@register("std", REDUCTION, complex_ok=True, tags=(NONE_DIM_REDUCES_ALL,))
 def std(self, dim=None, correction=1, keepdim=False):
     x = np.asarray(self)
-    _require_float(_dtype.from_numpy_dtype(x.dtype), "std and var only support floating point dtypes")
+    _require_float(_dtype.from_numpy_dtype(x.dtype), "std and var only support floating point dtypes", True)
     return np.std(x, axis=_np_axis(x, dim), ddof=correction, keepdims=keepdim)
 
 
@@ -464,8 +464,8 @@ def _(grad, self, dim, correction, keepdim, result):
 
 @var.meta_fn
 def _(self, dim, correction, keepdim):
-    _require_float(self.dtype, "std and var only support floating point dtypes")
-    return reduced_shape(self.shape, dim, keepdim), self.dtype
+    _require_float(self.dtype, "std and var only support floating point dtypes", True)
+    return reduced_shape(self.shape, dim, keepdim), self.dtype.to_real()    # complex: real
 
 
 @register("var_mean", REDUCTION, tags=(NONE_DIM_REDUCES_ALL,))
@@ -523,20 +523,21 @@ def _(self, dim, keepdim):
     return reduced_shape(self.shape, dim, keepdim), float_dtype(self.dtype)
 
 
-@register("norm", REDUCTION, tags=(NONE_DIM_REDUCES_ALL,))
+@register("norm", REDUCTION, complex_ok=True, tags=(NONE_DIM_REDUCES_ALL,))
 def norm(self, p=2, dim=None, keepdim=False):
     x = np.asarray(self)
-    _require_float(_dtype.from_numpy_dtype(x.dtype), "norm expects a floating point tensor")
+    _require_float(_dtype.from_numpy_dtype(x.dtype), "norm expects a floating point tensor", True)
     axis = _np_axis(x, dim)
     a = np.abs(x)
     if p == float("inf"):
         _check_nonempty_reduction("norm", x.shape, () if dim is None else dim)
         return np.max(a, axis=axis, keepdims=keepdim)
     if p == 0:
-        return np.sum(a != 0, axis=axis, keepdims=keepdim).astype(x.dtype)
+        return np.sum(a != 0, axis=axis, keepdims=keepdim).astype(a.dtype)
     if p == 1:
         return np.sum(a, axis=axis, keepdims=keepdim)
     if p == 2:
+        x = a if x.dtype.kind == "c" else x
         return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdim))
     return np.power(np.sum(np.power(a, p), axis=axis, keepdims=keepdim), 1.0 / p)
 
@@ -549,19 +550,20 @@ def _(grad, self, p, dim, keepdim, result):
     r = _unreduce(result, self.shape, dim, keepdim)
     if p == 2:
         return (g * self / r).masked_fill(r == 0, 0.0)
+    # (sgn: the sign of a real number, z / |z| of a complex one)
     if p == 1:
-        return g * self.sign()
+        return g * self.sgn()
     if p == float("inf"):
         mask = self.abs() == r
-        return g * self.sign() * mask / mask.sum(dim, keepdim=True).expand(self.shape) if dim is not None \
-            else g * self.sign() * mask / mask.sum()
-    return (g * self.sign() * self.abs().pow(p - 1) / r.pow(p - 1)).masked_fill(r == 0, 0.0)
+        return g * self.sgn() * mask / mask.sum(dim, keepdim=True).expand(self.shape) if dim is not None \
+            else g * self.sgn() * mask / mask.sum()
+    return (g * self.sgn() * self.abs().pow(p - 1) / r.pow(p - 1)).masked_fill(r == 0, 0.0)
 
 
 @norm.meta_fn
 def _(self, p, dim, keepdim):
-    _require_float(self.dtype, "norm expects a floating point tensor")
-    return reduced_shape(self.shape, dim, keepdim), self.dtype
+    _require_float(self.dtype, "norm expects a floating point tensor", True)
+    return reduced_shape(self.shape, dim, keepdim), self.dtype.to_real()    # complex: real
 
 
 @register("all", REDUCTION, complex_ok=True, differentiable=False, variants="function, method", tags=(NONE_DIM_REDUCES_ALL,))

@@ -95,6 +95,8 @@ LOSSES = {
                                        + z.lerp(z * 1j, 0.3)).abs().sum(),
     "cat_stack_where": lambda z: (dynjit.cat([z, z * 1j]) * dynjit.stack([z, z]).sum(0).sum()).real.sum()
                                  + dynjit.where(z.real > 0, z, z * z).abs().sum(),
+    "var_std_norm": lambda z: (z * 1j).var() + z.std(1).sum() + z.norm() + z.norm(p=1, dim=0).sum()
+                              + z.norm(p=3).sum() + z.norm(p=float("inf")),
     "index_gather": lambda z: (z[0, [1, 2, 2]] * z.gather(1, dynjit.tensor([[0], [2]])).sum()).abs().sum(),
 }
 

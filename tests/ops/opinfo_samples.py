@@ -534,3 +534,9 @@ add("sgn", S(cplx(2, 3)), S(away(3)), S(NC(cplx(2, 2))))
 add("angle", S(cplx(2, 3)), S(away(4)), S(NC(cplx(2, 2))))
 add("complex", S(r(2, 3), r(2, 3)), S(r(3, 1), r(4)))
 add("polar", S(pos(2, 3), r(2, 3)), S(pos(3), r(2, 3)))
+# ops that take complex tensors besides the complex ops above (a real result for var/std/norm)
+for _n, _s in (("mul", S(cplx(2, 3), cplx(2, 3))), ("exp", S(cplx(2, 3))), ("matmul", S(cplx(2, 3), cplx(3, 2))),
+               ("sum", S(cplx(2, 3), 1)), ("prod", S(cplx(2, 3), 0)), ("var", S(cplx(3, 4), 1)),
+               ("std", S(cplx(3, 4))), ("norm", S(cplx(3, 4))), ("abs", S(cplx(2, 3))),
+               ("cat", S([cplx(2, 3), r(1, 3)]))):
+    add(_n, _s)

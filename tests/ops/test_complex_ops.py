@@ -216,6 +216,19 @@ def test_arithmetic_reductions_and_products_match_numpy():
     assert cat.dtype is complex128
 
 
+def test_var_std_norm_of_complex_tensors_are_real():
+    a = c128(3, 4, seed=5)
+    x = dynjit.tensor(a)
+    assert x.var().dtype is float64 and x.to(complex64).norm().dtype is float32
+    np.testing.assert_allclose(x.var(1).numpy(), np.var(a, axis=1, ddof=1), rtol=1e-12)
+    np.testing.assert_allclose(x.std(0, correction=0).numpy(), np.std(a, axis=0), rtol=1e-12)
+    np.testing.assert_allclose(x.norm().numpy(), np.sqrt((np.abs(a) ** 2).sum()), rtol=1e-12)
+    np.testing.assert_allclose(x.norm(p=1, dim=1).numpy(), np.abs(a).sum(1), rtol=1e-12)
+    np.testing.assert_allclose(x.norm(p=3).numpy(), (np.abs(a) ** 3).sum() ** (1 / 3), rtol=1e-12)
+    np.testing.assert_allclose(x.norm(p=float("inf")).numpy(), np.abs(a).max(), rtol=1e-12)
+    assert x.norm(p=0).dtype is float64 and x.norm(p=0).item() == 12
+
+
 def test_conversions():
     x = dynjit.tensor([1.5, -2.0])
     assert x.cfloat().dtype is complex64 and x.cdouble().dtype is complex128
