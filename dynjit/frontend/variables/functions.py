@@ -393,10 +393,21 @@ class BuiltinVariable(VariableTracker):
         if args or kwargs:
             unimplemented(BreakKind.UNSUPPORTED_BUILTIN, "locals() with arguments (raises natively)")
         from ..translator import UNBOUND
+        from ..resume import CELL_PREFIX
         code = tx.code
         items = {}
         names = list(code.co_varnames) + [n for n in code.co_cellvars + code.co_freevars if n not in code.co_varnames]
         for name in names:
+            if name.startswith(CELL_PREFIX):
+                # a resume function takes the frame's cells as arguments: a cell variable
+                cell, name = tx.locals.get(name), name[len(CELL_PREFIX):]
+                try:
+                    var = cell.load(tx, name) if cell is not None and hasattr(cell, "load") else None
+                except Unsupported:         # an empty cell: not a local yet
+                    var = None
+                if var is not None:
+                    items[name] = var
+                continue
             if name.startswith("___"):
                 continue
             var = tx.locals.get(name)
