@@ -128,7 +128,6 @@ def make_args(call):
 '''
 
 XFAIL = {
-    'boolean_mask_dynamic_shape': "frontend: the size of x[mask] is baked into the compiled code (findings K1)",
 }
 
 

@@ -206,8 +206,6 @@ def test_deep_recursion_120():
 
 
 XFAIL = {
-    'negative_zero_float': 'frontend: -0.0 and 0.0 share a compiled entry (findings I1)',
-    'parameter_vs_tensor_isinstance': 'frontend: an nn.Parameter argument reuses the entry compiled for a plain tensor (findings I2)',
 }
 
 CALLS = {"negative_zero_float": 4, "true_vs_one": 4, "nan_scalar_argument": 4, "int_vs_float_equal_value": 4,
