@@ -1059,7 +1059,7 @@ def indent(lines):
 def generate(seed):
     """(source, meta) of program `seed` (seeds from ADV_SEED_BASE on: the adversarial family)."""
     if seed >= ADV_SEED_BASE:
-        return PRELUDE + AdvGen(seed).program(), {"grad_inputs": False}
+        return PRELUDE + AdvGen(seed).program(), {"grad_inputs": False, "calls": ADV_CALLS}
     g = Gen(seed)
     src = g.program()
     return PRELUDE + src, {"grad_inputs": g.grad_inputs}
@@ -1144,6 +1144,40 @@ class AdvSuppress:
     def __exit__(self, et, ev, tb):
         self.seen.append(et.__name__ if et else None)
         return et is not None and issubclass(et, (ValueError, KeyError, IndexError, RuntimeError))
+
+
+class AdvHashed:
+    calls = 0
+
+    def __init__(self, v):
+        self.v = v
+
+    def __hash__(self):
+        AdvHashed.calls += 1
+        return hash(self.v)
+
+    def __eq__(self, other):
+        return isinstance(other, AdvHashed) and other.v == self.v
+
+
+class AdvCountdown:
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.n <= 0:
+            raise StopIteration
+        self.n -= 1
+        return self.n
+
+
+@dataclasses.dataclass
+class AdvPoint:
+    t: object
+    k: int = 1
 
 
 ADV_PROP = AdvProp()
@@ -1257,10 +1291,10 @@ class AdvGen:
         kind = self.r.choice(["index", "div"])
         # the error depends on tensor data, so a graph traced on one call's data can fail on the next
         if kind == "index":
-            op = f"{self.T()}[(x.sum() > 0).long() * 7]"
+            op = "y[(y.sum() > 0).long() * 7]"
             exc = "IndexError"
         else:
-            op = "dynjit.arange(3) // (x.sum() > 0).long()"
+            op = "dynjit.arange(3) // (y.sum() > 0).long()"
             exc = "RuntimeError"
         pre = [f"ADV_LOG.append({k})"]
         if self.r.random() < 0.6:
@@ -1285,10 +1319,58 @@ class AdvGen:
         self.tensors.append(f"t{k}")
         return [line]
 
+    def s_mask_size(self):
+        k = self.fresh()
+        # y has the same shape in every call, so a graph traced for one call's data is reused with another's
+        return [f"m{k} = y[y > {self.r.choice([0, 0.5])}]", f"out.append(m{k}.shape[0])",
+                f"if m{k}.numel() == 0:", '    out.append("empty")', "else:", f"    out.append(m{k}.mean())"]
+
+    def s_hash_count(self):
+        k = self.fresh()
+        return [f"hk{k} = AdvHashed(n)", f"dd{k} = {{hk{k}: {self.T()}}}", f"out.append(dd{k}[hk{k}] + 1)",
+                "out.append(AdvHashed.calls)"]
+
+    def s_nonlocal_closure(self):
+        k = self.fresh()
+        return [f"acc{k} = [0]", f"cnt{k} = 0", f"def bump{k}(t):", f"    nonlocal cnt{k}", f"    cnt{k} += 1",
+                f"    acc{k}[0] = acc{k}[0] + t.sum().item()", f"    return t * cnt{k}",
+                f"out.append(bump{k}({self.T()}))"] + self.brk() + \
+               [f"out.append(bump{k}({self.T()}))", f"out.append((cnt{k}, round(acc{k}[0], 4)))"]
+
+    def s_user_iterator(self):
+        k = self.fresh()
+        return [f"ui{k} = AdvCountdown(n + 1)", f"for c{k} in ui{k}:", f"    if c{k} == 1:", "        break",
+                f"    out.append({self.T()} * c{k})", f"out.append((ui{k}.n, list(ui{k})))"]
+
+    def s_walrus_match(self):
+        k = self.fresh()
+        lines = [f"if (w{k} := len(lst)) > 1:", f"    out.append(w{k})"]
+        if sys.version_info >= (3, 10):
+            lines += ["match lst:", "    case []:", '        out.append("empty")',
+                      "    case [a_, *rest_] if a_ > 0:", "        out.append((a_, len(rest_)))",
+                      "    case _:", '        out.append("other")']
+        return lines
+
+    def s_try_finally_loop(self):
+        k = self.fresh()
+        return [f"for i{k} in range(3):", "    try:", f"        if i{k} == n % 3:", "            break",
+                f"        out.append({self.T()} * i{k})", "    finally:", f'        ADV_LOG.append("f{k}")']
+
+    def s_sorted_key(self):
+        k = self.fresh()
+        return [f"sk{k} = sorted(lst, key=lambda v: (-v, v % 2))", f"out.append(sk{k})",
+                f"out.append(max(lst, default=0, key=abs) * {self.T()})"]
+
+    def s_dataclass(self):
+        k = self.fresh()
+        return [f"dc{k} = AdvPoint({self.T()}, n)", f"dc{k}b = dataclasses.replace(dc{k}, k=n + 1)",
+                f"out.append((dc{k}b.t * dc{k}b.k, dc{k} == dc{k}b, dataclasses.astuple(dc{k})[1]))"]
+
     SNIPPETS = ("s_gen_partial", "s_gen_send", "s_yield_from", "s_iter_arg", "s_islice", "s_dict_view",
                 "s_dict_iter_mutation", "s_property", "s_descriptor", "s_slots", "s_class_swap",
                 "s_super_classmethod", "s_set_display", "s_data_error", "s_locals", "s_suppress",
-                "s_tensor_op", "s_tensor_op")
+                "s_tensor_op", "s_tensor_op", "s_mask_size", "s_hash_count", "s_nonlocal_closure",
+                "s_user_iterator", "s_walrus_match", "s_try_finally_loop", "s_sorted_key", "s_dataclass")
 
     def wrapper(self):
         """A function wrapping snippet lines in a try, a loop or a data-dependent if (or not)."""
@@ -1344,7 +1426,7 @@ def load_module(src, tag):
 def make_inputs(mod, seed, variant, meta):
     rng = random.Random(seed * 31 + variant)
     dynjit.manual_seed((seed * 7 + variant) % (2 ** 31))
-    R = 2 if variant == 0 else 4
+    R = 4 if variant == 1 else 2      # variant 2: variant 0's shapes with other values
     x = dynjit.randn(R, 3)
     y = dynjit.randn(3, 3)
     if meta.get("grad_inputs"):
@@ -1548,7 +1630,13 @@ def compare(p, c):
 # module globals compared after every call (the adversarial family's state objects included)
 OBSERVED_GLOBALS = ("G_LIST", "G_DICT", "G_COUNT", "ADV_LOG", "ADV_PROP", "ADV_CFG")
 
-CALLS = (0, 0, 1)   # input variants of the three calls
+# the adversarial family's calls: also variant 2 (same shapes, other values), so a graph traced on one
+# call's data is reused with another's (data-dependent sizes and kernel errors)
+ADV_CALLS = (0, 0, 2, 1)
+
+# input variants of the three calls (DYNJIT_FUZZ_CALLS=0,0,2,1 adds a call with the first call's
+# shapes and other values to the classic programs too)
+CALLS = tuple(int(v) for v in os.environ.get("DYNJIT_FUZZ_CALLS", "0,0,1").split(","))
 
 
 def check_source(src, seed, meta):
@@ -1562,7 +1650,7 @@ def check_source(src, seed, meta):
     except Exception as e:
         return {"fail": ("internal-error", "compile", f"dynjit.compile raised {type(e).__name__}: {e}")}
     plain_excs = []
-    for call, variant in enumerate(CALLS):
+    for call, variant in enumerate(meta.get("calls", CALLS)):
         p = run_once(fp, make_inputs(P, seed, variant, meta), P)
         c = run_once(fc, make_inputs(C, seed, variant, meta), C)
         if p["exc"]:

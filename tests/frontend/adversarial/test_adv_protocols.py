@@ -452,6 +452,18 @@ def make_args(call):
 
 SLOW = {'copy_and_deepcopy'}
 
+PROGRAMS["locals_with_cell_variables"] = '''
+import dynjit
+def main(x):
+    acc = [0]
+    def bump(t):
+        acc[0] = acc[0] + t.sum().item()
+    bump(x)
+    return sorted(locals()), acc, x * 2
+def make_args(call):
+    return (dynjit.ones(2) * call,)
+'''
+
 XFAIL = {
 }
 
