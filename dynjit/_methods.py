@@ -478,3 +478,32 @@ def _unsafe_chunk(self, chunks, dim=0):
 Tensor.unsafe_split = _unsafe_split
 Tensor.unsafe_split_with_sizes = _unsafe_split_with_sizes
 Tensor.unsafe_chunk = _unsafe_chunk
+
+
+
+class TypedStorage:
+    """Tensor.storage(): the memory a tensor views, as elements of its dtype (PyTorch's
+    TypedStorage; len() is the number of elements, not bytes)."""
+
+    def __init__(self, tensor):
+        from .ops.as_strided import storage_of
+        self._flat, _ = storage_of(tensor._data)
+        self.dtype = tensor.dtype
+
+    def __len__(self):
+        return self._flat.size
+
+    def size(self):
+        return self._flat.size
+
+    def nbytes(self):
+        return self._flat.nbytes
+
+    def data_ptr(self):
+        return self._flat.__array_interface__["data"][0]
+
+    def tolist(self):
+        return self._flat.tolist()
+
+
+Tensor.storage = lambda self: TypedStorage(self)

@@ -316,9 +316,38 @@ def make_dual(tensor, tangent, *, level=None):
         raise RuntimeError("Expected tangent to not be a dual tensor at the same level: the given "
                            "tangent has a forward gradient at the same level as the one being set. "
                            "This is not supported.")
+    if not hasattr(tangent, "_bt_value") and not _same_layout(tensor, tangent):     # (not a vmap batch)
+        tangent = _in_layout_of(tensor, tangent)
     dual = _alias(tensor, lvl)
     set_tangent(dual, tangent, lvl)
     return dual
+
+
+def _same_layout(primal, tangent):
+    """PyTorch's metadata check for a tangent: the same storage size, strides (those of size-1
+    dims aside) and storage offset as the primal; anything goes for empty tensors."""
+    from ..ops.as_strided import storage_of
+    p, t = primal._data, tangent._data
+    if p.size == 0 and t.size == 0:
+        return True
+    (p_flat, p_off), (t_flat, t_off) = storage_of(p), storage_of(t)
+    if p_flat.size != t_flat.size or p_off != t_off:
+        return False
+    return all(n == 1 or a // p.itemsize == b // t.itemsize for n, a, b in zip(p.shape, p.strides, t.strides))
+
+
+def _in_layout_of(primal, tangent):
+    """A copy of `tangent` laid out as `primal` is: in a new zero storage of the primal's
+    storage size, with its strides and offset (so views of the dual, as_strided included,
+    find the same layout in the tangent)."""
+    from ..ops.as_strided import storage_of
+    p = primal._data
+    p_flat, offset = storage_of(p)
+    storage = np.zeros(p_flat.size, dtype=tangent._data.dtype)
+    view = np.lib.stride_tricks.as_strided(storage[offset:], p.shape,
+                                           tuple(s // p.itemsize * storage.itemsize for s in p.strides))
+    view[...] = tangent._data
+    return Tensor._make(view)
 
 
 def _alias(tensor, lvl):

@@ -7,7 +7,7 @@ dispatches like `x + y`.
 from .registry import registry, OpDef, register, INPLACE  # noqa: F401
 from . import dispatch  # noqa: F401
 from . import pointwise, reductions, shape, linalg, factories, nn, aliasing, conv  # noqa: F401  (registers ops)
-from . import scatter_reduce, nextafter, memory_format, igamma, eigh  # noqa: F401,E402  (registers ops)
+from . import scatter_reduce, nextafter, memory_format, igamma, eigh, as_strided  # noqa: F401,E402  (registers ops)
 from . import index_add, unfold  # noqa: F401,E402  (registers ops: index_add, Tensor.unfold)
 from . import checks  # noqa: F401,E402  (registers ops: check_values)
 

@@ -408,11 +408,14 @@ add("to_memory_format", S(r(2, 3, 4, 5), _cl), S(NC(r(2, 3)), _cf), S(r(1, 2, 3,
     S(ints(2, 2, 2, 2), _cl))
 add("empty_strided", S((2, 2), (4, 2)), S((2, 3), (1, 2)), S((0, 3), (3, 1)), S((3,), (0,)))
 for _n in ("igamma", "igammac"):
-    add(_n, S(C(pos(2, 3)), pos(2, 3)), S(C(pos(3) * 3), pos(2, 3) * 2),
+    # (a float32 `input`: PyTorch has no forward derivative in it, so it carries no tangent in the sweeps)
+    add(_n, S(C(pos(2, 3).astype(np.float32)), pos(2, 3)), S(C((pos(3) * 3).astype(np.float32)), pos(2, 3) * 2),
         S(C(np.array([0.0, -1.0, 1.0, 2.0])), np.array([1.0, 1.0, 0.0, np.inf])).not_differentiable_here(
             "the domain's edges"))
 add("igamma_density", S(C(pos(2, 3)), pos(2, 3)), S(C(pos(3) + 1), pos(2, 3)))
 add("symmetric_eigh", S(distinct(4, 4)), S(distinct(2, 3, 3)), S(NC(distinct(3, 3))))
+add("as_strided", S(r(6), (2, 2), (1, 2), 1), S(r(3, 4), (3, 3), (4, 1)), S(r(3, 4), (2, 3), (1, 2), 0),
+    S(r(5), (0, 2), (1, 1), 7))
 add("delayed_error_if", S(r(2, 3), bools(2, 3) & False, "unused"))
 add("index_select", S(r(4, 3), 0, np.array([0, 2, 2])), S(r(4, 3), 1, np.array([2])), S(r(4, 3), -1, np.array([1, 0])),
     S(r(3), 0, np.array(1)))

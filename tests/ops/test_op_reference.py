@@ -181,6 +181,16 @@ def _igamma_reference(a, x, upper):
     return 1.0 - out if upper else out
 
 
+def _as_strided_reference(a, size, stride, storage_offset=None):
+    """Element by element: out[i] = storage[offset + sum(i_k * stride_k)] over a's own storage."""
+    flat = a.ravel(order="K") if a.flags.c_contiguous or a.flags.f_contiguous else a.T.ravel()
+    offset = 0 if storage_offset is None else storage_offset
+    out = np.empty(size, a.dtype)
+    for pos in itertools.product(*map(range, size)):
+        out[pos] = flat[offset + sum(i * s for i, s in zip(pos, stride))]
+    return out
+
+
 def _gather(a, dim, index):
     if a.ndim == 0:
         return a.reshape(1)[index]
@@ -650,6 +660,7 @@ REFERENCE = {
     "index_add": reference_index_add, "unfold": reference_unfold, "unfold_backward": reference_unfold_backward,
     "check_values": lambda a, ok, msg, show_values=False: a,
     "delayed_error_if": lambda a, condition, msg: a,
+    "as_strided": _as_strided_reference,
     "igamma": lambda a, x: _igamma_reference(a, x, False), "igammac": lambda a, x: _igamma_reference(a, x, True),
     "igamma_density": lambda a, x: np.exp((a - 1) * np.log(x) - x - np.vectorize(math.lgamma)(a)),
     "to_memory_format": lambda a, memory_format: a,
