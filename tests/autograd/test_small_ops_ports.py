@@ -349,3 +349,22 @@ def test_data_parallel_is_the_module_on_the_cpu():
     assert dynjit.equal(dp(x), inner(x))
     with pytest.raises(RuntimeError, match="dynjit does not have"):
         dynjit.nn.DataParallel(inner, device_ids=[0, 1])
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_input_buffer_accum
+def test_input_buffer_accum():
+    leaf = dynjit.rand(2, 2, requires_grad=True)
+    # an op whose gradient PyTorch makes sparse (dynjit: the equal dense one)
+    ind = dynjit.tensor([[0, 0]], dtype=dynjit.long)
+    out2 = leaf.gather(0, ind, sparse_grad=True)
+    # an op that passes its gradient through as it is
+    out1 = leaf.clone()
+    grad_out1_original = dynjit.rand_like(out1)
+    grad_out1 = grad_out1_original.clone()
+    grad_out2 = dynjit.rand_like(out2)
+    dynjit.autograd.backward((out1, out2), (grad_out1, grad_out2))
+    # accumulating the two gradients did not write into the one given by the caller
+    assert dynjit.equal(grad_out1, grad_out1_original)
+    expected = grad_out1_original.numpy().copy()
+    expected[0] += grad_out2.numpy()[0]
+    np.testing.assert_allclose(leaf.grad.numpy(), expected, rtol=1e-6)
