@@ -70,6 +70,7 @@ class CompiledFunction:
         self._dynamic_scalars = set()   # numbers whose value changed (source expressions): symbolic
         self._lock = threading.RLock()      # one compile at a time per compiled function
         self._died_unused = 0               # entries freed before any call reused them
+        self._last_hit = 0                  # index of the entry the last cached call ran
         functools.update_wrapper(self, fn)
         self.__dict__.pop(_NESTED_ATTR, None)
         _all_compiled.add(self)
@@ -90,13 +91,28 @@ class CompiledFunction:
             # graph's kernels (llvm) would bypass it: the function runs as written
             return self._fn(*args, **kwargs)
         try:
-            for entry in self.entries:
+            entries = self.entries
+            # the entry the last call ran is tried first (a training step's second entry, made
+            # once every .grad exists, would otherwise fail the first entry's guard every step)
+            last = self._last_hit
+            if last < len(entries):
+                entry = entries[last]
+                try:
+                    hit = entry.guard(*args, **kwargs)
+                except Exception as e:
+                    return self._guard_raised(e, args, kwargs)
+                if hit:
+                    return entry.transformed(*args, **kwargs)
+            for k, entry in enumerate(entries):
+                if k == last:
+                    continue
                 try:
                     hit = entry.guard(*args, **kwargs)
                 except Exception as e:
                     guard_error = e
                     break
                 if hit:
+                    self._last_hit = k
                     return entry.transformed(*args, **kwargs)
             else:
                 reason = self.eager_reason

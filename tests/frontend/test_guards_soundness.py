@@ -385,3 +385,24 @@ def test_a_guard_looks_up_a_shared_path_once():
     same_as_plain(fn, compiled, holder, dynjit.arange(3.0))
     holder.groups = [dict(holder.groups[0], lr=2.0)]
     same_as_plain(fn, compiled, holder, dynjit.arange(3.0))
+
+
+def test_the_entry_the_last_call_ran_is_tried_first():
+    def fn(x):
+        return x * 2
+    compiled = dynjit.compile(fn)
+    compiled(dynjit.ones(2))
+    compiled(dynjit.ones(3, 3))          # a second entry (rank changed)
+    first = compiled.entries[0]
+    calls = []
+    real_guard = first.guard
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real_guard(*args, **kwargs)
+    first.guard = counting
+    for _ in range(5):
+        same_as_plain(fn, compiled, dynjit.ones(3, 3))
+    assert len(calls) <= 1
+    same_as_plain(fn, compiled, dynjit.ones(2))      # the first entry still serves its inputs
+    assert len(compiled.entries) == 2
