@@ -187,6 +187,8 @@ def _write(fh, manifest, writer):
         zf.writestr(zipfile.ZipInfo(MANIFEST, _ZIP_DATE), json.dumps(manifest, indent=1))
         for entry, flat in zip(manifest["storages"], writer.storages):
             buf = io.BytesIO()
+            if flat.dtype.metadata is not None:     # bfloat16's tagged float32: the tensor entry names it
+                flat = flat.view(np.dtype(flat.dtype.str))
             np.save(buf, flat, allow_pickle=False)
             zf.writestr(zipfile.ZipInfo(entry["file"], _ZIP_DATE), buf.getvalue())
         for name, blob in zip(manifest["pickles"], writer.pickles):

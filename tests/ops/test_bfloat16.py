@@ -166,3 +166,20 @@ def test_autocast_float32_ops_and_float16():
     with pytest.warns(UserWarning, match="CPU Autocast only supports dtype of torch.bfloat16, torch.float16"):
         with dynjit.autocast("cpu", dtype=float64):
             assert (dynjit.ones(2, 2) @ dynjit.ones(2, 2)).dtype is float32
+
+
+def test_save_and_load_keep_bfloat16_and_complex(tmp_path):
+    import warnings
+    b = dynjit.tensor(VALUES[:50]).bfloat16()
+    z = dynjit.tensor(np.arange(6) + 1j * np.arange(6)[::-1], dtype=dynjit.complex64)
+    path = tmp_path / "t.pt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # (numpy warns when it would drop a dtype's metadata)
+        dynjit.save({"b": b, "view": b[10:20], "z": z, "zr": z.real}, path)
+    loaded = dynjit.load(path)
+    assert loaded["b"].dtype is bfloat16 and loaded["view"].dtype is bfloat16
+    np.testing.assert_array_equal(loaded["b"].float().numpy(), b.float().numpy())
+    np.testing.assert_array_equal(loaded["view"].float().numpy(), b[10:20].float().numpy())
+    assert loaded["z"].dtype is dynjit.complex64 and loaded["zr"].dtype is float32
+    np.testing.assert_array_equal(loaded["z"].numpy(), z.numpy())
+    np.testing.assert_array_equal(loaded["zr"].numpy(), z.numpy().real)
