@@ -23,4 +23,8 @@ def llvm_backend(gm, example_inputs, **kwargs):
     return compile_graph(gm, example_inputs)
 
 
+# graphs may take Python numbers as inputs (a learning rate, a step, x.shape[0]): those used in
+# pointwise math are kernel arguments, those that decide shapes are guarded by value
+llvm_backend.dynjit_scalar_inputs = True
+
 __all__ = ["llvm_backend", "compile_graph"]

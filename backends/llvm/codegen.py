@@ -1,9 +1,14 @@
 """Kernel -> LLVM IR function, with an explicitly vectorized innermost loop.
 
-Signature of every kernel: `void k(PyObject *arg0, ..., i64 start, i64 end, i64 chunk)`.
-The arguments are numpy arrays; the data pointer is read from the array
-object (`DATA_OFFSET`); shapes, strides and offsets are compile-time
-constants (the wrapper guards them). `[start, end)` is the range of
+Signature of every kernel: `void k(PyObject *arg0, ..., PyObject *sizes, <scalars>, i64 start,
+i64 end, i64 chunk)`. The arguments are numpy arrays; the data pointer is read from the array
+object (`DATA_OFFSET`). Sizes are not compiled in: the loop bounds, the strides other than 0
+and 1, the offsets and the element counts of means are read from `sizes` (an int64 array the
+wrapper passes; `kernel.size_values` lists what it holds, in the order the code reads it), so
+one compiled kernel serves every size of a layout pattern (which strides are 0 or 1 is part of
+the code). `<scalars>` are the kernel's runtime numbers (`kernel.scalars`: a double or an i64
+each), the values of a graph's number inputs used in its pointwise math.
+`[start, end)` is the range of
 `kernel.par_dim` this call computes (threads split it); `chunk` indexes the
 partial-result slot of a split full reduction.
 
@@ -34,7 +39,7 @@ from dynjit import _dtype as D
 from . import mathlib
 from .irutil import (F32, F64, I1, I8, I8P, I16, I32, I64, VOID, Ops, const, element_of, like, type_suffix,
                      vector_of)
-from .kernel import postorder
+from .kernel import ScalarArg, SizeNumber, postorder
 
 VECTOR_BYTES = None    # bytes per vector step of the widest type: None = two of the target's registers
 
@@ -439,26 +444,92 @@ class Scope:
             self.index[dim] = index
 
 
+def runtime_numbers(kernel):
+    """The kernel's constants known only when it runs, and its means, in a fixed order."""
+    roots = [v for v, _ in kernel.stores] + [v for v, _ in kernel.partials]
+    return [n for n in postorder(roots)
+            if (n.kind == "const" and isinstance(n.value, (SizeNumber, ScalarArg)))
+            or (n.kind == "reduce" and n.params.get("divide_by") is not None)]
+
+
+def size_slots(kernel):
+    """What the kernel's sizes array holds, in order: (key, value, node) for the loop bounds,
+    the offsets, the strides other than 0 and 1, then the counts of means and the numbers
+    computed from sizes (float64 bits for floats). The order depends only on the kernel's
+    structure (structure_key), so the code is the same for every size of a layout pattern,
+    and the values for another size come from this function alone, without code generation."""
+    slots = [(("dim", d), n, None) for d, n in enumerate(kernel.shape)]
+    for i, op in enumerate(kernel.operands):
+        if op.offset:
+            slots.append((("offset", i), op.offset, None))
+        for d, st in enumerate(op.strides):
+            if st not in (0, 1):
+                slots.append((("stride", i, d), st, None))
+    for n in runtime_numbers(kernel):
+        if n.kind == "reduce":
+            slots.append((("count", id(n)), _float_bits(n.params["divide_by"]), n))
+        elif isinstance(n.value, SizeNumber):
+            value = _float_bits(n.value) if is_float(n.dtype) else int(n.value)
+            slots.append((("number", id(n)), value, n))
+    return slots
+
+
+def _float_bits(x):
+    return int(np.array(float(x), np.float64).view(np.int64))
+
+
+def structure_key(kernel):
+    """Everything code generation reads from a kernel except what size_slots passes at run
+    time: two kernels with equal keys compile to the same code."""
+    index = {}
+    nodes = []
+    roots = [v for v, _ in kernel.stores] + [v for v, _ in kernel.partials]
+    ops = {id(op): i for i, op in enumerate(kernel.operands)}
+    for n in postorder(roots):
+        index[id(n)] = len(nodes)
+        if n.kind == "const":
+            v = n.value
+            value = ("size",) if isinstance(v, SizeNumber) else (
+                ("scalar", v.index, v.kind) if isinstance(v, ScalarArg) else (type(v).__name__, repr(v)))
+        else:
+            value = None
+        params = tuple(sorted((k, (p is not None) if k == "divide_by" else repr(p)) for k, p in n.params.items()))
+        nodes.append((n.kind, n.op, n.dtype.name, tuple(index[id(a)] for a in n.args), value,
+                      ops.get(id(n.operand)) if n.operand is not None else None, params))
+    operands = tuple((op.arg, op.dtype.name, bool(op.offset), tuple(min(abs(st), 2) * (1 if st >= 0 else -1)
+                                                                   for st in op.strides), op.is_output)
+                     for op in kernel.operands)
+    return (len(kernel.shape), tuple(sorted(kernel.reduced)), operands, tuple(nodes),
+            tuple((index[id(v)], ops[id(op)]) for v, op in kernel.stores),
+            tuple((index[id(v)], ops[id(op)]) for v, op in kernel.partials),
+            kernel.par_dim, kernel.packed, kernel.nargs, tuple(kind for _, kind in kernel.scalars))
+
+
 class KernelCodegen:
     def __init__(self, module, kernel, name, width=None):
         self.k = kernel
         self.module = module
         nargs = kernel.nargs
-        if kernel.packed:       # void k(PyObject **args, i64 start, i64 end, i64 chunk)
-            fnty = ir.FunctionType(VOID, [I8P.as_pointer(), I64, I64, I64])
-        else:
-            fnty = ir.FunctionType(VOID, [I8P] * nargs + [I64, I64, I64])
+        scalar_types = [F64 if kind == "f64" else I64 for _, kind in kernel.scalars]
+        arrays = [I8P.as_pointer()] if kernel.packed else [I8P] * nargs
+        # void k(arrays, PyObject *sizes, scalars..., i64 start, i64 end, i64 chunk)
+        fnty = ir.FunctionType(VOID, arrays + [I8P] + scalar_types + [I64, I64, I64])
         self.fn = ir.Function(module, fnty, name=name)
         self.fn.attributes.add("nounwind")
         entry = self.fn.append_basic_block("entry")
         self.b = ir.IRBuilder(entry)
+        first = 1 if kernel.packed else nargs
         if kernel.packed:
             argv = self.fn.args[0]
             self.args = [self.b.load(self.b.gep(argv, [const(I64, i)])) for i in range(nargs)]
-            self.start, self.end, self.chunk = self.fn.args[1:]
         else:
             self.args = self.fn.args[:nargs]
-            self.start, self.end, self.chunk = self.fn.args[nargs:]
+        self.scalar_args = self.fn.args[first + 1:first + 1 + len(scalar_types)]
+        self.start, self.end, self.chunk = self.fn.args[first + 1 + len(scalar_types):]
+        kernel.size_values = []
+        self._sizes = {}
+        self._sizes_ptr = self.b.bitcast(self._data_pointer(self.fn.args[first]), I64.as_pointer())
+        self._operand_index = {id(op): i for i, op in enumerate(kernel.operands)}
         self.ops = Ops(self.b, module)
         self.width = width or vector_width(kernel)
         kept, red = kernel.kept_dims(), kernel.reduced_dims()
@@ -470,9 +541,53 @@ class KernelCodegen:
         self._ptrs = {}
         self.root = Scope(None, 0, 1, entry)
 
+    # -- sizes: runtime values --------------------------------------------------------
+    def _read_sizes(self):
+        """Read every size the kernel uses from the sizes array (see size_slots), and convert
+        its runtime numbers, at the end of the entry block, before any loop (so they are loop
+        invariants)."""
+        slots = size_slots(self.k)
+        self.k.size_values = [value for _, value, _ in slots]
+        b = self.b
+        for i, (key, value, node) in enumerate(slots):
+            v = b.load(b.gep(self._sizes_ptr, [const(I64, i)]), align=8)
+            if key[0] == "count" or (key[0] == "number" and is_float(node.dtype)):
+                v = b.bitcast(v, F64)       # float64 bits, rounded to the node's type
+                el = value_type(node.dtype)
+                if el != F64:
+                    v = b.fptrunc(v, el)
+            elif key[0] == "number":
+                v = cast(self.ops, v, D.int64, node.dtype)
+            self._sizes[key] = v
+        for n in runtime_numbers(self.k):
+            if isinstance(n.value, ScalarArg):
+                raw = self.scalar_args[n.value.index]
+                src = D.float64 if n.value.kind == "f64" else D.int64
+                self._sizes[("number", id(n))] = cast(self.ops, raw, src, n.dtype)
+
+    def _splat(self, v, ty):
+        return self.ops.splat(v, ty.count) if isinstance(ty, ir.VectorType) else v
+
+    def runtime_number(self, n, ty):
+        """A constant known when the kernel runs (see _read_sizes), splat to `ty`'s width."""
+        return self._splat(self._sizes[("number", id(n))], ty)
+
+    def count(self, r, ty):
+        """The element count a mean divides by, as `ty` (the reduction's dtype)."""
+        v = self._sizes[("count", id(r))]
+        assert v.type == element_of(ty)
+        return self._splat(v, ty)
+
+    def dim_size(self, d):
+        return self._sizes[("dim", d)]
+
+    def stride(self, op, d):
+        return self._sizes[("stride", self._operand_index[id(op)], d)]
+
     # -- structure ----------------------------------------------------------------
     def emit(self):
         k = self.k
+        self._read_sizes()
         for op in k.operands:
             self._base_pointer(op)
         reductions = k.reductions()
@@ -518,7 +633,7 @@ class KernelCodegen:
                 count = r.params.get("divide_by")
                 if count is not None:
                     v = self.load(op, scope)
-                    self.store(self.b.fdiv(v, const(v.type, float(count))), op, scope)
+                    self.store(self.b.fdiv(v, self.count(r, v.type)), op, scope)
         self.loop_nest(self.kept, self.root, init, vector=True)
         self.loop_nest(order, self.root, body, vector=True)
         if any(r.params.get("divide_by") is not None for r, _ in red_stores):
@@ -545,14 +660,14 @@ class KernelCodegen:
         if d == self.k.par_dim:
             lo, hi = self.start, self.end
         else:
-            lo, hi = const(I64, 0), const(I64, self.k.shape[d])
+            lo, hi = const(I64, 0), self.dim_size(d)
         if len(dims) == 1 and vector and self._vector_width(d) > 1:
             w = self._vector_width(d)
             rest = lo
-            if unroll > 1 and self.k.shape[d] >= 2 * w:
+            if unroll > 1:
                 def unrolled(i):
                     for u in range(unroll):
-                        iu = i if u == 0 else self.b.add(i, const(I64, u * w))
+                        iu = i if u == 0 else self.b.add(i, const(I64, u * w), flags=["nsw"])
                         body(self._scope(parent, level, d, iu, w, d, u, unrolled=True))
                 rest = self.emit_loop(lo, hi, unroll * w, unrolled)
             rest = self.emit_loop(rest, hi, w, lambda i: body(self._scope(parent, level, d, i, w, d)))
@@ -562,7 +677,8 @@ class KernelCodegen:
                 dims[1:], self._scope(parent, level, d, i, parent.width, parent.vdim), body, vector, unroll))
 
     def _vector_width(self, d):
-        return self.width if self.k.shape[d] >= self.width else 1
+        # whatever the dim's size: the vector loop runs no step when it is shorter
+        return self.width
 
     def _scope(self, parent, level, dim, index, width, vdim, part=0, unrolled=False):
         return Scope(parent, level, width, self.b.block, dim, index, vdim, part, unrolled)
@@ -581,11 +697,13 @@ class KernelCodegen:
         if step == 1:
             cond = b.icmp_signed("<", i, hi)
         else:
-            cond = b.icmp_signed("<=", b.add(i, const(I64, step)), hi)
+            cond = b.icmp_signed("<=", b.add(i, const(I64, step), flags=["nsw"]), hi)
         b.cbranch(cond, body_block, exit_block)
         b.position_at_end(body_block)
         body(i)
-        i.add_incoming(b.add(i, const(I64, step)), b.block)
+        # nsw: indices stay far from overflow, which lets LLVM reason about trip counts that
+        # are no longer constants
+        i.add_incoming(b.add(i, const(I64, step), flags=["nsw"]), b.block)
         b.branch(header)
         b.position_at_end(exit_block)
         return i
@@ -682,7 +800,7 @@ class KernelCodegen:
                 acc = cast(self.ops, acc, acc_dt, r.dtype)
                 count = r.params.get("divide_by")
                 if count is not None:       # mean: the sum rounded to its dtype, then divided (numpy's)
-                    acc = self.b.fdiv(acc, const(acc.type, float(count)))
+                    acc = self.b.fdiv(acc, self.count(r, acc.type))
                 pscope.memo[id(r)] = acc
         self.store_all(p_stores, pscope)
 
@@ -699,7 +817,7 @@ class KernelCodegen:
         stash_stores, stash_loads = {}, {}
         for value, op in s_stores:
             p = self.ready(value)
-            if p == 0 or any(st == 0 for st, n in zip(op.strides, self.k.shape) if n > 1):
+            if p == 0 or any(st == 0 for st in op.strides):
                 continue
             v = self._stash_candidate(value, p, op.dtype, deepest, used_by_pass)
             if v is not None:
@@ -765,6 +883,8 @@ class KernelCodegen:
     def value(self, n, scope):
         if n.kind == "const":
             ty = vector_of(value_type(n.dtype), scope.width)
+            if isinstance(n.value, (SizeNumber, ScalarArg)):
+                return self.runtime_number(n, ty)
             return const(ty, _const_value(n.value, n.dtype))
         home = self._home(n, scope)
         key = id(n)
@@ -874,14 +994,16 @@ class KernelCodegen:
         return b.fptrunc(q, vector_of(F32, w))
 
     # -- memory -----------------------------------------------------------------------
+    def _data_pointer(self, obj):
+        b = self.b
+        field = b.bitcast(b.gep(obj, [const(I64, DATA_OFFSET)]), I8P.as_pointer())
+        return b.load(field)
+
     def _base_pointer(self, op):
         b = self.b
-        obj = self.args[op.arg]
-        field = b.bitcast(b.gep(obj, [const(I64, DATA_OFFSET)]), I8P.as_pointer())
-        data = b.load(field)
-        ptr = b.bitcast(data, memory_type(op.dtype).as_pointer())
+        ptr = b.bitcast(self._data_pointer(self.args[op.arg]), memory_type(op.dtype).as_pointer())
         if op.offset:
-            ptr = b.gep(ptr, [const(I64, op.offset)])
+            ptr = b.gep(ptr, [self._sizes[("offset", self._operand_index[id(op)])]])
         self._ptrs[id(op)] = ptr
         return ptr
 
@@ -891,8 +1013,8 @@ class KernelCodegen:
         for d, st in enumerate(op.strides):
             if st == 0:
                 continue
-            term = b.mul(scope.index[d], const(I64, st))
-            off = term if off is None else b.add(off, term)
+            term = scope.index[d] if st == 1 else b.mul(scope.index[d], self.stride(op, d), flags=["nsw"])
+            off = term if off is None else b.add(off, term, flags=["nsw"])
         return off if off is not None else const(I64, 0)
 
     def load(self, op, scope):
@@ -911,7 +1033,9 @@ class KernelCodegen:
             elif st == 0:
                 v = self.ops.splat(b.load(b.gep(base, [off]), align=align), w)
             else:
-                lanes = [b.load(b.gep(base, [b.add(off, const(I64, i * st))]), align=align) for i in range(w)]
+                step = self.stride(op, scope.vdim)
+                lanes = [b.load(b.gep(base, [off if i == 0 else b.add(off, b.mul(const(I64, i), step))]),
+                                align=align) for i in range(w)]
                 v = self.ops.gather_lanes(vector_of(mty, w), lanes)
         if op.dtype is D.bool_:
             v = b.icmp_unsigned("!=", v, self.ops.c(v, 0))
@@ -929,8 +1053,10 @@ class KernelCodegen:
             if st == 1:
                 b.store(v, b.bitcast(b.gep(base, [off]), v.type.as_pointer()), align=align)
             else:
+                step = self.stride(op, scope.vdim)
                 for i, lane in enumerate(self.ops.lanes(v)):
-                    b.store(lane, b.gep(base, [b.add(off, const(I64, i * st))]), align=align)
+                    b.store(lane, b.gep(base, [off if i == 0 else b.add(off, b.mul(const(I64, i), step))]),
+                            align=align)
         else:
             b.store(v, b.gep(base, [off]), align=align)
 

@@ -7,7 +7,9 @@ buffer it reads or writes is an `Operand` with one stride per dim of S
 reduced dims). Values are `KNode`s, a small SSA graph:
 
 - `load`   an operand's element at the current index
-- `const`  a Python number in a dtype
+- `const`  a Python number in a dtype; a `SizeNumber` (computed from sizes: read from
+           the kernel's sizes array) or a `ScalarArg` (a number input of the graph: a
+           kernel argument) is a constant known only when the kernel runs
 - `prim`   a primitive operation (see codegen.PRIMS) of other KNodes
 - `reduce` sum / prod / max / min of a KNode over the reduced dims; its value is
            known once its pass over the reduced dims is done
@@ -17,6 +19,23 @@ operand walks contiguously (and drops size-1 dims), so a contiguous
 elementwise kernel over any shape becomes one flat loop.
 """
 import math
+
+
+class SizeNumber(float):
+    """A number the lowering computed from sizes (var's divisor N - correction): a float
+    that the kernel reads from its sizes array instead of compiling it in."""
+    __slots__ = ()
+
+
+class ScalarArg:
+    """The `index`-th scalar argument of a kernel, a double (`kind` "f64") or an int64 ("i64")."""
+    __slots__ = ("index", "kind")
+
+    def __init__(self, index, kind):
+        self.index, self.kind = index, kind
+
+    def __repr__(self):
+        return f"ScalarArg({self.index}, {self.kind})"
 
 
 class Operand:
@@ -92,6 +111,8 @@ class Kernel:
         self.split = False        # full reduction split over threads: writes partial accumulators
         self.partials = []        # (reduce KNode, Operand) in split mode
         self.par_dim = None       # dim whose [start, end) range the caller passes
+        self.scalars = []         # (wrapper expression, "f64" / "i64") per scalar argument
+        self.size_values = []     # the sizes array's values (filled by codegen)
 
     @property
     def nargs(self):

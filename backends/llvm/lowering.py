@@ -34,7 +34,7 @@ from dynjit.ops.registry import OpDef, POINTWISE, VIEW, EXTERN, INPLACE, registr
 
 from . import layouts as L
 from .codegen import SUPPORTED_DTYPES
-from .kernel import Kernel, KNode, Operand
+from .kernel import Kernel, KNode, Operand, ScalarArg, SizeNumber
 from .op_lowerings import DIRECT_KERNELS, KernelBuilder, Unsupported, direct_kernel, lower_pointwise
 from .runtime import CACHED_BUFFER_BYTES, BufferCache, store_into_lines
 from .threads import split_ranges
@@ -54,6 +54,72 @@ MATH_COST = 6
 # thousands of ops is split into kernels of this size (at the cost of one buffer between two)
 MAX_KERNEL_WEIGHT = 2048
 MATH_WEIGHT = 16
+
+
+# Python arithmetic on number inputs that the wrapper computes (make_fx records it on traced
+# numbers: `lr * 2`); its result is a number input of the kernels like the inputs themselves
+NUMBER_ARITHMETIC = (operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+                     operator.mod, operator.pow, operator.neg, operator.pos, operator.abs)
+
+
+def _is_number(value):
+    t = type(value)
+    return t is int or t is float
+
+
+def _is_check_specialized(target):
+    return getattr(target, "__name__", None) == "check_specialized" and \
+        getattr(target, "__module__", "").endswith("traced_number")
+
+
+class RuntimeNumber:
+    """A number input (or a number the wrapper computes from them) as an argument of a
+    pointwise lowering: not a number, so that a lowering that would decide something from
+    its value (`alpha != 1`, pow's `e == 2`, numpy's dtype of it) cannot, and the node runs
+    eagerly instead; `Builder.cast` makes it a kernel's scalar argument."""
+    __slots__ = ("var", "kind")
+
+    def __init__(self, var, kind):
+        self.var, self.kind = var, kind        # the wrapper's variable; "f64" or "i64"
+
+    def _value_needed(self, *args):
+        raise Unsupported("the value of a number input")
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = _value_needed
+    __float__ = __int__ = __index__ = __neg__ = __abs__ = _value_needed
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _value_needed
+    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = _value_needed
+    __hash__ = object.__hash__
+
+
+class Builder(KernelBuilder):
+    """The KernelBuilder of one kernel, which also makes constants known only when the
+    kernel runs: a RuntimeNumber becomes a scalar argument (`self.scalars`: the wrapper
+    expression and kind of each), a SizeNumber is read from the sizes array."""
+
+    def __init__(self):
+        super().__init__()
+        self.scalars = []
+
+    def cast(self, x, dtype):
+        if isinstance(x, RuntimeNumber):
+            if x.kind == "f64" and not dtype.is_floating_point:
+                raise Unsupported("a float number input cast to an integer")
+            key = (x.var, x.kind)
+            if key not in self.scalars:
+                self.scalars.append(key)
+            index = self.scalars.index(key)
+            return self._shared(("scalar", index, dtype),
+                                lambda: KNode("const", dtype, value=ScalarArg(index, x.kind)))
+        if isinstance(x, SizeNumber):
+            if not dtype.is_floating_point:
+                raise Unsupported("a size-derived number cast to an integer")
+            return self._shared(("size", id(x), dtype), lambda: KNode("const", dtype, value=x))
+        if isinstance(x, KNode) and x.kind == "const" and isinstance(x.value, (ScalarArg, SizeNumber)):
+            if x.dtype is dtype:
+                return x
+            return self._shared(("cast", id(x), dtype), lambda: KNode("prim", dtype, op="cast", args=(x,)))
+        return super().cast(x, dtype)
 
 
 def _meta(node):
@@ -135,7 +201,7 @@ class Group:
 
 
 class Lowering:
-    def __init__(self, gm, example_inputs, nthreads):
+    def __init__(self, gm, example_inputs, nthreads, specialize_inputs=()):
         self.gm = gm
         # repeated pure calls computed once, before and after the decompositions (two
         # softmaxes of one x share its amax)
@@ -162,6 +228,9 @@ class Lowering:
         self.counter = 0
         self.weights = {}        # member -> its weight
         self._order = None
+        self.numbers = {}        # number node -> its wrapper variable (inputs and arithmetic on them)
+        self.number_kind = {}    # number node -> "f64" / "i64"
+        self.specialized = set(specialize_inputs)   # indices of number inputs guarded by value
         self.stats = {"kernels": 0, "fused_nodes": 0, "extern": 0, "fallback": 0, "views": 0,
                       "cse": removed + removed_after}
 
@@ -191,6 +260,14 @@ class Lowering:
         if len(placeholders) != len(self.examples):
             raise TypeError(f"the graph has {len(placeholders)} inputs but {len(self.examples)} "
                             "example inputs were given")
+        self.dynamic_numbers = self._classify_numbers(placeholders)
+        for i, (node, example) in enumerate(zip(placeholders, self.examples)):
+            if isinstance(example, (int, float, bool, str, type(None))):
+                if node in self.dynamic_numbers:
+                    self.guards.append(f"type({node.name}) is not {type(example).__name__}")
+                else:
+                    self.specialized.add(i)
+                    self.guards.append(f"{node.name} != {self.literal(example)}")
         for node in self.graph.nodes:
             if node.op == "placeholder":
                 self.visit_input(node, self.examples[len(self.params)])
@@ -223,8 +300,66 @@ class Lowering:
                 lay = L.of_array(L.Storage("input", var), meta.dtype, data)
                 if lay is not None:
                     self.layout[node] = lay
-        elif isinstance(example, (int, float, bool, str, type(None))):
-            self.guards.append(f"{name} != {self.literal(example)}")
+        elif node in self.dynamic_numbers:
+            self.numbers[node] = name
+            self.number_kind[node] = "f64" if type(example) is float else "i64"
+
+    def _classify_numbers(self, placeholders):
+        """The number inputs whose values the compiled graph may take at run time: those
+        (ints and floats, not bools) used only as operands of pointwise ops and of
+        arithmetic whose results are used so, not already specialized by the trace (its
+        check_specialized nodes) or by the caller (`specialize_inputs`). Any other use (a
+        view's size, an index, a reduction's dim) decides shapes, so the number is guarded
+        by value instead."""
+        candidates = {n for i, (n, ex) in enumerate(zip(placeholders, self.examples))
+                      if _is_number(ex) and i not in self.specialized}
+        derived = {}        # arithmetic node -> the inputs it is computed from
+        for n in self.graph.nodes:
+            if n.op == "call_function" and n.target in NUMBER_ARITHMETIC:
+                srcs = set()
+                ok = True
+                for a in _nodes_in((n.args, n.kwargs)):
+                    if a in candidates:
+                        srcs.add(a)
+                    elif a in derived:
+                        srcs |= derived[a]
+                    else:
+                        ok = False
+                if ok and srcs and _is_number(n.meta.get("val")):
+                    derived[n] = srcs
+        bad = set()
+        for n, srcs in list(derived.items()) + [(p, {p}) for p in candidates]:
+            for u in n.users:
+                if u in derived:
+                    continue
+                if (u.op == "call_function" and isinstance(u.target, OpDef) and u.target.kind == POINTWISE
+                        and n not in _nodes_in(tuple(u.kwargs.values()) + tuple(
+                            a for a in u.args if isinstance(a, (list, tuple, dict, slice))))):
+                    continue
+                bad |= srcs
+        dynamic = candidates - bad
+        self.derived_numbers = {n for n, srcs in derived.items() if srcs <= dynamic}
+        return dynamic
+
+    def visit_number(self, node):
+        """Arithmetic on number inputs: a line of the wrapper, no barrier for the kernels."""
+        var = self.fresh("n")
+        fn = self.global_value(node.target, "_arith")
+        args = ", ".join(self.numbers[a] if a in self.numbers else self.render(a, tensor=True)
+                         for a in node.args)
+        self.emit(f"{var} = {fn}({args})")
+        self.numbers[node] = var
+        self.tensor[node] = var
+        self.number_kind[node] = "f64" if type(node.meta.get("val")) is float else "i64"
+
+    def number_operand(self, a):
+        """A pointwise op's argument as a lowering sees it: a RuntimeNumber for a number
+        input the graph takes at run time, the argument itself otherwise."""
+        if hasattr(a, "op") and a in self.numbers:
+            return RuntimeNumber(self.numbers[a], self.number_kind[a])
+        if hasattr(a, "op") and a.op == "placeholder" and _is_number(a.meta.get("val")):
+            return a.meta["val"]            # a number input guarded by value: a constant
+        return a
 
     def visit_constant(self, node):
         value = self.gm
@@ -245,6 +380,14 @@ class Lowering:
 
     def visit_call(self, node):
         target = node.target
+        if node in self.derived_numbers:
+            self.visit_number(node)
+            return
+        if _is_check_specialized(target):
+            # make_fx's check that a specialized number input has its traced value (the
+            # wrapper also guards it: another value is lowered again, and raises as eager)
+            self.visit_fallback(node, barrier=False)
+            return
         if isinstance(target, OpDef):
             args = target.normalize(tuple(node.args), dict(node.kwargs))
             name = target.name
@@ -255,7 +398,7 @@ class Lowering:
             if target.kind == VIEW or name in ALIAS_OPS:
                 self.visit_view(node, target, args)
                 return
-            if target.kind == EXTERN or (name in DIRECT_KERNELS and self._supported(node, args)):
+            if (target.kind == EXTERN or name in DIRECT_KERNELS) and self._supported(node, args):
                 self.visit_extern(node, target, args)
                 return
             if name == "copy_" and self.try_store_into(node, args):
@@ -277,6 +420,8 @@ class Lowering:
         if meta is None or meta.dtype not in SUPPORTED_DTYPES:
             return False
         for a in _nodes_in(args):
+            if a in self.numbers:
+                continue
             m = _meta(a)
             if m is None or m.dtype not in SUPPORTED_DTYPES:
                 return False
@@ -287,9 +432,9 @@ class Lowering:
             return False
         meta = _meta(node)
         try:       # a dry run: does the op lower with these arguments?
-            kb = KernelBuilder()
+            kb = Builder()
             lower_pointwise(kb, op.name, meta.dtype, [
-                KNode("load", _meta(a).dtype) if _is_tensor_node(a) else a for a in args])
+                KNode("load", _meta(a).dtype) if _is_tensor_node(a) else self.number_operand(a) for a in args])
         except Unsupported:
             return False
         weight = kb.weight(MATH_WEIGHT)
@@ -471,7 +616,7 @@ class Lowering:
     # -- a group's kernel -------------------------------------------------------------
     def emit_group(self, g):
         members = set(g.members)
-        kb = KernelBuilder()
+        kb = Builder()
         knode = {}
         operands, arg_vars, loads = [], [], {}
         S = g.shape
@@ -516,7 +661,7 @@ class Lowering:
                 if _is_tensor_node(a):
                     vals.append(knode[a] if a in members else load(a, shape, dm))
                 else:
-                    vals.append(a)
+                    vals.append(self.number_operand(a))
             knode[m] = kb.cast(lower_pointwise(kb, op.name, meta.dtype, vals), meta.dtype)
 
         stores, outputs = [], []
@@ -542,6 +687,7 @@ class Lowering:
         self.stats["kernels"] += 1
         self.stats["fused_nodes"] += len(g.members)
         kernel = Kernel(S, g.reduced, operands, stores, name=f"KPREFIX_{len(self.kernels)}")
+        kernel.scalars = list(kb.scalars)
         kernel.coalesce()
         after = []
         for m, var, shape, dtype in outputs:
@@ -573,7 +719,7 @@ class Lowering:
                 and _splittable(kernel, reductions):
             self.emit_split_reduction(kernel, fn, arg_vars, outputs, knode, nthreads)
             return
-        args = _call_args(kernel, arg_vars)
+        args = _call_args(kernel, arg_vars, idx)
         par = None
         if parallel and kept:
             par = next((d for d in kept if kernel.shape[d] >= 2 * nthreads), None)
@@ -584,6 +730,11 @@ class Lowering:
             innermost = not red and par == kept[-1]
             ranges = split_ranges(kernel.shape[par], nthreads, align=16 if innermost else 1)
             self.emit(f"_par({fn}, ({args},), {ranges!r})")
+        elif kept:
+            # one thread: the range of the outermost kept dim is the whole of it, so the kernel
+            # is the same code as on threads (where that dim is split) for every size
+            kernel.par_dim = kept[0]
+            self.emit(f"{fn}({args}, 0, {kernel.shape[kept[0]]}, 0)")
         else:
             self.emit(f"{fn}({args}, 0, 0, 0)")
 
@@ -609,7 +760,7 @@ class Lowering:
             else:
                 stores.append((value, opnd))
         kernel.stores = stores
-        self.emit(f"_par({fn}, ({_call_args(kernel, arg_vars)},), {ranges!r})")
+        self.emit(f"_par({fn}, ({_call_args(kernel, arg_vars, len(self.kernels) - 1)},), {ranges!r})")
         for line in finishes:
             self.emit(line)
 
@@ -756,11 +907,14 @@ class Lowering:
         self.tensor[node] = var
 
 
-def _call_args(kernel, arg_vars):
-    """The kernel's array arguments in a wrapper call: one by one, or packed into one C
-    array for a kernel with many."""
+def _call_args(kernel, arg_vars, idx):
+    """The kernel's arguments in a wrapper call: its arrays one by one, or packed into one C
+    array for a kernel with many; its sizes array (`_sz<idx>`, which compile_graph makes
+    from the values codegen lists in `kernel.size_values`); its scalar arguments."""
     args = ", ".join(arg_vars)
-    return f"_pack({args})" if kernel.packed else args
+    parts = [f"_pack({args})" if kernel.packed else args, f"_sz{idx}"]
+    parts += [expr for expr, _ in kernel.scalars]
+    return ", ".join(parts)
 
 
 def _splittable(kernel, reductions):
@@ -920,7 +1074,7 @@ def _decompose_var(graph, n, env, with_mean):
     dims = list(dims)
     mean_k = call("mean", x, dims, True)
     d = call("sub", x, mean_k)
-    var = call("div", call("sum", call("mul", d, d), dims, keepdim), float(max(count - correction, 0)))
+    var = call("div", call("sum", call("mul", d, d), dims, keepdim), SizeNumber(max(count - correction, 0)))
     if not with_mean:
         return var
     return var, (mean_k if keepdim else call("mean", x, dims, False))

@@ -69,6 +69,12 @@ class _LazyEntryPoint:
             self.fn = fn
         return self.fn
 
+    def __getattr__(self, name):
+        # a backend's declarations (dynjit_scalar_inputs) are attributes of its function
+        if name.startswith("dynjit_"):
+            return getattr(self.load(), name)
+        raise AttributeError(name)
+
     def __repr__(self):
         return f"<backend {self.ep.name} from entry point {self.ep.value}>"
 
