@@ -206,6 +206,7 @@ def test_deep_recursion_120():
 
 
 XFAIL = {
+    'big_python_ints_into_tensors': "llvm: BackendCompilerFailed KeyError: arg0_1 in fx CSE after the graph breaks at .tolist() (findings, llvm owner)",
 }
 
 CALLS = {"negative_zero_float": 4, "true_vs_one": 4, "nan_scalar_argument": 4, "int_vs_float_equal_value": 4,
