@@ -9,7 +9,7 @@ import builtins
 
 from . import _dtype
 from .autograd import backward as _backward, graph as _graph
-from .ops.registry import registry as R, with_variant, METHOD
+from .ops.registry import registry as R, with_variant, METHOD, BOOL
 from .ops.dispatch import dispatch
 from .ops import memory_format as _memory_format
 from .ops.reductions import normalize_dims
@@ -424,8 +424,12 @@ def _comparison_inplace(name):
     return method
 
 
-for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
-    setattr(Tensor, _name + "_", _comparison_inplace(_name))
+# the binary comparisons and logical ops (a bool result from self and other) without an
+# in-place op of their own
+for _name in with_variant(METHOD):
+    _op = R[_name]
+    if _op.dtype_rule is BOOL and _op.params == ("self", "other") and _op.inplace is None:
+        setattr(Tensor, _name + "_", _comparison_inplace(_name))
 Tensor.greater_ = Tensor.gt_
 Tensor.greater_equal_ = Tensor.ge_
 Tensor.less_ = Tensor.lt_

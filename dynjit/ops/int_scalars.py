@@ -4,9 +4,9 @@ PyTorch handles them (`int8_tensor + 300`).
 PyTorch turns a Python number operand into a 0-d int64 tensor (a "wrapped number") and
 casts it to the computation dtype unchecked, so an int out of the dtype's range wraps
 around: `int8 + 300` adds 44, `uint8 > -1` compares with 255. That holds for arithmetic,
-comparisons, bitwise and logical ops and the base of `pow` (WRAPPING). A number that the
-op's schema types `Scalar` instead (a clamp bound, `where`'s other value, pow's
-exponent) is converted checked: out of range it is PyTorch's "value cannot be converted
+comparisons, bitwise and logical ops and the base of `pow`. A number at an operand the
+op's schema types `Scalar` instead (the op's `scalar_args`: a clamp bound, `where`'s
+values, pow's exponent) is converted checked: out of range it is PyTorch's "value cannot be converted
 to type int8_t without overflow". Either way an int that does not fit 64 bits at all is
 Python's OverflowError, as PyTorch's argument parser raises it.
 
@@ -20,20 +20,11 @@ from .meta import is_tensor_like
 from .pointwise import scalar_to
 from .vocab import KEEP
 
-# op name -> the parameters whose Python numbers PyTorch wraps (None: every operand)
-WRAPPING = {name: None for name in (
-    "add", "sub", "rsub", "mul", "div", "div_mode", "floor_divide", "remainder", "fmod",
-    "eq", "ne", "lt", "le", "gt", "ge", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "logical_and", "logical_or", "logical_xor", "maximum", "minimum", "atan2", "logaddexp",
-    "nextafter")}
-WRAPPING["pow"] = ("self",)
-
 _INT64_MIN, _UINT64_END = -2 ** 63, 2 ** 64
 
 
 def _wraps(op, param):
-    params = WRAPPING.get(op.name, ())
-    return params is None or param in params
+    return param not in op.scalar_args
 
 
 def fit_int_scalars(op, vals):

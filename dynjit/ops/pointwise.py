@@ -400,7 +400,8 @@ def _check_pow_operands(self, exponent):
         raise NotImplementedError("\"pow\" not implemented for 'Bool'")
 
 
-@register("pow", POINTWISE, complex_ok=True, variants="function, method", inplace=True, operand_check=_check_pow_operands)
+@register("pow", POINTWISE, complex_ok=True, variants="function, method", inplace=True, operand_check=_check_pow_operands,
+          scalar_args=("exponent",))
 @quiet
 def pow_op(self, exponent):
     _check_pow_operands(self, exponent)
@@ -518,7 +519,7 @@ def _check_lerp_operands(self, end, weight):
 
 
 @register("lerp", POINTWISE, operands=("self", "end", "weight"), variants="function, method", inplace=True,
-          complex_ok=True,
+          complex_ok=True, scalar_args=("weight",),
           operand_check=_check_lerp_operands)
 @quiet
 def lerp(self, end, weight):
@@ -871,7 +872,7 @@ frac.derivative(lambda grad: grad)
 
 
 @register("clamp", POINTWISE, operands=("self", "min", "max"), variants="function, method", inplace=True,
-          complex_error="clamp is not supported for complex types")
+          scalar_args=("min", "max"), complex_error="clamp is not supported for complex types")
 @quiet
 def clamp(self, min=None, max=None):
     if min is None and max is None:
@@ -912,7 +913,8 @@ def _check_bool_mask(dtype, what):
                            "(e.g. `x > 0`) or convert it with .bool()")
 
 
-@register("where", POINTWISE, complex_ok=True, operands=("self", "other"), variants="function")
+@register("where", POINTWISE, complex_ok=True, operands=("self", "other"), variants="function",
+          scalar_args=("self", "other"))
 @quiet
 def where(condition, self, other):
     _check_bool_mask(np.asarray(condition).dtype, "where(): the condition")
@@ -937,7 +939,8 @@ def _check_fill_value(value):
                            f"with {len(np.shape(value))} dimension(s).")
 
 
-@register("masked_fill", POINTWISE, complex_ok=True, dtype_rule=KEEP, variants="function, method", inplace=True)
+@register("masked_fill", POINTWISE, complex_ok=True, dtype_rule=KEEP, variants="function, method", inplace=True,
+          scalar_args=("value",))
 @quiet
 def masked_fill(self, mask, value):
     _check_bool_mask(np.asarray(mask).dtype, "masked_fill(): the mask")

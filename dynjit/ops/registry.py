@@ -58,6 +58,10 @@ from it (no layer keeps its own list of op names)::
   that raises the errors depending on the operands' own dtypes; the dispatcher
   calls it before it converts the operands to the computation dtype (addcdiv:
   integer tensor1 and tensor2 are an error even with a float self).
+- `scalar_args`: for a pointwise op, the operands that PyTorch's schema types
+  `Scalar` (clamp's bounds, pow's exponent): a Python int there that the integer
+  computation dtype cannot hold is an error; at the other operands it wraps into the
+  dtype, as PyTorch's wrapped numbers do (see int_scalars.py).
 """
 import inspect
 
@@ -75,7 +79,8 @@ class OpDef:
     def __init__(self, name, kernel, kind, dtype_rule=PROMOTE, tensor_lists=(),
                  differentiable=True, meta=None, nondiff_outputs=(), operands=None, variants="",
                  tags=(), varargs=None, wraps_scalar=None, dim_overload=None, inplace_views=(),
-                 aliases_input=False, operand_check=None, complex_ok=None, complex_error=None):
+                 aliases_input=False, operand_check=None, complex_ok=None, complex_error=None,
+                 scalar_args=()):
         if kind not in KINDS:
             raise ValueError(f"unknown op kind {kind!r}")
         if isinstance(variants, str):
@@ -126,6 +131,10 @@ class OpDef:
         # pointwise ops: a check of the operands as given (before the dispatcher converts them
         # to the computation dtype), for errors that depend on the operands' own dtypes
         self.operand_check = operand_check
+        for p in scalar_args:
+            if p not in self.index:
+                raise ValueError(f"op {name!r}: scalar_args names {p!r}, which is not a parameter")
+        self.scalar_args = frozenset(scalar_args)   # operands typed Scalar: ints are checked, not wrapped
         # complex tensors: views, factories and matmul-like ops take them; other ops declare
         # complex_ok=True, or refuse them with PyTorch's error (complex_error: a message or a
         # function of the dtype giving the exception; default '"<op>_cpu" not implemented')

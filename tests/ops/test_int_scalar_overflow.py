@@ -172,3 +172,9 @@ def test_integer_pow_with_negative_exponents_is_pytorchs(backend):
     assert (300 ** a8()).tolist() == [0, 0]         # 44 ** 100 and 44 ** -100 in int8
     with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
         dynjit.tensor([2]) ** -1
+
+
+def test_the_checked_operands_are_declared_at_registration():
+    declared = {n: sorted(op.scalar_args) for n, op in registry.items() if op.scalar_args}
+    assert declared == {"pow": ["exponent"], "lerp": ["weight"], "clamp": ["max", "min"],
+                        "where": ["other", "self"], "masked_fill": ["value"]}

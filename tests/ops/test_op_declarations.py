@@ -200,6 +200,8 @@ IMPLEMENTATION_TABLES = {
     ("backends/llvm/mathlib.py", "_BODIES"): "llvm: in-IR approximations",
     ("backends/llvm/codegen.py", "PRIMS"): "llvm: code generators of primitives",
     ("backends/llvm/op_lowerings.py", None): "llvm: lowerings (registered per op with @lowering)",
+    ("dynjit/ops/scatter_reduce.py", None): "the values of scatter_reduce's `reduce` argument "
+                                            "('sum', 'prod', ...), which are also op names",
 }
 
 
