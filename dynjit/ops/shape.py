@@ -456,6 +456,8 @@ clone.meta_fn(lambda self, memory_format=None: same_as(self))
 def to_dtype(self, dtype):
     self = np.asarray(self)
     target = _dtype.to_dtype(dtype).np
+    if self.dtype.kind == "c" and target.kind == "b":
+        return self != 0            # true where either part is nonzero
     if self.dtype.kind == "c" and target.kind != "c":
         import warnings
         warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
@@ -869,6 +871,8 @@ def _check_fill_value(value):
 def fill(self, value):
     _check_fill_value(value)
     dtype = np.asarray(self).dtype
+    if isinstance(value, complex) and dtype.kind != "c":
+        value = scalar_to(value, dtype)     # an imaginary part does not fit: PyTorch's error
     if isinstance(value, (bool, int, float)) and (dtype.kind in "iub" or (
             dtype == np.float32 and dtype.metadata is None)):
         # checked, as PyTorch converts a Scalar fill value (its half-precision fills saturate)

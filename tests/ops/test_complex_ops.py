@@ -237,6 +237,12 @@ def test_conversions():
     with pytest.warns(UserWarning, match="Casting complex values to real discards the imaginary part"):
         assert z.float().item() == 1.0
     assert z.item() == 1 + 2j and isinstance(z.item(), complex)
+    # to bool: true where either part is nonzero (no warning: nothing is discarded)
+    assert dynjit.tensor([1j, 0j, 2]).bool().tolist() == [True, False, True]
+    with pytest.raises(RuntimeError, match="value cannot be converted to type float without overflow"):
+        dynjit.ones(2).fill_(1j)
+    assert dynjit.ones(2, dtype=float64).fill_(3 + 0j).tolist() == [3.0, 3.0]
+    assert dynjit.full((2,), 1j).dtype is complex64
     assert z.tolist() == [1 + 2j]
 
 
