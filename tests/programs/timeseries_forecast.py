@@ -23,10 +23,10 @@ def make_series(n=400, seed=0):
     return torch.tensor(y.astype(np.float32))
 
 
-def make_windows(series):
-    """(inputs, targets): windows of WINDOW values and the HORIZON values after each."""
-    chunks = series.unfold(0, WINDOW + HORIZON, 1)            # (n - W - H + 1, W + H), a view
-    return chunks[:, :WINDOW].unsqueeze(-1), chunks[:, WINDOW:]
+def make_windows(series, window=WINDOW):
+    """(inputs, targets): windows of `window` values and the HORIZON values after each."""
+    chunks = series.unfold(0, window + HORIZON, 1)            # (n - W - H + 1, W + H), a view
+    return chunks[:, :window].unsqueeze(-1), chunks[:, window:]
 
 
 class Forecaster(nn.Module):
@@ -42,17 +42,18 @@ class Forecaster(nn.Module):
         return self.head(out[:, -1])
 
 
-def run(steps=20, backend=None, init=None, seed=0, batch_size=32, compile_mode="step"):
+def run(steps=20, backend=None, init=None, seed=0, batch_size=32, compile_mode="step", window=WINDOW):
     """Train for `steps` batches; returns (losses, state), the last "loss" being the
     validation MAE in the series' units. With `backend`, the training step (compile_mode
-    "step") or the model ("model") runs under dynjit.compile."""
+    "step") or the model ("model") runs under dynjit.compile. (`window`: the input length;
+    the LSTM is unrolled over it in a compiled graph.)"""
     torch.manual_seed(seed)
     series = make_series(seed=seed)
     split = 300
     mean, std = series[:split].mean(), series[:split].std()
     normalized = (series - mean) / std
-    x_train, y_train = make_windows(normalized[:split])
-    x_val, y_val = make_windows(normalized[split - WINDOW:])
+    x_train, y_train = make_windows(normalized[:split], window)
+    x_val, y_val = make_windows(normalized[split - window:], window)
     model = Forecaster()
     load_state(torch, {"model": model}, init)
     optimizer = torch.optim.Adam(model.parameters(), lr=5e-3)
