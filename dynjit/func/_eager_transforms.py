@@ -28,8 +28,8 @@ def _alias_for_grad(p):
         raise NotImplementedError(_INSIDE_VMAP.format("vjp/grad/jacrev"))
     if not isinstance(p, Tensor):
         raise TypeError(f"expected the differentiated inputs to be Tensors, got {type(p).__name__}")
-    if not p.dtype.is_floating_point:
-        raise RuntimeError(f"only floating point Tensors can be differentiated, got {p.dtype.name}")
+    if not (p.dtype.is_floating_point or p.dtype.is_complex):
+        raise RuntimeError(f"only floating point and complex Tensors can be differentiated, got {p.dtype.name}")
     if p._requires_grad and _grad_state.enabled:
         return R["view"](p, tuple(p._data.shape)), True     # keeps p's history
     alias = R["detach"](p).requires_grad_(True)

@@ -400,3 +400,16 @@ def test_forward_ad_tangents_of_complex_ops():
                                    rtol=1e-12)
         np.testing.assert_array_equal(fwAD.unpack_dual(real).tangent.numpy(), t.numpy().real)
         np.testing.assert_array_equal(fwAD.unpack_dual(imag).tangent.numpy(), t.numpy().imag)
+
+
+def test_func_transforms_take_complex_inputs():
+    z = dynjit.tensor(c128(3, seed=13))
+
+    def loss(z):
+        return (z * z.conj() * 3).real.sum() + (z * z).imag.sum()
+
+    expected = numeric_grad(_loss_value(loss), z.numpy())
+    np.testing.assert_allclose(dynjit.func.grad(loss)(z).numpy(), expected, rtol=1e-6, atol=1e-7)
+    _, vjp_fn = dynjit.func.vjp(lambda z: z.exp(), z)
+    (g,) = vjp_fn(dynjit.ones(3, dtype=dynjit.complex128))
+    np.testing.assert_allclose(g.numpy(), np.conj(np.exp(z.numpy())), rtol=1e-12)
