@@ -1198,6 +1198,14 @@ def adv_inner(t):
     return "inner-done"
 
 
+def adv_closing_gen(t):
+    try:
+        yield t
+        yield t * 2
+    finally:
+        ADV_LOG.append("closed")
+
+
 def adv_outer(t):
     r = yield from adv_inner(t)
     ADV_LOG.append(r)
@@ -1366,11 +1374,22 @@ class AdvGen:
         return [f"dc{k} = AdvPoint({self.T()}, n)", f"dc{k}b = dataclasses.replace(dc{k}, k=n + 1)",
                 f"out.append((dc{k}b.t * dc{k}b.k, dc{k} == dc{k}b, dataclasses.astuple(dc{k})[1]))"]
 
+    def s_dict_alias(self):
+        k = self.fresh()
+        return [f"ns.__dict__['val'] = ns.val + n", f"out.append({self.T()} * ns.val)",
+                f"globals()['G_COUNT'] = G_COUNT + {k}", "out.append(G_COUNT)"]
+
+    def s_gen_dropped(self):
+        k = self.fresh()
+        return [f"gd{k} = adv_closing_gen({self.T()})", f"out.append(next(gd{k}))", f"del gd{k}",
+                "out.append(len(ADV_LOG))"]
+
     SNIPPETS = ("s_gen_partial", "s_gen_send", "s_yield_from", "s_iter_arg", "s_islice", "s_dict_view",
                 "s_dict_iter_mutation", "s_property", "s_descriptor", "s_slots", "s_class_swap",
                 "s_super_classmethod", "s_set_display", "s_data_error", "s_locals", "s_suppress",
                 "s_tensor_op", "s_tensor_op", "s_mask_size", "s_hash_count", "s_nonlocal_closure",
-                "s_user_iterator", "s_walrus_match", "s_try_finally_loop", "s_sorted_key", "s_dataclass")
+                "s_user_iterator", "s_walrus_match", "s_try_finally_loop", "s_sorted_key", "s_dataclass",
+                "s_dict_alias", "s_gen_dropped")
 
     def wrapper(self):
         """A function wrapping snippet lines in a try, a loop or a data-dependent if (or not)."""
