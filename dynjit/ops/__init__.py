@@ -10,6 +10,7 @@ from . import pointwise, reductions, shape, linalg, factories, nn, aliasing, con
 from . import scatter_reduce, nextafter, memory_format, igamma, eigh, as_strided  # noqa: F401,E402  (registers ops)
 from . import index_add, unfold  # noqa: F401,E402  (registers ops: index_add, Tensor.unfold)
 from . import checks  # noqa: F401,E402  (registers ops: check_values)
+from . import bincount  # noqa: F401,E402  (registers ops: bincount)
 
 
 

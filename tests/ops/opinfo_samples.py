@@ -402,6 +402,8 @@ add("unfold", S(r(3, 7), 1, 3, 1), S(r(3, 7), 1, 2, 3), S(r(4, 2), 0, 2, 1), S(N
     S(ints(6), 0, 3, 2))
 add("unfold_backward", S(r(3, 5, 3), (3, 7), 1, 3, 1), S(r(3, 2, 2), (3, 7), 1, 2, 3), S(r(3, 2, 2), (4, 2), 0, 2, 1))
 add("check_values", S(r(2, 3), bools(2, 3) | True, "unused"), S(r(), np.array(True), "unused", True))
+add("bincount", S(np.array([0, 2, 2, 5])), S(np.array([1, 1]), minlength=4), S(np.array([0, 3, 3]), weights=r(3)),
+    S(np.array([], dtype=np.int64)))
 add("nextafter", S(r(2, 3), r(2, 3) + 3.0), S(r(3), r(2, 3)), S(np.array([0.0, 1.0, -1.0]), np.array([1.0, 1.0, -2.0])),
     S(r(2, 2).astype(np.float32), r(2, 2)).not_differentiable_here("a float32 operand"), S(r(2, 3), ints(2, 3)))
 add("to_memory_format", S(r(2, 3, 4, 5), _cl), S(NC(r(2, 3)), _cf), S(r(1, 2, 3, 2, 2), _cl3), S(NC(r(3, 4)), _pf),

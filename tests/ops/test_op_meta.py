@@ -38,7 +38,7 @@ def _run_both(op, sample):
 def _data_dependent(name, sample):
     """Samples whose output shape depends on values (bool-mask indexing, one_hot
     without num_classes): meta must say so instead of guessing."""
-    if name in ("nonzero", "masked_select"):
+    if name in ("nonzero", "masked_select", "bincount"):
         return True
     if name == "one_hot":
         return len(sample.args) < 2

@@ -13,6 +13,7 @@ from dynjit.ops.registry import registry, INPLACE
 from opinfo_samples import SAMPLES, NC, C, call, materialize, inplace_samples
 from test_scatter_reduce import reference_scatter_reduce, reference_index_reduce
 from test_index_add_unfold import reference_index_add, reference_unfold, reference_unfold_backward
+from test_bincount import reference_bincount
 
 
 def _axis(dim):
@@ -659,6 +660,7 @@ REFERENCE = {
     "scatter_reduce": reference_scatter_reduce, "index_reduce": reference_index_reduce,
     "index_add": reference_index_add, "unfold": reference_unfold, "unfold_backward": reference_unfold_backward,
     "check_values": lambda a, ok, msg, show_values=False: a,
+    "bincount": reference_bincount,
     "delayed_error_if": lambda a, condition, msg: a,
     "as_strided": _as_strided_reference,
     "igamma": lambda a, x: _igamma_reference(a, x, False), "igammac": lambda a, x: _igamma_reference(a, x, True),

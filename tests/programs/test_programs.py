@@ -22,6 +22,7 @@ CONFIGS = {
     "resnet_onecycle": [(3, {}), (3, {"compile_mode": "model"}), (3, {"use_amp": True})],
     "tiny_vit": [(3, {}), (2, {"compile_mode": "model"})],
     "mixture_density": [(8, {})],
+    "kmeans": [(8, {})],
 }
 
 # llvm compiles these big unrolled graphs (a 6-step decoder loop of GRU + attention in one
@@ -58,6 +59,7 @@ GRAPH_COUNTS = [
     ("siamese_triplet", 3, {}, 1, 1),
     ("mixture_density", 3, {}, 1, 1),
     ("reinforce", 3, {}, 1, 0),
+    ("kmeans", 3, {}, 2, 1),
     ("resnet_onecycle", 2, {}, 1, 1),
     ("resnet_onecycle", 2, {"compile_mode": "model"}, 2, 0),
     pytest.param("resnet_onecycle", 2, {"use_amp": True}, 1, 1, marks=pytest.mark.xfail(
