@@ -164,10 +164,17 @@ def run_program(src, backend=None, calls=3, tag="p"):
             out = io.StringIO()
             with warnings.catch_warnings(record=True) as wlist, contextlib.redirect_stdout(out):
                 warnings.simplefilter("always")
+                returned = None
                 try:
-                    res = ("returned", normalize(fn(*args)))
+                    returned = fn(*args)
+                    res = ("returned",)
                 except Exception as e:  # noqa: BLE001 - the exception is the observable
                     res = _exc_picture(e)
+            # one picture of the arguments and the result, so a result that is (or views into) an
+            # argument, or two results that are one object, show as back-references
+            args_pic, ret_pic = normalize((list(args), returned))[1]
+            if res[0] == "returned":
+                res = ("returned", ret_pic)
             records.append({
                 "call": i,
                 "result": res,
@@ -176,7 +183,7 @@ def run_program(src, backend=None, calls=3, tag="p"):
                 # not the program's behaviour
                 "warnings": [(w.category.__name__, str(w.message)) for w in wlist
                              if not str(w.message).startswith("dynjit:")],
-                "args": normalize(list(args)),
+                "args": args_pic,
                 "globals": _globals_picture(ns, before),
                 "grad_mode": dynjit.is_grad_enabled(),
                 "rng_after": normalize(dynjit.rand(2)),

@@ -333,8 +333,31 @@ def make_args(call):
     return (dynjit.ones(2, requires_grad=True) * 1,)
 '''
 
+PROGRAMS["returns_inputs_and_aliases"] = '''
+import dynjit
+def main(x, L, d):
+    y = x
+    y.add_(1)
+    L.append(x)
+    return x, y, L, d, d["t"], x.view(-1), [x, L]
+def make_args(call):
+    t = dynjit.ones(2) * call
+    return t, [t], {"t": t}
+'''
+
+PROGRAMS["returns_input_after_break"] = '''
+import dynjit
+def main(x, o):
+    print("break")
+    o.t = x
+    return o.t, o, x
+class O:
+    pass
+def make_args(call):
+    return dynjit.ones(2) * call, O()
+'''
+
 XFAIL = {
-    'requires_grad_inside': 'aot_eager, llvm: autograd.grad inside compiled code then returning the loss fails (findings D3)',
     'no_grad_decorator_nested': 'llvm: grad mode wrong inside no_grad after an @enable_grad call (findings D2)',
 }
 
