@@ -40,7 +40,7 @@ from .. import random as _random
 from ..autograd import grad as autograd_grad
 from ..autograd.function import Function, _apply_eager
 from ..autograd.grad_mode import enable_grad, state as _grad_state
-from ..autograd.graph import view_chain, replay_view_chain
+from ..autograd.graph import CopySlices, FREED_MESSAGE, view_chain, replay_view_chain
 from ..fx.graph_module import GraphModule
 from ..fx.interpreter import Interpreter
 from ..fx.proxy_tensor import same_layout_copy
@@ -109,6 +109,8 @@ class TracedFunction:
     program, out_values, out_spec -- how to build the user's outputs (see
                      runtime.build_outputs)
     grad_mode_after -- the grad mode the function left, if it switched it
+    freed_outputs -- forward outputs whose history a backward inside the function freed
+                     (see _JointTrace.find_freed_outputs): given a grad_fn that raises
     specialized   -- {argument leaf index: why}: the number arguments whose value the trace
                      read (the graph is only valid for their values in this call)
     """
@@ -166,6 +168,35 @@ def _filled(cell):
         return True
     except ValueError:
         return False
+
+
+def _lost_saved_values(node):
+    """Did a backward that did not retain the graph free what this node's backward reads?"""
+    inner = node.fn if isinstance(node, CopySlices) else node
+    if not (inner._freed or getattr(inner, "_freed_saved", False)):
+        return False
+    saved_values = getattr(inner, "saved_values", None)
+    if saved_values is None:
+        return False
+    try:
+        saved_values()
+    except RuntimeError as e:
+        return str(e) == FREED_MESSAGE
+    return False
+
+
+def _reaches(roots):
+    """Does the autograd graph behind these nodes hold a node whose saved values were freed?"""
+    stack, seen = list(roots), set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if _lost_saved_values(node):
+            return True
+        stack.extend(edge[0] for edge in node.next_functions if edge is not None)
+    return False
 
 
 _log = logging.getLogger("dynjit.dynamic")
@@ -236,6 +267,7 @@ class _JointTrace:
         out = self.call(traced)
         kept = self.find_input_writes()
         self.describe_outputs(out, traced)
+        tr.freed_outputs = self.find_freed_outputs() if self.training else []
         if self.training and not any(self.fw_diff):
             # Nothing the caller gets back needs a gradient (the function ran under
             # no_grad, or nothing required grad): an inference graph, as eager would
@@ -547,6 +579,22 @@ class _JointTrace:
         kind, i = self.tr.placeholders[k]
         return f"argument {i}" if kind == "leaf" else \
             f"the base of argument {i}" if kind == "root" else "a global or closure tensor"
+
+    def find_freed_outputs(self):
+        """Differentiable outputs whose history a backward inside the function freed
+        (`autograd.grad(loss, x)` without retain_graph, then `return loss`): in eager the
+        output keeps its grad_fn, and a backward through it raises "Trying to backward
+        through the graph a second time". The joint backward cannot trace through the
+        freed nodes either, so these outputs leave it (their fw_diff becomes False) and the
+        runtime gives them a grad_fn that raises that error (runtime.FreedGraphBackward)."""
+        roots = [(j, t.grad_fn) for j, t in enumerate(self.fw_tensors)
+                 if self.fw_diff[j] and t.grad_fn is not None]
+        if not _reaches(r for _, r in roots):
+            return []           # the common case: no backward ran inside the function
+        freed = [j for j, root in roots if _reaches([root])]
+        for j in freed:
+            self.fw_diff[j] = False
+        return freed
 
     # -- the backward ---------------------------------------------------------------
     def trace_backward(self):

@@ -84,6 +84,19 @@ class CompiledFunctionBackward(_graph.Node):
         return result
 
 
+class FreedGraphBackward(_graph.Node):
+    """The grad_fn of an output whose history a backward inside the compiled function freed
+    (autograd.grad without retain_graph): eager's output keeps a grad_fn whose saved values
+    are gone, so a backward through it raises; this node raises the same error."""
+
+    def __init__(self):
+        super().__init__()
+        self._freed = True
+
+    def apply(self, grads):
+        raise RuntimeError(_graph.FREED_MESSAGE)
+
+
 class CompiledEntry:
     def __init__(self, traced, fw, bw_compile=None, fw_gm=None, bw_gm=None):
         t = self.t = traced
@@ -109,7 +122,8 @@ class CompiledEntry:
                        and getattr(n.target, "kind", None) == VIEW]
         # nothing to check or write back, outputs straight from the graph
         self.fast = (not t.training and not t.mutation_ops and not t.copy_back and not self.unview
-                     and not t.meta_mutations and not t.set_back and self.simple_out is not None)
+                     and not t.meta_mutations and not t.set_back and self.simple_out is not None
+                     and not t.freed_outputs)
 
     def backward_fn(self):
         if self.bw is None:
@@ -158,6 +172,10 @@ class CompiledEntry:
                 fw_outs = list(fw_outs)
                 for j in self.unview:
                     fw_outs[j] = _unviewed(fw_outs[j], inputs)
+        if t.freed_outputs:
+            fw_outs = list(fw_outs)
+            for j in t.freed_outputs:
+                fw_outs[j] = _with_freed_history(fw_outs[j])
         for i, steps in t.meta_mutations:
             # shapes and strides first: a new value is then copied in the new layout
             x = leaves[i]
@@ -224,6 +242,14 @@ class CompiledEntry:
             o._output_nr = nr
             o._requires_grad = True
         return fw_outs
+
+
+def _with_freed_history(t):
+    """t (a graph output no one else holds) as an output whose history was freed."""
+    t._grad_fn = FreedGraphBackward()
+    t._output_nr = 0
+    t._requires_grad = True
+    return t
 
 
 def _unviewed(t, inputs):
