@@ -100,7 +100,9 @@ class CompiledFunction:
                 try:
                     hit = entry.guard(*args, **kwargs)
                 except Exception as e:
-                    return self._guard_raised(e, args, kwargs)
+                    guard_error, hit = e, None
+                if hit is None:         # outside the handler: Python's own error has no context
+                    return self._guard_raised(guard_error, args, kwargs)
                 if hit:
                     return entry.transformed(*args, **kwargs)
             for k, entry in enumerate(entries):

@@ -266,7 +266,9 @@ class _Tx:
 def _produces_tensors(value):
     if isinstance(value, Tensor):
         return True
-    if isinstance(value, (tuple, list)) and value and all(isinstance(v, Tensor) for v in value):
+    # a sequence of tensors, where some may be None (attention's weights with need_weights=False)
+    if isinstance(value, (tuple, list)) and any(isinstance(v, Tensor) for v in value) \
+            and all(v is None or isinstance(v, Tensor) for v in value):
         return True
     return False
 
@@ -274,7 +276,7 @@ def _produces_tensors(value):
 def _meta(value):
     if isinstance(value, Tensor):
         return TensorMeta.of(value)
-    return tuple(TensorMeta.of(v) for v in value)
+    return tuple(None if v is None else TensorMeta.of(v) for v in value)
 
 
 def _flat(args, kwargs):

@@ -19,7 +19,7 @@ from .containers import ListVariable, NamedTupleVariable, TupleVariable
 
 STATIC_ATTRS = {"shape", "dtype", "ndim", "requires_grad", "is_leaf", "device", "is_cuda", "layout", "is_cpu",
                 "is_xpu", "is_mps", "is_meta", "is_sparse", "is_quantized", "is_nested", "is_mkldnn"}
-GRAPH_ATTRS = {"T", "mT", "data", "real"}
+GRAPH_ATTRS = {"T", "mT", "H", "mH", "data", "real", "imag"}
 
 
 def _marked_dimension_specialized(size_src, dim):
@@ -127,6 +127,8 @@ class TensorVariable(VariableTracker):
             return self.shape_var(tx)
         if name in STATIC_ATTRS and hasattr(self.example, name):
             return ConstantVariable(getattr(self.example, name))
+        if name == "real" and not self.example.is_complex():
+            return self         # a real tensor's .real is the tensor itself
         if name in GRAPH_ATTRS:
             return tx.output.record(getattr, [self, ConstantVariable(name)], {})
         if name == "grad":
