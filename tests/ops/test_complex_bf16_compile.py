@@ -86,9 +86,6 @@ def test_autocast_region_compiled_equals_plain(backend):
     assert dynjit.compile(step, backend=backend)(x, w).item() == pytest.approx(step(x, w).item(), rel=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="frontend: the Tensor attributes .real and .imag are not traced "
-                                       "('Unsupported tensor attribute imag'); dynjit.real(z) / "
-                                       "dynjit.imag(z) are")
 def test_real_and_imag_attributes_under_compile():
     z = _complex((2, 2), 4)
     f = dynjit.compile(lambda z: z.real + z.imag, backend="eager", fullgraph=True)
