@@ -549,11 +549,35 @@ def test_gradcheck_outputs_without_grad_must_not_depend_on_the_inputs(fast_mode)
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_jacobian_mismatch
 @pytest.mark.parametrize("fast_mode", [True, False])
 def test_gradcheck_reports_a_jacobian_mismatch(fast_mode):
-    """(The seed's complex-number cases do not apply: dynjit has no complex dtype.)"""
     x = dynjit.ones(2, 2, requires_grad=True)
     with pytest.raises(RuntimeError, match="Jacobian mismatch for output 0 with respect to input 0"):
         gradcheck(_shifted_grad, (x,), fast_mode=fast_mode)
     assert not gradcheck(_shifted_grad, (x,), raise_exception=False, fast_mode=fast_mode)
+
+    # C -> C: the imaginary part of the output is checked separately (the seed checks these
+    # without fast mode)
+    x_c = dynjit.ones(2, 2, requires_grad=True, dtype=dynjit.complex128)
+    with pytest.raises(RuntimeError, match="While considering the imaginary part of complex outputs only"):
+        gradcheck(_shifted_grad, (x_c,), fast_mode=False)
+    assert not gradcheck(_shifted_grad, (x_c,), raise_exception=False, fast_mode=False)
+
+    def real_to_complex(x):     # R -> C
+        y = dynjit.complex(x, x)
+        y.register_hook(lambda g: g + 1e-2)
+        return y
+
+    with pytest.raises(RuntimeError, match="While considering the imaginary part of complex outputs only"):
+        gradcheck(real_to_complex, (x,), fast_mode=False)
+    assert not gradcheck(real_to_complex, (x,), raise_exception=False, fast_mode=False)
+
+    def complex_to_real(x):     # C -> R
+        y = dynjit.real(x)
+        y.register_hook(lambda g: g + 1e-2)
+        return y
+
+    with pytest.raises(RuntimeError, match="Jacobian mismatch for output 0 with respect to input 0"):
+        gradcheck(complex_to_real, (x_c,), fast_mode=False)
+    assert not gradcheck(complex_to_real, (x_c,), raise_exception=False, fast_mode=False)
 
 
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_output_shape_or_dtype_depend_on_values
