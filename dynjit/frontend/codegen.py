@@ -176,6 +176,10 @@ def generate(output, return_var, signature):
                      f"    ___out = ___graph({inputs})",
                      "except Exception as ___e:",
                      f"    {restore}return ___rerun_plain(K['__fn'], ___e, {call_arguments(output.fn.__code__)})"]
+    if changes_mode and body:
+        # the grad mode the graph leaves: a backend that compiles the graph into kernels (llvm)
+        # may have dropped its mode-setting nodes, which change no tensor
+        body.append(f"___grad_state.enabled = {output.grad_enabled!r}")
     body.extend(cg.lines)
     body.extend(effects)
     if hook is None:

@@ -447,3 +447,25 @@ def test_real_and_imag_attributes():
     for backend in ("eager", "aot_eager", "llvm"):
         got = dynjit.compile(lambda z: z.real + z.imag * 2, backend=backend, fullgraph=True)(z)
         assert same(got, dynjit.tensor([5.0, 1.0]))
+
+
+def test_grad_mode_after_a_graph_is_the_traced_one_on_every_backend():
+    @dynjit.enable_grad()
+    def doubled(t):
+        return t * 2
+
+    def calls_enable_grad(w):
+        with dynjit.no_grad():
+            a = doubled(w)
+            b = w * 2
+        return a.requires_grad, b.requires_grad
+
+    def breaks_inside(w):
+        with dynjit.no_grad():
+            dynjit.graph_break()
+            b = w * 2
+        return b.requires_grad, dynjit.is_grad_enabled()
+    for fn in (calls_enable_grad, breaks_inside):
+        want = fn(dynjit.ones(2, requires_grad=True))
+        for backend in ("eager", "aot_eager", "llvm"):
+            assert dynjit.compile(fn, backend=backend)(dynjit.ones(2, requires_grad=True)) == want
