@@ -267,13 +267,13 @@ def test_views_returned_by_a_custom_function_cannot_be_written_in_place():
     assert b.grad.tolist() == [1.0]
 
 
-def _check_view_as_and_unbind(grad_mode, requires_grad, is_view, expected_errors):
-    inp = dynjit.rand(2, requires_grad=requires_grad).clone()
+def _check_view_as_and_unbind(grad_mode, requires_grad, is_view, expected_errors, dtype=dynjit.float64):
+    inp = dynjit.rand(2, dtype=dtype, requires_grad=requires_grad).clone()
     with dynjit.set_grad_enabled(grad_mode):
         out = inp.view_as(inp)
     assert out._is_view() == is_view
     outs = [out]
-    inp = dynjit.rand(2, requires_grad=requires_grad).clone()
+    inp = dynjit.rand(2, dtype=dtype, requires_grad=requires_grad).clone()
     with dynjit.set_grad_enabled(grad_mode):
         pair = inp.unbind()
     assert [p._is_view() for p in pair] == [is_view, is_view]
@@ -287,14 +287,15 @@ def _check_view_as_and_unbind(grad_mode, requires_grad, is_view, expected_errors
 
 
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_autograd_simple_views_python
-def test_in_place_on_view_as_and_unbind_outputs_by_grad_mode():
-    """(The seed's helper body is missing; this checks its evident intent, and
-    float64 only: dynjit has no complex dtype.)"""
-    _check_view_as_and_unbind(True, False, True, (None, None, None))
+@pytest.mark.parametrize("dtype", [dynjit.float64, dynjit.complex128], ids=["double", "cdouble"])
+def test_in_place_on_view_as_and_unbind_outputs_by_grad_mode(dtype):
+    """(The seed's helper body is missing; this checks its evident intent, for the seed's
+    two dtypes.)"""
+    _check_view_as_and_unbind(True, False, True, (None, None, None), dtype)
     unbind_err = "Output {} of UnbindBackward0 is a view and is being modified inplace."
-    _check_view_as_and_unbind(True, True, True, (None, unbind_err.format(0), unbind_err.format(1)))
-    _check_view_as_and_unbind(False, True, True, (NO_GRAD_VIEW,) * 3)
-    _check_view_as_and_unbind(False, False, True, (None, None, None))
+    _check_view_as_and_unbind(True, True, True, (None, unbind_err.format(0), unbind_err.format(1)), dtype)
+    _check_view_as_and_unbind(False, True, True, (NO_GRAD_VIEW,) * 3, dtype)
+    _check_view_as_and_unbind(False, False, True, (None, None, None), dtype)
 
 
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_autograd_print_tensor
