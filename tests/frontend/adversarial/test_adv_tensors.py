@@ -358,7 +358,6 @@ def make_args(call):
 '''
 
 XFAIL = {
-    'no_grad_decorator_nested': 'llvm: grad mode wrong inside no_grad after an @enable_grad call (findings D2)',
 }
 
 
