@@ -135,6 +135,8 @@ def is_depthwise(weight_shape, groups):
 
 def conv_forward(x, w, stride, padding, dilation, groups, out_sizes):
     """conv(x, w) without bias: (N, O, *out_sizes)."""
+    if x.size == 0 or w.size == 0:          # an empty batch (or no channels): nothing to sum
+        return np.zeros((x.shape[0], w.shape[0]) + tuple(out_sizes), dtype=np.result_type(x, w))
     if is_depthwise(w.shape, groups):
         return _depthwise_forward(x, w, stride, padding, dilation, out_sizes)
     n, o = x.shape[0], w.shape[0]
@@ -153,6 +155,8 @@ def conv_forward(x, w, stride, padding, dilation, groups, out_sizes):
 
 def conv_input_grad(g, w, input_size, stride, padding, dilation, groups):
     """The adjoint of conv in x: grad_output (N, O, *out) to (N, C, *input_size[2:])."""
+    if g.size == 0 or w.size == 0:
+        return np.zeros(tuple(input_size), dtype=np.result_type(g, w))
     in_sizes = tuple(input_size[2:])
     kernel = w.shape[2:]
     if all(s == 1 for s in stride) and w.shape[0] <= 2 * input_size[1]:
@@ -179,6 +183,8 @@ def conv_input_grad(g, w, input_size, stride, padding, dilation, groups):
 
 def conv_weight_grad(x, g, weight_size, stride, padding, dilation, groups):
     """The adjoint of conv in w: (x, grad_output) to a weight of `weight_size`."""
+    if x.size == 0 or g.size == 0:
+        return np.zeros(tuple(weight_size), dtype=np.result_type(x, g))
     if is_depthwise(weight_size, groups):
         return _depthwise_weight_grad(x, g, weight_size, stride, padding, dilation)
     n, o = g.shape[:2]

@@ -574,6 +574,18 @@ def test_empty_batches_and_dtype_errors():
     w = dynjit.randn(4, 3, 3, 3, requires_grad=True)
     F.conv2d(x, w).sum().backward()
     assert x.grad.shape == x.shape and float(w.grad.abs().sum()) == 0.0
+    # every kernel path: depthwise (stride 1 and 2), per-sample and per-group matmuls, the
+    # input gradient as a convolution and as col2im
+    for stride, groups, w_shape in ((1, 3, (3, 1, 3, 3)), (2, 3, (3, 1, 3, 3)), (1, 1, (4, 3, 3, 3)),
+                                    (1, 1, (9, 3, 3, 3)), (2, 1, (4, 3, 3, 3)), (1, 1, (2, 3, 1, 1))):
+        x = dynjit.randn(0, 3, 12, 12, requires_grad=True)
+        w = dynjit.randn(*w_shape, requires_grad=True)
+        out = F.conv2d(x, w, padding=1, stride=stride, groups=groups)
+        assert out.shape[:2] == (0, w_shape[0])
+        out.sum().backward()
+        assert x.grad.shape == x.shape and float(w.grad.abs().sum()) == 0.0
+        assert F.conv_transpose2d(dynjit.randn(0, 3, 4, 4), dynjit.randn(3, 1, 3, 3), groups=3,
+                                  stride=stride).shape[:2] == (0, 3)
     with pytest.raises(RuntimeError, match=r"expected weight to be at least 1 at dimension 0, but got weight of "
                                            r"size \[0, 3, 3, 3\]"):
         F.conv2d(dynjit.randn(2, 3, 5, 5), dynjit.randn(0, 3, 3, 3))
