@@ -2,7 +2,7 @@
 tensor library and autograd engine. Public names follow PyTorch's."""
 from ._dtype import (dtype, float16, float32, float64, half, float, double, int8, int16, int32,
                      int64, uint8, long, int, get_default_dtype, set_default_dtype,
-                     bfloat16, complex64, complex128, cfloat, cdouble)
+                     bfloat16, complex64, complex128, cfloat, cdouble, finfo, iinfo)
 from ._dtype import bool_ as bool  # noqa: A001  (PyTorch's name)
 from . import ops
 from .tensor import (Tensor, Size, tensor, as_tensor, from_numpy, is_tensor, device,

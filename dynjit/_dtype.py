@@ -254,3 +254,45 @@ def result_type(tensors, zero_dim, scalars):
         wrapped = (bool_ if cat == 0 else int64 if cat == 1 else get_default_dtype() if cat == 2
                    else get_default_complex_dtype())
     return _combine(result, _combine(zr, wrapped))
+
+
+class finfo:
+    """PyTorch's torch.finfo: the limits of a floating point dtype (of a complex dtype's
+    parts; the default dtype without an argument). bfloat16's are its own (8 significant
+    bits), though its values are stored as float32."""
+
+    def __init__(self, type=None):
+        d = get_default_dtype() if type is None else type
+        if not isinstance(d, dtype) or d._category < 2:
+            raise TypeError("dynjit.finfo() requires a floating point input type. Use dynjit.iinfo to "
+                            "handle 'dynjit.finfo'")
+        d = d.to_real()
+        if d is bfloat16:
+            self.bits, self.eps, self.max, self.tiny, self.resolution = (
+                16, 2.0 ** -7, _b.float(np.float32(3.3895313892515355e+38)), 2.0 ** -126, 0.01)
+        else:
+            info = np.finfo(d.np)
+            self.bits, self.eps, self.max = info.bits, _b.float(info.eps), _b.float(info.max)
+            self.tiny, self.resolution = _b.float(info.tiny), 10.0 ** -info.precision
+        self.min = -self.max
+        self.smallest_normal = self.tiny
+        self.dtype = d.name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:
+    """PyTorch's torch.iinfo: the limits of an integer dtype."""
+
+    def __init__(self, type):
+        if not isinstance(type, dtype) or type._category > 1 or type is bool_:
+            raise TypeError("dynjit.iinfo() requires an integer input type. Use dynjit.finfo to handle "
+                            "'dynjit.iinfo'")
+        info = np.iinfo(type.np)
+        self.bits, self.max, self.min, self.dtype = info.bits, _b.int(info.max), _b.int(info.min), type.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"

@@ -1,8 +1,8 @@
 """The `Distribution` base class: batch and event shapes, `sample` from `rsample`, argument
 and support validation with PyTorch's messages."""
-import numpy as np
 
 from .. import Size, no_grad, float16, float32, float64
+from .._dtype import finfo as _finfo
 from ..ops import registry as _ops
 
 _check_values = _ops["check_values"]
@@ -97,7 +97,7 @@ def finfo(dtype):
     """(eps, min) of a dynjit floating dtype as Python floats (a dict look-up, so compiled
     code reads them as constants)."""
     if dtype not in _FINFO:
-        info = np.finfo(dtype.np)
+        info = _finfo(dtype)        # (bfloat16's own limits, not its float32 storage's)
         _FINFO[dtype] = (float(info.eps), float(info.min))
     return _FINFO[dtype]
 

@@ -183,3 +183,24 @@ def test_save_and_load_keep_bfloat16_and_complex(tmp_path):
     assert loaded["z"].dtype is dynjit.complex64 and loaded["zr"].dtype is float32
     np.testing.assert_array_equal(loaded["z"].numpy(), z.numpy())
     np.testing.assert_array_equal(loaded["zr"].numpy(), z.numpy().real)
+
+
+def test_finfo_and_iinfo():
+    f = dynjit.finfo(bfloat16)
+    assert (f.bits, f.eps, f.resolution, f.dtype) == (16, 2.0 ** -7, 0.01, "bfloat16")
+    assert f.max == float(bf16_reference([3.4e38])[0]) == -f.min      # the largest bfloat16
+    assert f.tiny == f.smallest_normal == 2.0 ** -126
+    assert repr(f) == ("finfo(resolution=0.01, min=-3.38953e+38, max=3.38953e+38, eps=0.0078125, "
+                       "smallest_normal=1.17549e-38, tiny=1.17549e-38, dtype=bfloat16)")
+    for d, np_d in ((dynjit.float16, np.float16), (float32, np.float32), (float64, np.float64),
+                    (dynjit.complex128, np.float64)):
+        info = dynjit.finfo(d)
+        assert (info.bits, info.eps, info.max, info.tiny) == (
+            np.finfo(np_d).bits, float(np.finfo(np_d).eps), float(np.finfo(np_d).max), float(np.finfo(np_d).tiny))
+    assert dynjit.finfo(dynjit.float16).resolution == 0.001 and dynjit.finfo().dtype == "float32"
+    i = dynjit.iinfo(dynjit.int32)
+    assert (i.bits, i.max, i.min, i.dtype) == (32, 2 ** 31 - 1, -2 ** 31, "int32")
+    with pytest.raises(TypeError, match="requires a floating point input type"):
+        dynjit.finfo(dynjit.int32)
+    with pytest.raises(TypeError, match="requires an integer input type"):
+        dynjit.iinfo(float32)
