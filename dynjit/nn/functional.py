@@ -452,9 +452,18 @@ def _check_same_size(name, input, target):
                       "broadcasting. Please ensure they have the same size.", stacklevel=3)
 
 
+def _refuse_complex(kernel, *tensors):
+    """PyTorch implements these losses for real tensors only (l1_loss takes complex ones)."""
+    for t in tensors:
+        if isinstance(t, Tensor) and t.is_complex():
+            from .._dtype import scalar_type_name
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(t.dtype)}\'')
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_same_size("mse_loss", input, target)
+    _refuse_complex("mse_cpu", input, target)
     loss = (input - target) ** 2
     return _reduce(loss if weight is None else loss * weight, reduction)
 
@@ -468,6 +477,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_same_size("smooth_l1_loss", input, target)
+    _refuse_complex("smooth_l1_cpu", input, target)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     diff = _op("abs", input - target)
@@ -479,6 +489,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _check_same_size("huber_loss", input, target)
+    _refuse_complex("huber_cpu", input, target)
     diff = _op("abs", input - target)
     loss = _op("where", diff < delta, 0.5 * diff * diff, delta * (diff - 0.5 * delta))
     return _reduce(loss if weight is None else loss * weight, reduction)

@@ -298,3 +298,12 @@ def test_refusal_also_in_meta():
         registry["argmax"].meta((z,))
     assert registry["mul"].meta((z, 2.0)) == ((2,), complex64)
     assert registry["abs"].meta((z,)) == ((2,), float32)
+
+
+def test_losses_pytorch_computes_for_real_tensors_only_refuse_complex():
+    a, b = dynjit.tensor([1j, 2]), dynjit.tensor([2j, 1])
+    F = dynjit.nn.functional
+    for fn, kernel in ((F.mse_loss, "mse_cpu"), (F.smooth_l1_loss, "smooth_l1_cpu"), (F.huber_loss, "huber_cpu")):
+        with pytest.raises(NotImplementedError, match=f"\"{kernel}\" not implemented for 'ComplexFloat'"):
+            fn(a, b)
+    assert F.l1_loss(a, b).item() == pytest.approx(np.abs(np.array([1j, 2]) - np.array([2j, 1])).mean())
