@@ -2,8 +2,9 @@
 Translation with a Sequence to Sequence Network and Attention" tutorial, on a synthetic task
 (reverse a sequence of tokens and add one to each): an embedding + GRU encoder, a decoder
 with Bahdanau (additive) attention over the encoder outputs, teacher forcing chosen at random
-per step (`random.random() < teacher_forcing_ratio`), NLLLoss on log_softmax outputs, and two
-optimizers. Evaluation decodes greedily under `torch.no_grad()` with `topk`."""
+per step (`random.random() < teacher_forcing_ratio`), the decoder's output layer tied to its
+embedding (`self.out.weight = self.embedding.weight`, as in Press & Wolf, 2017), NLLLoss on
+log_softmax outputs, and two optimizers. Evaluation decodes greedily under `torch.no_grad()` with `topk`."""
 import random
 
 import numpy as np
@@ -62,6 +63,7 @@ class AttnDecoderRNN(nn.Module):
         self.attention = BahdanauAttention(hidden_size)
         self.gru = nn.GRU(2 * hidden_size, hidden_size, batch_first=True)
         self.out = nn.Linear(hidden_size, output_size)
+        self.out.weight = self.embedding.weight          # weight tying: one parameter, two uses
 
     def forward(self, input, hidden, encoder_outputs):
         """One decoding step."""
