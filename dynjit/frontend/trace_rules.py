@@ -189,8 +189,12 @@ def callable_name(fn):
 
 def _in(value, collection):
     """`value` is one of `collection`'s members, by identity for a sequence (a value whose
-    == is elementwise, such as a numpy array, must not be compared by ==)."""
+    == is elementwise, such as a numpy array, must not be compared by ==). A value whose class
+    defines __hash__ in Python is no member of dynjit's sets, and its __hash__ is the program's
+    code (it may have effects): it is not called on dynjit's behalf."""
     if isinstance(collection, (set, frozenset, dict)):
+        if isinstance(getattr(type(value), "__hash__", None), types.FunctionType):
+            return False
         try:
             return value in collection
         except TypeError:     # unhashable

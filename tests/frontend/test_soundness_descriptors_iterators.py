@@ -469,3 +469,20 @@ def test_grad_mode_after_a_graph_is_the_traced_one_on_every_backend():
         want = fn(dynjit.ones(2, requires_grad=True))
         for backend in ("eager", "aot_eager", "llvm"):
             assert dynjit.compile(fn, backend=backend)(dynjit.ones(2, requires_grad=True)) == want
+
+
+def test_a_user_hash_runs_only_where_plain_python_runs_it():
+    log = []
+
+    class Key:
+        def __hash__(self):
+            log.append("hash")
+            return 7
+
+    def fn(x, a):
+        d = {a: 1}
+        return x + d[a], len(log)
+    log.clear()
+    want = fn(dynjit.ones(2), Key())[1]
+    log.clear()
+    assert dynjit.compile(fn)(dynjit.ones(2), Key())[1] == want == 2

@@ -637,7 +637,4 @@ def _wrap_builtin(tx, value, source, guards):
 
 
 def _in(value, collection):
-    try:
-        return value in collection
-    except TypeError:     # unhashable
-        return False
+    return trace_rules._in(value, collection)
