@@ -329,8 +329,6 @@ def make_args(call):
 '''
 
 XFAIL = {
-    'dunder_call_counts': 'frontend: tracing hashes user objects, so a user __hash__ runs more often (findings J1)',
-    'break_in_dunder_add_eq_hash_bool': 'frontend: a user __hash__ runs more often compiled than plain (findings J1)',
 }
 
 
