@@ -15,7 +15,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     if not (x1.is_floating_point() and x2.is_floating_point()):
         raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: {x1.dtype}")
     if p < 0:
-        raise RuntimeError(f"cdist only supports non-negative p values")
+        raise RuntimeError("cdist only supports non-negative p values")
     if compute_mode not in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
                             "donot_use_mm_for_euclid_dist"):
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")

@@ -2,8 +2,6 @@
 and `matrix_norm` (Frobenius), composites of the registered `norm` reduction, so they are
 differentiable (a zero vector's gradient is zero, as in PyTorch) and trace under compile.
 Decompositions and solvers (`svd`, `eigh`, `qr`, `solve`, `inv`, ...) are not here yet."""
-import math
-
 from .. import functional as _F
 
 
@@ -28,7 +26,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """torch.linalg.matrix_norm for ord='fro' (the other orders need singular values)."""
     if A.dim() < 2:
-        raise RuntimeError(f"linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     if ord != "fro":
         raise NotImplementedError(f"dynjit.linalg.matrix_norm: ord={ord!r} is not supported (only 'fro'); "
                                   "it needs singular values, which dynjit.linalg does not compute yet")
@@ -53,4 +51,3 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
 
 
 __all__ = ["vector_norm", "matrix_norm", "norm"]
-_ = math

@@ -10,7 +10,6 @@ run's initial state is handed to the PyTorch run. Random draws that a program ma
 training (`distributions.*.sample()`) are recorded in the dynjit run and replayed in the
 PyTorch one, since the two libraries' random streams differ."""
 import argparse
-import importlib.util
 import json
 import os
 import pathlib
