@@ -185,12 +185,13 @@ def _lost_saved_values(node):
     return False
 
 
-def _reaches(roots):
-    """Does the autograd graph behind these nodes hold a node whose saved values were freed?"""
+def _reaches(roots, stop):
+    """Does the autograd graph behind these nodes (not past the nodes whose ids are in `stop`)
+    hold a node whose saved values were freed?"""
     stack, seen = list(roots), set()
     while stack:
         node = stack.pop()
-        if id(node) in seen:
+        if id(node) in seen or id(node) in stop:
             continue
         seen.add(id(node))
         if _lost_saved_values(node):
@@ -589,9 +590,12 @@ class _JointTrace:
         runtime gives them a grad_fn that raises that error (runtime.FreedGraphBackward)."""
         roots = [(j, t.grad_fn) for j, t in enumerate(self.fw_tensors)
                  if self.fw_diff[j] and t.grad_fn is not None]
-        if not _reaches(r for _, r in roots):
+        # the joint backward stops at the inputs: a lifted closure tensor's own history is not
+        # part of this trace (a backward through it is the caller's, as in eager)
+        inputs = {id(g.grad_fn) for g in self.grad_leaves if g is not None and g.grad_fn is not None}
+        if not _reaches([r for _, r in roots], inputs):
             return []           # the common case: no backward ran inside the function
-        freed = [j for j, root in roots if _reaches([root])]
+        freed = [j for j, root in roots if _reaches([root], inputs)]
         for j in freed:
             self.fw_diff[j] = False
         return freed

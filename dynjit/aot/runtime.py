@@ -47,7 +47,6 @@ class CompiledFunctionBackward(_graph.Node):
         self._saved = None
 
     def apply(self, grads):
-        entry = self.entry
         if _grad_state.enabled:
             raise RuntimeError(
                 "dynjit's AOT-compiled backward does not support double backward (create_graph=True "

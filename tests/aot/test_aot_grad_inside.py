@@ -256,3 +256,30 @@ def test_training_loop_with_grad_inside(way):
     np.testing.assert_allclose(got_losses, want_losses, rtol=1e-5)
     np.testing.assert_allclose(got_w, want_w, rtol=1e-5)
     assert want_losses[-1] < want_losses[0]
+
+
+def test_a_closure_tensor_whose_own_history_was_freed():
+    """A tensor the function reads from its closure, whose history an earlier backward freed:
+    the function's output is not itself freed (a gradient for the argument works), and a
+    backward that goes on into the closure tensor's history raises, as in eager."""
+    w = dynjit.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    h = w * w
+    h.sum().backward()          # frees h's history (w * w saved w)
+
+    def main(x):
+        return x * h
+
+    def after(out, inputs):
+        gx, = grad(out.sum(), inputs[0], retain_graph=True)
+        values = [out, gx]
+        out.sum().backward()    # reaches h's freed history
+        return values
+
+    results = _differential(main, lambda call: (_x(call, requires_grad=True),), after)
+    assert results[0][0] == "raised" and "second time" in results[0][2]
+
+    def grad_of_argument(out, inputs):
+        return [out, grad(out.sum(), inputs[0])[0]]
+
+    results = _differential(main, lambda call: (_x(call, requires_grad=True),), grad_of_argument)
+    np.testing.assert_allclose(results[0][1], [1.0, 4.0, 9.0])
