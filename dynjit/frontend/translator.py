@@ -7,6 +7,7 @@ the OutputGraph; Python-only work is evaluated at trace time; user function
 calls are inlined by a child translator.
 """
 import builtins
+import dis
 import inspect
 import operator
 import types
@@ -238,6 +239,11 @@ class InstructionTranslator:
         if code.co_flags & CO_GENERATOR:
             # Run to completion at trace time. That is only what eager does if the body has
             # no effects: eager runs it lazily, and a consumer may stop early.
+            if _has_handlers(code):
+                # its except/finally/with exit runs when plain Python closes it: maybe later,
+                # maybe never (a consumer that stops early)
+                unimplemented(BreakKind.UNSUPPORTED_BYTECODE, "a generator with a try or with block (it runs "
+                              "lazily in eager, and its cleanup when it is closed)")
             effects, nodes = self.output.side_effects.count, len(self.output.graph.nodes)
             child.yields = []
             child.run()
@@ -872,6 +878,12 @@ class _NullType:
 
 
 _RETURN = object()
+
+
+def _has_handlers(code):
+    """Whether `code` has an except, finally or with block of its own (each handler starts with
+    PUSH_EXC_INFO; a generator's implicit StopIteration handler does not)."""
+    return any(inst.opname == "PUSH_EXC_INFO" for inst in dis.get_instructions(code))
 
 
 def _mutates_tensors(graph, first):

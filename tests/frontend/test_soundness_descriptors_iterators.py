@@ -486,3 +486,35 @@ def test_a_user_hash_runs_only_where_plain_python_runs_it():
     want = fn(dynjit.ones(2), Key())[1]
     log.clear()
     assert dynjit.compile(fn)(dynjit.ones(2), Key())[1] == want == 2
+
+
+def test_objects_with_a_finalizer_and_generators_with_cleanup_are_made_for_real():
+    log = []
+
+    class Finalized:
+        def __del__(self):
+            log.append("del")
+
+    def gen(t):
+        try:
+            yield t
+            yield t * 2
+        finally:
+            log.append("closed")
+
+    def makes_and_drops(x):
+        r = Finalized()
+        del r
+        return x * 2
+
+    def drains(x):
+        return [t for t in gen(x)], x + 1
+    for fn in (makes_and_drops, drains):
+        log.clear()
+        want = fn(dynjit.ones(1))
+        plain_log = list(log)
+        log.clear()
+        got = dynjit.compile(fn)(dynjit.ones(1))
+        import gc
+        gc.collect()
+        assert log == plain_log and repr(got) == repr(want)
