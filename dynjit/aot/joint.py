@@ -254,6 +254,7 @@ class _JointTrace:
         self.grad_leaves = []    # per placeholder: the tensor gradients are taken for, or None
         self.ph_nodes = []
         self.lifted = set()      # placeholders for closure tensors that need grad
+        self.grads_at_lift = {}  # lifted placeholder -> (its .grad, that grad's version) when lifted
         self.fw_nodes, self.fw_tensors, self.fw_diff, self.fw_index = [], [], [], {}
 
     def run(self):
@@ -266,6 +267,7 @@ class _JointTrace:
         tr = self.tr
         traced = self.make_inputs()
         out = self.call(traced)
+        self.refuse_grad_accumulation()
         kept = self.find_input_writes()
         self.describe_outputs(out, traced)
         tr.freed_outputs = self.find_freed_outputs() if self.training else []
@@ -326,6 +328,7 @@ class _JointTrace:
             node = self.graph.placeholder(f"primals_{k + 1}")
         self._record_placeholder(t, node, ("const", t), t)
         self.lifted.add(k)
+        self.grads_at_lift[k] = (t._grad, t._grad._version if t._grad is not None else None)
         return node
 
     def add_number_placeholder(self, value, i):
@@ -413,6 +416,25 @@ class _JointTrace:
         # boundaries): the compiled function leaves grad mode as the function did
         self.tr.grad_mode_after = _grad_state.enabled if _grad_state.enabled != grad_mode else None
         return out
+
+    def refuse_grad_accumulation(self):
+        """A `.backward()` (or autograd.backward) inside the function accumulates into .grad, a
+        side effect the graph does not replay: it went to the trace's own leaves (or, for a
+        closure tensor, happened once, while tracing). autograd.grad returns its gradients and
+        is traced as ops; .backward() is refused rather than silently lost."""
+        for k, leaf in enumerate(self.grad_leaves):
+            if leaf is None or leaf._grad is None:
+                continue
+            before = self.grads_at_lift.get(k)
+            if before is not None and leaf._grad is before[0] and leaf._grad._version == before[1]:
+                continue
+            name = getattr(self.fn, "__qualname__", type(self.fn).__name__)
+            raise RuntimeError(
+                f"AOT autograd traced {name} and it calls .backward() (or autograd.backward), which "
+                f"accumulates gradients into the .grad of {self.describe_placeholder(k)}: the compiled "
+                "graph cannot replay that. Return the loss and call .backward() outside the compiled "
+                "function, compute the gradients with autograd.grad and return them, or compile "
+                "with dynjit.compile, which breaks the graph at .backward().")
 
     def refuse_data_read(self, tensor, what):
         """The graph is traced once and replayed: a Python value read from a traced tensor

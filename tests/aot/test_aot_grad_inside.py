@@ -283,3 +283,32 @@ def test_a_closure_tensor_whose_own_history_was_freed():
 
     results = _differential(main, lambda call: (_x(call, requires_grad=True),), grad_of_argument)
     np.testing.assert_allclose(results[0][1], [1.0, 4.0, 9.0])
+
+
+def test_backward_inside_breaks_the_graph_or_is_refused():
+    """loss.backward() inside: dynjit.compile breaks the graph there, so .grad is eager's on
+    every backend; aot_function alone cannot replay the accumulation into .grad and says so
+    (for an argument and for a closure tensor) instead of losing it."""
+    def main(x):
+        z = (x * x).sum()
+        z.backward()
+        return z
+
+    def after(out, inputs):
+        return [out, inputs[0].grad, out.grad_fn is not None]
+
+    make = lambda call: (_x(call, requires_grad=True),)     # noqa: E731
+    expected = _run(main, make, after, "plain")
+    for way in ("eager", "aot_eager", "llvm"):
+        _check_same(expected, _run(main, make, after, way), way)
+    with pytest.raises(RuntimeError, match=r"calls \.backward\(\).*\.grad of argument 0"):
+        aot_function(main, nop)(_x(0, requires_grad=True))
+
+    w = dynjit.ones(3, requires_grad=True)
+
+    def with_closure(x):
+        (x * w).sum().backward()
+        return x * 2
+
+    with pytest.raises(RuntimeError, match=r"\.grad of a global or closure tensor"):
+        aot_function(with_closure, nop)(_x(0))
