@@ -264,9 +264,14 @@ _NP_F32, _NP_F64, _NP_I64 = np.dtype(np.float32), np.dtype(np.float64), np.dtype
 
 def _fit_int_scalars(op, vals):
     """Python ints that do not fit the integer computation dtype, as PyTorch treats them
-    (see int_scalars.py)."""
-    from .int_scalars import fit_int_scalars
-    fit_int_scalars(op, vals)
+    (see int_scalars.py). An int in 0..127 fits every integer dtype: the common case (a float,
+    or a small int) costs one look at each operand."""
+    for i in op.operands:
+        v = vals[i]
+        if type(v) is int and not 0 <= v <= 127:
+            from .int_scalars import fit_int_scalars
+            fit_int_scalars(op, vals)
+            return
 
 
 def _as_array(x, np_dtype):
