@@ -518,3 +518,23 @@ def test_objects_with_a_finalizer_and_generators_with_cleanup_are_made_for_real(
         import gc
         gc.collect()
         assert log == plain_log and repr(got) == repr(want)
+
+
+COUNT = 0
+
+
+def test_a_write_through_globals_is_seen_by_the_next_read_of_the_global():
+    def through_call(x):
+        globals()["COUNT"] = COUNT + 1
+        return x * COUNT
+
+    def through_name(x):
+        g = globals()
+        g["COUNT"] += 1
+        return x * COUNT
+    for fn in (through_call, through_name):
+        globals()["COUNT"] = 0
+        want = fn(dynjit.ones(2))
+        globals()["COUNT"] = 0
+        got = dynjit.compile(fn)(dynjit.ones(2))
+        assert same(got, want) and COUNT == 1

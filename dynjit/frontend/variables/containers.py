@@ -1,5 +1,6 @@
 """Trackers for tuples, lists, dicts, dict views, named tuples and iterators."""
 import operator
+import sys
 import types
 from collections import OrderedDict, defaultdict
 
@@ -733,8 +734,19 @@ def _wrap_list(tx, value, source, guards):
     return var
 
 
+def _is_module_namespace(value):
+    """A module's globals dict (what `globals()` or `vars(module)` gives)."""
+    name = value.get("__name__")
+    module = sys.modules.get(name) if isinstance(name, str) else None
+    return module is not None and getattr(module, "__dict__", None) is value
+
+
 @wraps("dict", dict)
 def _wrap_dict(tx, value, source, guards):
+    if type(value) is dict and _is_module_namespace(value):
+        # the program's globals as a dict: a write through it must be seen by the next
+        # LOAD_GLOBAL, which reads the real dict; it runs natively
+        unimplemented(BreakKind.UNSUPPORTED_VALUE, "a module's globals dict as a value (globals(), vars(module))")
     if not (type(value) in (dict, OrderedDict) or plain_dict_subclass(type(value))
             or type(value) is defaultdict and value.default_factory in DEFAULT_FACTORIES):
         return NotImplemented
