@@ -19,7 +19,12 @@ in the returned `TracedFunction` for the runtime to replay:
   behave as in eager;
 - tensor arguments that share memory with a base that one of them writes:
   the graph takes their common base once (a "synthetic base") and makes each
-  argument as a view of it, so that a write through one is seen by the others.
+  argument as a view of it, so that a write through one is seen by the others;
+- outputs whose history a backward inside the function freed (`autograd.grad(loss, x)`
+  without retain_graph, then `return loss`): left out of the joint backward, and given a
+  grad_fn that raises eager's "backward through the graph a second time".
+A `.backward()` inside the function (which accumulates into `.grad`, a side effect the graph
+cannot replay) is refused with an error; `autograd.grad` inside is traced as ops.
 
 The trace runs on real values but is replayed on others, so a Python read of a
 traced tensor's value (`if x.sum() > 0`, `float(t)`, `.item()`) is refused with
