@@ -27,9 +27,10 @@ def eager_run():
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager", pytest.param("llvm", marks=pytest.mark.xfail(
-    strict=True, reason="llvm: the compiled G step's gradients differ from eager by 3e-5 relative from the second "
-                        "iteration (aot_eager: exactly equal), and by 1e-2 after five; each module alone "
-                        "(ConvTranspose2d+BatchNorm2d+ReLU, Conv2d+LeakyReLU, Tanh) agrees to 1e-6"))])
+    strict=False, reason="llvm: the compiled G step's gradients differ from eager by 3e-5 relative from the second "
+                         "iteration (aot_eager: exactly equal), and by 1e-2 after five; each module alone "
+                         "(ConvTranspose2d+BatchNorm2d+ReLU, Conv2d+LeakyReLU, Tanh) agrees to 1e-6. Not strict: "
+                         "with Python 3.11 and numpy 2.4.6 the runs agreed"))])
 def test_compiled_equals_eager(eager_run, backend):
     history, score = example.main(iters=ITERS, backend=backend, verbose=False)
     np.testing.assert_allclose(np.array(history), np.array(eager_run[0]), rtol=1e-5, atol=1e-6)
