@@ -444,12 +444,28 @@ class Scope:
             self.index[dim] = index
 
 
+# float constants compiled into the code; any other float constant is read from the sizes array
+# like a size, since it may have been computed from sizes by whoever made the graph (AOT's
+# backward of a mean divides by N): so the code stays the same for every size. LLVM folds
+# x * 1, x * -1 and x / 2 with these; with any other value a register operand costs the same.
+COMPILED_FLOATS = (0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, math.inf, -math.inf)
+
+
+def is_runtime_const(n):
+    """A const KNode whose value the kernel reads when it runs (see COMPILED_FLOATS)."""
+    if n.kind != "const":
+        return False
+    v = n.value
+    if isinstance(v, (SizeNumber, ScalarArg)):
+        return True
+    return is_float(n.dtype) and isinstance(v, float) and not (math.isnan(v) or v in COMPILED_FLOATS)
+
+
 def runtime_numbers(kernel):
     """The kernel's constants known only when it runs, and its means, in a fixed order."""
     roots = [v for v, _ in kernel.stores] + [v for v, _ in kernel.partials]
     return [n for n in postorder(roots)
-            if (n.kind == "const" and isinstance(n.value, (SizeNumber, ScalarArg)))
-            or (n.kind == "reduce" and n.params.get("divide_by") is not None)]
+            if is_runtime_const(n) or (n.kind == "reduce" and n.params.get("divide_by") is not None)]
 
 
 def size_slots(kernel):
@@ -468,7 +484,7 @@ def size_slots(kernel):
     for n in runtime_numbers(kernel):
         if n.kind == "reduce":
             slots.append((("count", id(n)), _float_bits(n.params["divide_by"]), n))
-        elif isinstance(n.value, SizeNumber):
+        elif not isinstance(n.value, ScalarArg):
             value = _float_bits(n.value) if is_float(n.dtype) else int(n.value)
             slots.append((("number", id(n)), value, n))
     return slots
@@ -489,8 +505,12 @@ def structure_key(kernel):
         index[id(n)] = len(nodes)
         if n.kind == "const":
             v = n.value
-            value = ("size",) if isinstance(v, SizeNumber) else (
-                ("scalar", v.index, v.kind) if isinstance(v, ScalarArg) else (type(v).__name__, repr(v)))
+            if isinstance(v, ScalarArg):
+                value = ("scalar", v.index, v.kind)
+            elif is_runtime_const(n):
+                value = ("runtime",)
+            else:
+                value = (type(v).__name__, repr(v))
         else:
             value = None
         params = tuple(sorted((k, (p is not None) if k == "divide_by" else repr(p)) for k, p in n.params.items()))
@@ -883,7 +903,7 @@ class KernelCodegen:
     def value(self, n, scope):
         if n.kind == "const":
             ty = vector_of(value_type(n.dtype), scope.width)
-            if isinstance(n.value, (SizeNumber, ScalarArg)):
+            if is_runtime_const(n):
                 return self.runtime_number(n, ty)
             return const(ty, _const_value(n.value, n.dtype))
         home = self._home(n, scope)

@@ -15,7 +15,7 @@ from dynjit.autograd.grad_mode import no_grad, state as _grad_state
 
 from . import jit
 from .codegen import build_module, size_slots, structure_key
-from .lowering import NUMBER_ARITHMETIC, Lowering, _is_check_specialized
+from .lowering import INT64_MAX, INT64_MIN, NUMBER_ARITHMETIC, Lowering, _is_check_specialized
 from .runtime import MAX_SPECIALIZATIONS, RUNTIME_GLOBALS, make_function
 from .threads import num_threads
 
@@ -150,6 +150,8 @@ def compile_graph(gm, example_inputs):
     def respecialize(*args):
         if _grad_state.enabled and any(getattr(a, "_requires_grad", False) for a in args):
             return gm(*args)
+        if any(type(a) is int and not INT64_MIN <= a <= INT64_MAX for a in args):
+            return gm(*args)        # no kernel takes it (eager says what such an int does)
         key = _signature(args, value_keyed)
         fn = specializations.get(key)
         if fn is None:
@@ -178,7 +180,7 @@ def compile_graph(gm, example_inputs):
 # a layout pattern gets its kernels' code and addresses from here, its sizes from size_slots,
 # without generating the IR again (a few hundred ms for a row-reduction kernel)
 _MODULES = {}
-MAX_CACHED_MODULES = 4096
+MAX_CACHED_MODULES = 512
 
 
 def _load_kernels(kernels):

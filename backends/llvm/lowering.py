@@ -62,6 +62,9 @@ NUMBER_ARITHMETIC = (operator.add, operator.sub, operator.mul, operator.truediv,
                      operator.mod, operator.pow, operator.neg, operator.pos, operator.abs)
 
 
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+
+
 def _is_number(value):
     t = type(value)
     return t is int or t is float
@@ -84,6 +87,15 @@ class RuntimeNumber:
 
     def _value_needed(self, *args):
         raise Unsupported("the value of a number input")
+
+    @property
+    def weak_value(self):
+        """What numpy's dtype rules see for it (op_lowerings.compare_dtype): a weak float.
+        An int is not offered: numpy compares an integer tensor with an int it cannot hold
+        by value, which depends on the value."""
+        if self.kind == "f64":
+            return 0.0
+        raise Unsupported("an int number input compared with a tensor")
 
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = _value_needed
     __float__ = __int__ = __index__ = __neg__ = __abs__ = _value_needed
@@ -265,6 +277,8 @@ class Lowering:
             if isinstance(example, (int, float, bool, str, type(None))):
                 if node in self.dynamic_numbers:
                     self.guards.append(f"type({node.name}) is not {type(example).__name__}")
+                    if type(example) is int:        # a kernel argument is an int64
+                        self.guards.append(f"not {INT64_MIN} <= {node.name} <= {INT64_MAX}")
                 else:
                     self.specialized.add(i)
                     self.guards.append(f"{node.name} != {self.literal(example)}")

@@ -100,7 +100,8 @@ def _is_scalar(x):
 def _np_of(x):
     if isinstance(x, KNode):
         return x.dtype.np
-    return x
+    weak = getattr(x, "weak_value", None)       # a number input (lowering.RuntimeNumber)
+    return x if weak is None else weak
 
 
 def compare_dtype(*args):

@@ -323,3 +323,69 @@ def test_training_step_over_20_batch_sizes(modules):
         np.testing.assert_allclose(w.grad.numpy(), w_ref.grad.numpy(), rtol=1e-5, atol=1e-7)
     assert cc.frame_count <= 2
     assert len(set(modules)) <= 4
+
+
+def test_comparisons_with_a_float_number_input_fuse_and_round_as_eager():
+    def f(x, t):
+        return (x > t).to(dynjit.float32) * 2 + (x <= t) * x
+    x = dynjit.tensor(np.float32([0.1, 0.2, 0.3, np.nan, -np.inf]))
+    fn = _graph_fn(f, [x, 0.2])
+    assert fn.stats["fallback"] == 0          # the comparisons are in the kernel
+    for t in (0.1, 0.10000000075, 0.2, 0.30000001, -1e300, float("inf"), float("nan")):
+        np.testing.assert_array_equal(fn(x, t).numpy(), f(x, t).numpy())
+    # an integer tensor against an int number runs the comparison eagerly (numpy compares
+    # an int its dtype cannot hold by value)
+    xi = dynjit.tensor(np.uint8([0, 5, 200]))
+    fi = _graph_fn(lambda x, t: (x < t) & (x > 1), [xi, 3])
+    for t in (3, -1, 300, 2 ** 62):
+        np.testing.assert_array_equal(fi(xi, t).numpy(), ((xi < t) & (xi > 1)).numpy())
+
+
+def test_an_int_number_input_beyond_int64_runs_eagerly():
+    def f(x, k):
+        return x * k + 1
+    x = dynjit.randn(3)
+    fn = _graph_fn(f, [x, 5])
+    for k in (7, 2 ** 70, -2 ** 64, 9):
+        try:
+            ref = f(x, k)
+        except Exception as e:          # eager's answer for an int no tensor op takes
+            with pytest.raises(type(e), match=str(e)):
+                fn(x, k)
+        else:
+            np.testing.assert_allclose(fn(x, k).numpy(), ref.numpy(), rtol=1e-6)
+
+
+def test_module_inference_and_training_over_20_batch_sizes(modules):
+    """The backward of a mean divides by the batch size, a constant of each AOT trace: float
+    constants other than 0, +-1, +-0.5, +-2 and infinities are read at run time too, so the
+    kernels are the same code for every size."""
+    import dynjit.nn as nn
+    dynjit.manual_seed(0)
+    m = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    infer = CompileCounterWithBackend("llvm")
+    cm = dynjit.compile(m, backend=infer)
+    with dynjit.no_grad():
+        for n in range(2, 22):
+            x = dynjit.randn(n, 8)
+            np.testing.assert_allclose(cm(x).numpy(), m(x).numpy(), rtol=1e-5, atol=1e-6)
+    assert infer.frame_count <= 2 and len(set(modules)) == 1
+    del modules[:]
+
+    def step(x):
+        loss = m(x).pow(2).mean()
+        loss.backward()
+        return loss
+    train = CompileCounterWithBackend("llvm")
+    cs = dynjit.compile(step, backend=train)
+    for n in range(2, 22):
+        x = dynjit.randn(n, 8)
+        m.zero_grad()
+        loss = cs(x).item()
+        grads = [p.grad.numpy().copy() for p in m.parameters()]
+        m.zero_grad()
+        assert loss == pytest.approx(step(x).item(), rel=1e-5)
+        for g, p in zip(grads, m.parameters()):
+            np.testing.assert_allclose(g, p.grad.numpy(), rtol=1e-4, atol=1e-6)
+    assert train.frame_count <= 2
+    assert len(set(modules)) <= 4           # forward and backward (static and dynamic traces)
