@@ -9,6 +9,14 @@ def unimplemented(kind, detail, hint=None):
     raise Unsupported(kind, detail, hint)
 
 
+def frame_runs_plain(kind, detail, hint=None):
+    """Stop tracing with no graph break to take: the whole frame runs plain (what it does cannot
+    be split into traced and native parts that agree)."""
+    e = Unsupported(kind, detail, hint)
+    e.frame_plain = True
+    raise e
+
+
 class DataDependent(Unsupported):
     """A Python decision or value depends on a tensor's values (a graph break point)."""
 

@@ -46,9 +46,9 @@ PURE_BUILTINS = frozenset({
 })
 PURE_MODULES = ("math", "_operator", "operator", "builtins")
 # builtins a tracker implements (BuiltinVariable's _call_<name> handlers and these)
-HANDLED_BUILTINS = frozenset({getattr, hasattr, setattr, super, next, map, filter, locals})
+HANDLED_BUILTINS = frozenset({getattr, hasattr, setattr, super, next, map, filter, locals, vars})
 # builtins whose effect is outside the program (or that read the frame): a break
-SIDE_EFFECT_BUILTINS = frozenset({print, input, open, exec, eval, id, globals, vars, breakpoint,
+SIDE_EFFECT_BUILTINS = frozenset({print, input, open, exec, eval, id, globals, breakpoint,
                                   delattr})
 _KNOWN_BUILTINS = PURE_BUILTINS | HANDLED_BUILTINS | SIDE_EFFECT_BUILTINS
 

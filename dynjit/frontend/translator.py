@@ -101,7 +101,9 @@ class InstructionTranslator:
             except Unsupported as e:
                 if not hasattr(e, "_tx_location"):
                     e._tx_location = self.lineno()   # the innermost frame: the user's line
-                if self.parent is None:
+                if getattr(e, "frame_plain", False):
+                    pass                # no break point: the frame runs plain
+                elif self.parent is None:
                     e._break_step = self.steps - 1
                     e._break_index = self.ip - 1
                 else:

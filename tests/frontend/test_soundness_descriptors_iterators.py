@@ -538,3 +538,24 @@ def test_a_write_through_globals_is_seen_by_the_next_read_of_the_global():
         globals()["COUNT"] = 0
         got = dynjit.compile(fn)(dynjit.ones(2))
         assert same(got, want) and COUNT == 1
+
+
+def test_writes_through_an_objects_dict_are_seen_by_its_attributes():
+    class Obj:
+        def __init__(self):
+            self.a = 1
+
+    def through_dict(x, o):
+        o.__dict__["a"] = 5
+        return x * o.a
+
+    def cleared(x, o):
+        o.t = x * 2
+        o.__dict__.clear()
+        return hasattr(o, "t")
+
+    def through_vars(x, o):
+        vars(o)["a"] = 7
+        return x * o.a, sorted(vars())
+    for fn in (through_dict, cleared, through_vars):
+        check(fn, lambda: (dynjit.ones(2), Obj()))

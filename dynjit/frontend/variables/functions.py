@@ -423,6 +423,16 @@ class BuiltinVariable(VariableTracker):
                 items[name] = var
         return DictVariable(items)
 
+    def _call_vars(self, tx, args, kwargs):
+        """vars(): the frame's locals; vars(obj) of a traced object: the frame runs plain (its
+        __dict__ and its attributes would be two views the trace keeps apart)."""
+        if not args and not kwargs:
+            return self._call_locals(tx, args, kwargs)
+        from .objects import NewObjectVariable, UserObjectVariable, _instance_dict_read
+        if len(args) == 1 and not kwargs and isinstance(args[0], (UserObjectVariable, NewObjectVariable)):
+            _instance_dict_read()
+        unimplemented(BreakKind.SIDE_EFFECT_CALL, "builtin: vars")
+
     def _call_super(self, tx, args, kwargs):
         from .objects import SuperVariable
         if args:

@@ -4,7 +4,7 @@ import abc
 import inspect
 import types
 
-from ..exc import unimplemented, fold, BreakKind, Unsupported
+from ..exc import unimplemented, fold, frame_runs_plain, BreakKind, Unsupported
 from ..guards import module_hooks_present
 from ..source import AttrSource, ItemSource
 from .base import VariableTracker, ConstantVariable
@@ -74,6 +74,8 @@ class UserObjectVariable(VariableTracker):
         return f"a {type(self.value).__name__} object"
 
     def getattr(self, tx, name):
+        if name == "__dict__":
+            _instance_dict_read()
         if name in self.attrs:
             return self.attrs[name]
         cls = type(self.value)
@@ -147,6 +149,12 @@ def store_through_class(tx, obj_var, cls, name, value, instance=None):
     return True
 
 
+def _instance_dict_read():
+    # its writes and the object's attribute reads and writes would be two views of one dict
+    # that the trace keeps apart (a write through one not seen by the other)
+    frame_runs_plain(BreakKind.UNSUPPORTED_VALUE, "an object's __dict__ as a value (the frame runs plain)")
+
+
 def _is_data_descriptor(cls, name):
     for klass in cls.__mro__:
         if name in vars(klass):
@@ -170,6 +178,8 @@ class NewObjectVariable(VariableTracker):
         return f"a new {self.cls.__name__} object"
 
     def getattr(self, tx, name):
+        if name == "__dict__":
+            _instance_dict_read()
         if name in self.attrs:
             return self.attrs[name]
         if name == "__class__":
