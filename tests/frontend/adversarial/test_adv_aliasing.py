@@ -121,8 +121,6 @@ def make_args(call):
 '''
 
 XFAIL = {
-    'attr_via_instance_dict': 'frontend: a write through obj.__dict__ is not seen by o.a (findings M3)',
-    'dict_cleared_through_alias': 'frontend: obj.__dict__.clear() is not seen by hasattr (findings M3)',
 }
 
 

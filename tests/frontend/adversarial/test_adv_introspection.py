@@ -163,7 +163,6 @@ def make_args(call):
 '''
 
 XFAIL = {
-    'globals_dict_write_then_read': 'frontend: a write through globals()[...] is not seen by a later read of the global (findings M1)',
     'frame_introspection': "frontend: frames show co_name '___transformed' and shifted line numbers (findings M2)",
 }
 
