@@ -367,6 +367,25 @@ def make_args(call):
     return dynjit.arange(3), dynjit.tensor([[0, 1], [0, 5]][min(call, 1)])
 '''
 
+if sys.version_info >= (3, 12):
+    PROGRAMS["pep695_generics_and_nested_fstrings"] = '''
+import dynjit
+def first[T](xs: list[T]) -> T:
+    return xs[0]
+class Box[T]:
+    def __init__(self, v: T):
+        self.v = v
+type Pair = tuple[int, int]
+def main(x):
+    def local_generic[U](u: U) -> U:
+        return u
+    b = Box(x * 2)
+    s = f"{'nested' + f'{x.shape[0]}'}"
+    return first([x, x + 1]), local_generic(b.v), s, Pair.__name__
+def make_args(call):
+    return (dynjit.ones(2) * call,)
+'''
+
 XFAIL = {
 }
 

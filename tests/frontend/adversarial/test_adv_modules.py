@@ -289,6 +289,55 @@ def make_args(call):
     return (dynjit.ones(1, 2) * call,)
 '''
 
+PROGRAMS["lazy_parameter_and_modulelist_growth"] = '''
+import dynjit
+import dynjit.nn as nn
+class Lazy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = None
+        self.layers = nn.ModuleList()
+    def forward(self, x):
+        if self.w is None:
+            self.w = nn.Parameter(dynjit.ones(x.shape[-1]))
+        if len(self.layers) < 2:
+            self.layers.append(nn.Identity())
+        for l in self.layers:
+            x = l(x)
+        return x * self.w, len(list(self.parameters())), len(self.layers)
+NET = Lazy()
+def main(x):
+    return NET(x)
+def make_args(call):
+    return (dynjit.ones(2, 3) * call,)
+'''
+
+PROGRAMS["property_and_parameter_replaced_in_forward"] = '''
+import dynjit
+import dynjit.nn as nn
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.scale = 2
+    @property
+    def eff_scale(self):
+        return self.scale * 10
+    def forward(self, x):
+        self.scale += 1
+        return self.lin(x) * self.eff_scale, self.eff_scale
+dynjit.manual_seed(0)
+NET = M()
+NET.lin.register_forward_hook(lambda m, a, o: print("hook", tuple(o.shape)))
+def main(x):
+    y, s = NET(x)
+    del NET.lin.weight
+    NET.lin.weight = nn.Parameter(dynjit.ones(2, 2))
+    return y, s, NET.lin(x)
+def make_args(call):
+    return (dynjit.ones(1, 2) * call,)
+'''
+
 XFAIL = {}
 
 
