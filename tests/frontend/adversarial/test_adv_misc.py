@@ -4,6 +4,8 @@ variants (cached_property, non-data descriptors, __delattr__), tensor
 protocol edges (iteration, unpacking, membership, len of a 0-d tensor,
 reflected and bitwise operators), functools (singledispatch, cache), and
 compiling a module or a bound method directly."""
+import sys
+
 import pytest
 
 from adv_harness import cases, check_program
