@@ -374,6 +374,40 @@ def make_args(call):
     return dynjit.ones(2), [2.0, 3.0][: 2 - call % 2]
 '''
 
+PROGRAMS["exit_raises_new_exception_inside_suppressor"] = '''
+import dynjit
+LOG = []
+class Raising:
+    def __enter__(self):
+        return self
+    def __exit__(self, et, ev, tb):
+        LOG.append(("exit", et.__name__ if et else None))
+        if et is KeyError:
+            raise ValueError("from exit") from ev
+        return False
+class Sup:
+    def __enter__(self): return self
+    def __exit__(self, *a):
+        LOG.append("sup")
+        return True
+def f(x, k):
+    with Sup():
+        with Raising():
+            if k == 1:
+                raise KeyError("k")
+            if k == 2:
+                return x * 2
+            y = x + 1
+    return x - 1
+def main(x, k):
+    try:
+        return f(x, k), list(LOG)
+    except ValueError as e:
+        return "VE", str(e), type(e.__cause__).__name__, list(LOG)
+def make_args(call):
+    return dynjit.ones(2), call
+'''
+
 XFAIL = {}
 
 
