@@ -253,11 +253,18 @@ def same_layout_copy(arr):
 def _check_specialized_numbers(tracer, number_inputs, leaves):
     """The graph checks, first thing, that each number input the trace specialized has the
     value it was traced with (make_fx's graph has no cache to retrace for another)."""
-    first = tracer._first_non_placeholder()
-    for i, why in sorted(tracer.numbers.specialized.items()):
+    # after the last placeholder (a trace run again with plain numbers may have made a
+    # constant before them): a node never reads a placeholder defined after it
+    placeholders = [n for n in tracer.graph.nodes if n.op == "placeholder"]
+    anchor = placeholders[-1] if placeholders else None
+    for i, why in sorted(tracer.numbers.specialized.items(), reverse=True):
         node = number_inputs[i]
-        with tracer.graph.inserting_before(first):
-            tracer.graph.call_function(check_specialized, (node, leaves[i], node.name, why))
+        if anchor is None:
+            with tracer.graph.inserting_before(tracer._first_non_placeholder()):
+                tracer.graph.call_function(check_specialized, (node, leaves[i], node.name, why))
+        else:
+            with tracer.graph.inserting_after(anchor):
+                tracer.graph.call_function(check_specialized, (node, leaves[i], node.name, why))
 
 
 def make_fx(fn, decomposition_table=None, tracing_mode="real", *, pre_dispatch=False,
