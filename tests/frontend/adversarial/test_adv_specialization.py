@@ -205,9 +205,7 @@ def test_deep_recursion_120():
     check_program(PROGRAMS["deep_recursion"].replace("[25, 25, 30]", "[100, 100, 120]"), backends=("eager",))
 
 
-XFAIL = {
-    'big_python_ints_into_tensors': "llvm: BackendCompilerFailed KeyError: arg0_1 in fx CSE after the graph breaks at .tolist() (findings, llvm owner)",
-}
+XFAIL = {}
 
 CALLS = {"negative_zero_float": 4, "true_vs_one": 4, "nan_scalar_argument": 4, "int_vs_float_equal_value": 4,
          "string_key_guard_similar": 4}
