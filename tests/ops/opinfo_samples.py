@@ -497,6 +497,27 @@ add("avg_pool_backward", S(r(2, 2, 4), (2, 2, 6), (3,), (2,), (1,), True, True),
     S(r(1, 1, 3, 3), (1, 1, 4, 5), (2, 2), (1, 2), (0, 1), True, False, 3))
 add("adaptive_avg_pool", S(r(2, 2, 7), (3,)), S(r(1, 2, 5, 4), (2, 3)), S(NC(r(1, 1, 3, 3)), (4, 1)))
 add("adaptive_avg_pool_backward", S(r(2, 2, 3), (2, 2, 7)), S(r(1, 2, 2, 3), (1, 2, 5, 4)), S(r(1, 1, 4, 1), (1, 1, 3, 3)))
+# max_unpool(input, indices, output_size): distinct indices per (N, C) plane, so every input
+# value lands somewhere; with a repeated index the last write wins and the overwritten
+# values have no effect (finite differences see 0 where the gather derivative passes grad).
+def _unpool_indices(n, c, count, plane):
+    return np.stack([_rng.permutation(plane)[:count] for _ in range(n * c)]).reshape(n, c, count)
+
+
+add("max_unpool", S(r(2, 2, 3), _unpool_indices(2, 2, 3, 7), (7,)),
+    S(r(1, 2, 2, 3), _unpool_indices(1, 2, 6, 12).reshape(1, 2, 2, 3), (3, 4)),
+    S(NC(r(2, 1, 3, 2)), _unpool_indices(2, 1, 6, 6).reshape(2, 1, 2, 3).swapaxes(-1, -2).copy(), (2, 3)),
+    S(r(1, 1, 2, 1, 2), _unpool_indices(1, 1, 4, 18).reshape(1, 1, 2, 1, 2), (2, 3, 3)),
+    S(r(1, 1, 3), np.array([[[4, 1, 4]]]), (5,)).not_differentiable_here(
+        "a repeated index keeps the last value: the overwritten one has no effect, yet gets the gathered gradient"))
+# fractional_max_pool(input, kernel_size, output_size, random_samples): fixed samples (one per
+# batch, channel and spatial dim, in [0, 1), the input's dtype) make it deterministic; C(...)
+# keeps them out of the gradient checks (they only choose the windows)
+add("fractional_max_pool", S(distinct(2, 2, 7, 9), (2, 2), (4, 5), C(_rng.uniform(0, 1, (2, 2, 2)))),
+    S(distinct(1, 2, 10, 6), (3, 2), (3, 4), C(_rng.uniform(0, 1, (3, 2, 2)))),           # more samples than batch
+    S(NC(distinct(1, 1, 5, 5)), (2, 2), (1, 4), C(_rng.uniform(0, 1, (1, 1, 2)))),
+    S(distinct(1, 2, 5, 6, 4), (2, 2, 2), (3, 4, 2), C(_rng.uniform(0, 1, (1, 2, 3)))),
+    S(distinct(1, 2, 7, 9).astype(np.float32), (2, 2), (4, 5), C(_rng.uniform(0, 1, (1, 2, 2)).astype(np.float32))))
 # im2col(input, kernel_size, dilation, padding, stride); col2im(input, output_size, kernel_size, ...)
 add("im2col", S(r(2, 2, 4, 5), (2, 2), (1, 1), (0, 0), (1, 1)), S(NC(r(1, 2, 5, 4)), (2, 3), (1, 2), (1, 1), (2, 1)))
 add("col2im", S(r(2, 8, 12), (4, 5), (2, 2), (1, 1), (0, 0), (1, 1)),

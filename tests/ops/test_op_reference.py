@@ -461,12 +461,53 @@ def _col2im(cols, output_size, kernel, dilation, padding, stride):
     return out
 
 
+def _max_unpool(x, indices, output_size):
+    """Value by value, in order: out[n, c, flat index] = x[n, c, position] (a later write wins)."""
+    n, c = x.shape[:2]
+    out = np.zeros((n, c, math.prod(output_size)), dtype=x.dtype)
+    for a, b in itertools.product(range(n), range(c)):
+        for v, i in zip(x[a, b].ravel(), indices[a, b].ravel()):
+            out[a, b, i] = v
+    return out.reshape((n, c) + tuple(output_size))
+
+
+def _fractional_starts(u, in_size, out_size, k):
+    """Graham's pseudo-random window starts for one sample u, in u's dtype, as PyTorch
+    computes them: int((i + u) * alpha) - int(u * alpha), alpha = (in - k) / (out - 1), the
+    last window flush with the end of the input."""
+    if out_size == 1:
+        return [in_size - k]
+    dtype = type(u)
+    alpha = dtype(in_size - k) / dtype(out_size - 1)
+    starts = [int((dtype(i) + u) * alpha) - int(u * alpha) for i in range(out_size)]
+    starts[-1] = in_size - k
+    return starts
+
+
+def _fractional_max_pool(x, kernel_size, output_size, random_samples):
+    nd = len(kernel_size)
+    sample_of_dim = [1, 0] if nd == 2 else list(range(nd))      # PyTorch's samples are (w, h) in 2d
+    n, c = x.shape[:2]
+    values = np.zeros((n, c) + tuple(output_size), dtype=x.dtype)
+    indices = np.zeros(values.shape, dtype=np.int64)
+    for a, b in itertools.product(range(n), range(c)):
+        starts = [_fractional_starts(random_samples[a, b, sample_of_dim[d]], x.shape[2 + d], output_size[d],
+                                     kernel_size[d]) for d in range(nd)]
+        for pos in itertools.product(*map(range, output_size)):
+            cells = list(itertools.product(*(range(starts[d][pos[d]], starts[d][pos[d]] + kernel_size[d])
+                                             for d in range(nd))))
+            best, at = _running_max(x[a:a + 1, b:b + 1], cells, (1, 1))
+            values[(a, b) + pos], indices[(a, b) + pos] = best[0, 0], at[0, 0]
+    return values, indices
+
+
 _CONV_REFERENCES = {
     "convolution": _convolution, "convolution_backward_input": _convolution_backward_input,
     "convolution_backward_weight": _convolution_backward_weight, "max_pool": _max_pool,
     "adaptive_max_pool": _adaptive_max_pool, "max_pool_backward": _max_pool_backward, "avg_pool": _avg_pool,
     "avg_pool_backward": _avg_pool_backward, "adaptive_avg_pool": _adaptive_avg_pool,
     "adaptive_avg_pool_backward": _adaptive_avg_pool_backward, "im2col": _im2col, "col2im": _col2im,
+    "max_unpool": _max_unpool, "fractional_max_pool": _fractional_max_pool,
 }
 
 
