@@ -216,6 +216,32 @@ def _src_tgt(s, t, n, e, *, batch_first=False, masks=False):
     return make
 
 
+def _pos(*shape):
+    """One differentiable input in (0.1, 0.9): LP pooling of an odd power needs window sums > 0."""
+    def make():
+        x = _leaf(*shape, low=0.1)
+        return [x], [x]
+    return make
+
+
+def _pooled(pool, *shape, output_size=None):
+    """MaxUnpool's (input, indices[, output_size]): `pool` (a max pool returning indices)
+    applied to a differentiable leaf, so the gradient reaches the leaf through the unpooling."""
+    def make():
+        x = _leaf(*shape)
+        values, indices = pool(x)
+        return [x], [values, indices] + ([output_size] if output_size is not None else [])
+    return make
+
+
+def _gaussian(input_shape, var_shape):
+    """GaussianNLLLoss's input, target and a positive variance, all differentiable."""
+    def make():
+        x, t, v = _leaf(*input_shape), _leaf(*input_shape), _leaf(*var_shape, low=0.05)
+        return [x, t, v], [x, t, v]
+    return make
+
+
 def _enc_layer(**kw):
     return nn.TransformerEncoderLayer(8, 2, dim_feedforward=12, **kw)
 
@@ -360,6 +386,25 @@ MODULES = [
     ("AdaptiveMaxPool1d", nn.AdaptiveMaxPool1d, lambda: nn.AdaptiveMaxPool1d(3, return_indices=True),
      _x(2, 3, 7)),
     ("AdaptiveMaxPool2d", nn.AdaptiveMaxPool2d, lambda: nn.AdaptiveMaxPool2d((2, 3)), _x(2, 3, 5, 4)),
+    ("LPPool1d", nn.LPPool1d, lambda: nn.LPPool1d(2, 3, 2), _x(2, 3, 8)),
+    ("LPPool1d_p3_ceil", nn.LPPool1d, lambda: nn.LPPool1d(3, 2, ceil_mode=True), _pos(2, 3, 7)),
+    ("LPPool2d", nn.LPPool2d, lambda: nn.LPPool2d(2, (2, 3), stride=(1, 2)), _x(2, 3, 4, 6)),
+    ("LPPool3d", nn.LPPool3d, lambda: nn.LPPool3d(1.5, 2), _pos(1, 2, 2, 4, 4)),
+    ("MaxUnpool1d", nn.MaxUnpool1d, lambda: nn.MaxUnpool1d(2),
+     _pooled(nn.MaxPool1d(2, return_indices=True), 2, 3, 8)),
+    ("MaxUnpool2d_output_size", nn.MaxUnpool2d, lambda: nn.MaxUnpool2d(3, 2, 1),
+     _pooled(nn.MaxPool2d(3, 2, 1, return_indices=True), 2, 3, 6, 7, output_size=[6, 7])),
+    ("MaxUnpool3d", nn.MaxUnpool3d, lambda: nn.MaxUnpool3d(2),
+     _pooled(nn.MaxPool3d(2, return_indices=True), 1, 2, 2, 4, 4)),
+    # the samples that place the windows are drawn in forward (seeded alike in both runs)
+    # or fixed in the _random_samples buffer
+    ("FractionalMaxPool2d", nn.FractionalMaxPool2d, lambda: nn.FractionalMaxPool2d(2, output_size=(4, 5)),
+     _x(2, 3, 7, 9)),
+    ("FractionalMaxPool2d_ratio_indices", nn.FractionalMaxPool2d,
+     lambda: nn.FractionalMaxPool2d((3, 2), output_ratio=0.5, return_indices=True), _x(2, 2, 10, 8)),
+    ("FractionalMaxPool3d_fixed_samples", nn.FractionalMaxPool3d,
+     lambda: nn.FractionalMaxPool3d(2, output_size=(2, 3, 2), _random_samples=dynjit.rand(1, 2, 3)),
+     _x(1, 2, 4, 6, 5)),
     ("MSELoss", nn.MSELoss, lambda: nn.MSELoss(), _two(3, 4)),
     ("MSELoss_sum", nn.MSELoss, lambda: nn.MSELoss(reduction="sum"), _two(3, 4)),
     ("MSELoss_none", nn.MSELoss, lambda: nn.MSELoss(reduction="none"), _two(3, 4)),
@@ -392,6 +437,11 @@ MODULES = [
      lambda: (lambda a, b: ([a, b], [a, b]))(_leaf(3, 4), _leaf(4))),
     ("CosineSimilarity", nn.CosineSimilarity, lambda: nn.CosineSimilarity(), _two(3, 4)),
     ("CosineSimilarity_dim0", nn.CosineSimilarity, lambda: nn.CosineSimilarity(dim=0, eps=1e-3), _two(3, 4, 2)),
+    ("GaussianNLLLoss", nn.GaussianNLLLoss, lambda: nn.GaussianNLLLoss(), _gaussian((4, 3), (4, 3))),
+    ("GaussianNLLLoss_full_sum_shared_var", nn.GaussianNLLLoss,
+     lambda: nn.GaussianNLLLoss(full=True, reduction="sum"), _gaussian((4, 3), (4, 1))),
+    ("GaussianNLLLoss_none_eps_var_one_dim_fewer", nn.GaussianNLLLoss,
+     lambda: nn.GaussianNLLLoss(eps=0.1, reduction="none"), _gaussian((4, 3), (4,))),
     ("MarginRankingLoss", nn.MarginRankingLoss, lambda: nn.MarginRankingLoss(), _pair_target((5,), (5,), 5)),
     ("MarginRankingLoss_margin_none", nn.MarginRankingLoss,
      lambda: nn.MarginRankingLoss(margin=0.5, reduction="none"), _pair_target((5,), (5,), 5)),
