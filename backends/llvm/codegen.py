@@ -901,10 +901,17 @@ class KernelCodegen:
         return scope
 
     def value(self, n, scope):
+        """`n` as used in `scope`. Whatever this emits (a splat, a computed value) goes into
+        `scope.block` (or a block of an enclosing scope), never at the builder's current
+        position: callers ask for values of an outer scope while the builder is inside a
+        nested loop or a sibling one, and a value memoized in a scope must dominate every
+        later use in that scope."""
         if n.kind == "const":
             ty = vector_of(value_type(n.dtype), scope.width)
             if is_runtime_const(n):
-                return self.runtime_number(n, ty)
+                if scope.width == 1:
+                    return self.runtime_number(n, ty)
+                return self._splat_in(scope, ("number_splat", id(n)), lambda: self.runtime_number(n, ty))
             return const(ty, _const_value(n.value, n.dtype))
         home = self._home(n, scope)
         key = id(n)
@@ -913,12 +920,16 @@ class KernelCodegen:
             self._compute(n, home)
             v = home.memo[key]
         if home is not scope and scope.width > 1 and not isinstance(v.type, ir.VectorType):
-            sk = ("splat", key)
-            s = scope.memo.get(sk)
-            if s is None:
-                s = scope.memo[sk] = self.ops.splat(v, scope.width)
-            return s
+            return self._splat_in(scope, ("splat", key), lambda: self.ops.splat(v, scope.width))
         return v
+
+    def _splat_in(self, scope, key, make):
+        """The vector `make()` emitted once in `scope`'s block and memoized there."""
+        s = scope.memo.get(key)
+        if s is None:
+            with self._at(scope):
+                s = scope.memo[key] = make()
+        return s
 
     def _compute(self, root, home):
         """Emit `root` in `home` and every value below it not yet computed, arguments first
