@@ -559,3 +559,25 @@ def test_writes_through_an_objects_dict_are_seen_by_its_attributes():
         return x * o.a, sorted(vars())
     for fn in (through_dict, cleared, through_vars):
         check(fn, lambda: (dynjit.ones(2), Obj()))
+
+
+def test_builtins_that_read_a_generator_whole_are_traced():
+    def fn(x, names):
+        return (x * len(", ".join(n.upper() for n in names)), sorted(n for n in names),
+                sum(len(n) for n in names), any(n == "b" for n in names),
+                max((len(n) for n in names), default=0), min(names, key=len), max([], default=-1))
+    counter = __import__("dynjit.testing", fromlist=["CompileCounter"]).CompileCounter()
+    want = fn(dynjit.ones(1), ("a", "bb"))
+    got = dynjit.compile(fn, backend=counter, fullgraph=True)(dynjit.ones(1), ("a", "bb"))
+    assert same(got[0], want[0]) and got[1:] == want[1:] and counter.frame_count == 1
+
+    def locals_in_a_resumed_frame(x):
+        out = []
+        dynjit.graph_break()
+        cnt = 0
+
+        def bump(t):
+            nonlocal cnt
+        out.append(sorted(k for k in locals() if not k.startswith("_")))
+        return out
+    check(locals_in_a_resumed_frame)

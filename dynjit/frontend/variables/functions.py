@@ -206,6 +206,17 @@ _BINARY = {operator.add, operator.sub, operator.mul, operator.truediv, operator.
            operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior, operator.ixor}
 
 
+# builtins that consume an iterable argument whole
+_CONSUMERS = frozenset((sorted, sum, min, max, any, all, set, frozenset, tuple, list, dict))
+
+
+def _consumes_whole(fn):
+    """Whether builtin `fn` reads its first argument to the end (not zip, islice, next)."""
+    if fn in _CONSUMERS:
+        return True
+    return getattr(fn, "__name__", None) == "join" and isinstance(getattr(fn, "__self__", None), (str, bytes))
+
+
 class BuiltinVariable(VariableTracker):
     SUPPORTED = PURE_BUILTINS | HANDLED_BUILTINS | {print}
 
@@ -233,6 +244,13 @@ class BuiltinVariable(VariableTracker):
         rule = trace_rules.lookup(fn)
         if rule.action is Action.BREAK and rule.kind is not BreakKind.UNKNOWN_CALLABLE:
             unimplemented(rule.kind, rule.detail)
+        if args and isinstance(args[0], IteratorVariable) and _consumes_whole(fn):
+            # sorted(generator), sum(map(...)), ", ".join(...): what the iterator yields, read
+            # now (consuming it, as the call does), folded if it is all constants
+            items = args[0].iterate(tx)
+            whole = (ConstantVariable([i.as_python_constant() for i in items])
+                     if all(i.is_python_constant() for i in items) else IteratorVariable(items))
+            args = [whole] + list(args[1:])
         handler = getattr(self, f"_call_{getattr(fn, '__name__', '')}", None)
         if handler is not None and getattr(builtins, fn.__name__, None) is fn:
             return handler(tx, args, kwargs)
@@ -368,11 +386,25 @@ class BuiltinVariable(VariableTracker):
         return total
 
     def _minmax(self, tx, args, kwargs, pick):
-        if kwargs:
-            unimplemented(BreakKind.UNSUPPORTED_BUILTIN, "min()/max() with keyword arguments")
+        if set(kwargs) - {"key", "default"}:
+            unimplemented(BreakKind.UNSUPPORTED_BUILTIN, "min()/max() with these keyword arguments")
         items = args[0].iterate(tx) if len(args) == 1 else list(args)
-        if all(i.is_python_constant() for i in items):
-            return ConstantVariable(pick(i.as_python_constant() for i in items))
+        key = kwargs.get("key")
+        if key is not None and not (key.is_python_constant() and key.as_python_constant() is None):
+            # a key function: traced on each item, the comparison folded (its results constants)
+            keyed = [key.call(tx, [i], {}) for i in items]
+            if not all(k.is_python_constant() for k in keyed):
+                unimplemented(BreakKind.DATA_DEPENDENT_BRANCH, "min()/max() with a key computed from tensors")
+            if not items:
+                if "default" in kwargs:
+                    return kwargs["default"]
+                return ConstantVariable(fold(pick, []))
+            best = pick(range(len(items)), key=lambda j: keyed[j].as_python_constant())
+            return items[best]
+        if all(i.is_python_constant() for i in items) and all(v.is_python_constant() for v in kwargs.values()):
+            extra = {k: v.as_python_constant() for k, v in kwargs.items() if k != "key"}
+            values = [i.as_python_constant() for i in items]
+            return wrap(tx, fold(pick, values, **extra) if len(args) == 1 else fold(pick, *values))
         unimplemented(BreakKind.DATA_DEPENDENT_BRANCH, "min()/max() over tensors (compare values at run time instead: use dynjit.maximum)")
 
     def _call_max(self, tx, args, kwargs):
