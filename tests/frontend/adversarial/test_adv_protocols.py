@@ -479,7 +479,6 @@ def make_args(call):
 '''
 
 XFAIL = {
-    'locals_cell_variable_after_break': 'frontend: locals() misses a cell variable bound after a graph break (findings H3 follow-up)',
 }
 
 
