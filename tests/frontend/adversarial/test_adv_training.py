@@ -140,7 +140,6 @@ def make_args(call):
 SLOW = {'train_eval_switch_with_dropout_and_bn', 'adam_step_with_clipping_and_scheduler'}
 
 XFAIL = {
-    'train_eval_switch_with_dropout_and_bn': 'llvm: "Instruction does not dominate all uses!" compiling the BatchNorm+Dropout training step (findings, llvm owner)',
     'loss_nan_check_and_early_return': 'llvm: a numpy RuntimeWarning (invalid value in matmul) that plain does not give (findings C2)',
 }
 
