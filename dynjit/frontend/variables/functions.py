@@ -210,6 +210,16 @@ _BINARY = {operator.add, operator.sub, operator.mul, operator.truediv, operator.
 _CONSUMERS = frozenset((sorted, sum, min, max, any, all, set, frozenset, tuple, list, dict))
 
 
+def _cell_value(tx, cell, name):
+    """The contents of a cell tracker, or None for no cell or an empty one (not a local yet)."""
+    if not isinstance(cell, CellVariable):
+        return None
+    try:
+        return cell.load(tx, name)
+    except Unsupported:
+        return None
+
+
 def _consumes_whole(fn):
     """Whether builtin `fn` reads its first argument to the end (not zip, islice, next)."""
     if fn in _CONSUMERS:
@@ -432,25 +442,14 @@ class BuiltinVariable(VariableTracker):
         for name in names:
             if name.startswith(CELL_PREFIX):
                 # a resume function takes the frame's cells as arguments: a cell variable
-                cell, name = tx.locals.get(name), name[len(CELL_PREFIX):]
-                try:
-                    var = cell.load(tx, name) if cell is not None and hasattr(cell, "load") else None
-                except Unsupported:         # an empty cell: not a local yet
-                    var = None
-                if var is not None:
-                    items[name] = var
+                var = _cell_value(tx, tx.locals.get(name), name[len(CELL_PREFIX):])
+                name = name[len(CELL_PREFIX):]
+            elif name.startswith("___"):
                 continue
-            if name.startswith("___"):
-                continue
-            var = tx.locals.get(name)
-            if var is None and name in tx.cells:
-                cell = tx.cells[name]
-                var = getattr(cell, "contents", None)
-                if var is None and hasattr(cell, "cell"):
-                    try:
-                        var = cell.load(tx, name)
-                    except Unsupported:         # an empty cell: not a local yet
-                        var = None
+            else:
+                var = tx.locals.get(name)
+                if var is None:
+                    var = _cell_value(tx, tx.cells.get(name), name)
             if var is not None and var is not UNBOUND:
                 items[name] = var
         return DictVariable(items)
