@@ -81,13 +81,15 @@ def to_op_level(gm, example_inputs):
     if _is_op_level(gm) and _metas_match(gm, example_inputs):
         return gm
     import dynjit
+    from dynjit import random as _random
     from dynjit.fx import make_fx
-    state = dynjit.get_rng_state()
-    try:
-        with no_grad():
-            return make_fx(gm)(*example_inputs)
-    finally:
-        dynjit.set_rng_state(state)
+    with _random.private_state():       # other threads' draws are not rewound (see random.py)
+        state = dynjit.get_rng_state()
+        try:
+            with no_grad():
+                return make_fx(gm)(*example_inputs)
+        finally:
+            dynjit.set_rng_state(state)
 
 
 # the sizes of one layout pattern whose wrappers are kept (the least recently compiled is

@@ -127,16 +127,20 @@ def _isolated(fn):
     they were, so the compiled graph draws the numbers eager would have drawn on
     this call and the function's own grad-mode switches happen when it runs."""
     def wrapper(*args, **kwargs):
-        state = _random.get_rng_state()
-        grad_mode = _grad_state.enabled
-        outer = _dispatch._modes[:]
-        _dispatch._modes.clear()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            _dispatch._modes[:] = outer
-            _random.set_rng_state(state)
-            _grad_state.enabled = grad_mode
+        # the trace draws from this thread's private copies of the generators (other threads
+        # drawing meanwhile are neither handed the same numbers again nor skipped); inside an
+        # outer trace's copies, those are put back as they were
+        with _random.private_state():
+            state = _random.get_rng_state()
+            grad_mode = _grad_state.enabled
+            outer = _dispatch._modes[:]
+            _dispatch._modes.clear()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _dispatch._modes[:] = outer
+                _random.set_rng_state(state)
+                _grad_state.enabled = grad_mode
     return wrapper
 
 

@@ -407,9 +407,17 @@ def test_grad_mode_and_the_jit_callback_are_per_thread():
 
 
 # -- 3. random numbers under threads ---------------------------------------------------------
-def test_a_trace_never_rewinds_the_generator_other_threads_draw_from():
-    """One thread draws while another compiles functions that draw (their traces draw on
-    example values): every number drawn is new (float64: a repeat by chance is ~1e-8)."""
+def _aot_function(fn):
+    from dynjit.aot import aot_function
+    from dynjit.aot.compilers import nop
+    return aot_function(fn, fw_compiler=nop)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "llvm", _aot_function])
+def test_a_trace_never_rewinds_the_generator_other_threads_draw_from(backend):
+    """One thread draws while another compiles functions that draw (their traces, the
+    frontend's and AOT's and the llvm backend's retrace, draw on example values): every number
+    drawn is new (float64: a repeat by chance is ~1e-8)."""
     drawn = []
     done = threading.Event()
 
@@ -422,7 +430,8 @@ def test_a_trace_never_rewinds_the_generator_other_threads_draw_from():
             for i in range(30):
                 ns = {"dynjit": dynjit}
                 exec(f"def fn(x):\n    return x + dynjit.rand(64, dtype=dynjit.float64) * {i}\n", ns)
-                dynjit.compile(ns["fn"])(dynjit.zeros(64, dtype=dynjit.float64))
+                compiled = backend(ns["fn"]) if callable(backend) else dynjit.compile(ns["fn"], backend=backend)
+                compiled(dynjit.zeros(64, dtype=dynjit.float64))
         finally:
             done.set()
 
