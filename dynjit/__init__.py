@@ -36,9 +36,12 @@ from .amp import autocast, is_autocast_enabled  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import func  # noqa: E402,F401  (torch.func: vmap, grad, jacrev, functionalize)
 from . import profiler  # noqa: E402,F401
+from . import library  # noqa: E402,F401  (torch.library: custom_op, register_fake, register_autograd)
 from . import distributions  # noqa: E402,F401  (torch.distributions: Categorical, Normal, Bernoulli)
 from . import linalg  # noqa: E402,F401  (torch.linalg's norms)
 from ._pairwise import cdist  # noqa: E402,F401
+from . import sparse  # noqa: E402,F401  (torch.sparse: sparse COO tensors, docs/sparse.md)
+from .sparse import sparse_coo_tensor, layout, strided, sparse_coo  # noqa: E402,F401
 from . import compiled_autograd  # noqa: E402,F401
 from .control_flow import cond  # noqa: E402,F401  (torch.cond; map is dynjit.control_flow.map)
 from .frontend import (compile, optimize, optimize_assert, disable, reset, graph_break, explain,  # noqa: E402

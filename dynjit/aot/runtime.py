@@ -48,6 +48,13 @@ class CompiledFunctionBackward(_graph.Node):
 
     def apply(self, grads):
         if _grad_state.enabled:
+            if any(t._requires_grad for t in self._written):
+                # the backward writes an input that requires grad: it runs (its writes land, as
+                # eager's would), then the refusal names the mutation, as PyTorch's does
+                with no_grad():
+                    self.apply_with_saved(grads, self.saved_values())
+                raise RuntimeError("aot_autograd does not support input mutations with requires_grad "
+                                   "in backward for create_graph=True")
             raise RuntimeError(
                 "dynjit's AOT-compiled backward does not support double backward (create_graph=True "
                 "through an aot_function / aot_eager-compiled function); compute higher-order "

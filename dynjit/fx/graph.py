@@ -301,6 +301,8 @@ class _CodeGen:
     def target(self, t):
         from ..ops.registry import OpDef
         if isinstance(t, OpDef):
+            if not t.name.isidentifier():       # a custom op, "ns::name" (dynjit.library)
+                return self._global(t, t.name)
             setattr(self.dynjit.ops, t.name, t)
             return f"dynjit.ops.{t.name}"
         name = target_name(t)

@@ -653,6 +653,8 @@ class _CachedTorchDispatchMode(DispatchMode):
 
 def _record_replayed(op, args, kwargs, out):
     from ..ops import dispatch
+    if hasattr(op, "record_replayed"):     # a custom op (dynjit.library): its autograd.Function's node
+        return op.record_replayed(args, kwargs, out)
     if not is_grad_enabled() or op.backward_cls is None:
         return
     if kwargs or len(args) != op.nparams:

@@ -1227,3 +1227,43 @@ def test_compiled_checkpoint_gives_the_plain_values_and_gradients(backend, use_r
     assert dynjit.allclose(got, expected) and dynjit.allclose(w.grad, grad)
     # without use_reentrant the call runs natively (it warns each time, as plain code does)
     assert bool(utils.counters["graph_break"]) == (use_reentrant is None)
+
+
+# ports: 002_7f98adb56adba91b.txt TestSelectiveActivationCheckpoint.test_function_with_non_tensor_output
+def test_saved_custom_op_with_a_non_tensor_output_is_not_recomputed():
+    from typing import Tuple
+    from dynjit.library import _scoped_library, custom_op, register_autograd
+
+    with _scoped_library("mylib", "FRAGMENT"):
+        counter = [0]
+
+        @custom_op("mylib::sin_with_extra", mutates_args=())
+        def sin_with_extra(x: dynjit.Tensor) -> Tuple[dynjit.Tensor, int]:
+            counter[0] += 1
+            return x.sin(), 2
+
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        def backward(ctx, grad, _unused):
+            (x,) = ctx.saved_tensors
+            return grad * x.cos()
+
+        register_autograd("mylib::sin_with_extra", backward, setup_context=setup_context)
+
+        def fn(x):
+            return (dynjit.ops.mylib.sin_with_extra(x)[0] * x.sin().exp()).sin()
+
+        x = dynjit.randn(3, requires_grad=True)
+        context_fn = functools.partial(create_selective_checkpoint_contexts,
+                                       [dynjit.ops.mylib.sin_with_extra.default])
+        out = checkpoint(fn, x, use_reentrant=False, context_fn=context_fn)
+        x_grad = dynjit.autograd.grad(out.sum(), (x,))
+        assert counter[0] == 1          # saved in the forward, replayed in the recomputation
+        x_grad_ref = dynjit.autograd.grad(fn(x).sum(), (x,))
+        assert dynjit.allclose(x_grad[0], x_grad_ref[0])
+        # independent formula: d/dx sin(sin x * e^{sin x}) = cos(u) * cos x * e^{sin x} (1 + sin x)
+        xs = x.detach().numpy()
+        u = np.sin(xs) * np.exp(np.sin(xs))
+        np.testing.assert_allclose(x_grad[0].numpy(), np.cos(u) * np.cos(xs) * np.exp(np.sin(xs)) * (1 + np.sin(xs)),
+                                   rtol=1e-5)

@@ -1,0 +1,247 @@
+"""dynjit.library.custom_op: Python functions as ops of the one registry (torch.library)."""
+from typing import List, Optional, Tuple
+
+import numpy as np
+import pytest
+
+import dynjit
+from dynjit.aot import aot_function, nop
+from dynjit.fx import make_fx
+from dynjit.library import _scoped_library, custom_op
+from dynjit.ops.dispatch import DispatchMode
+from dynjit.ops.registry import registry
+
+
+@pytest.fixture
+def lib():
+    with _scoped_library("dj_test", "FRAGMENT") as lib:
+        yield lib
+
+
+def _numpy_sin(lib):
+    """A custom op computed by numpy outside dynjit's ops, with its derivative and shape."""
+    @custom_op("dj_test::numpy_sin", mutates_args=())
+    def numpy_sin(x: dynjit.Tensor) -> dynjit.Tensor:
+        return dynjit.from_numpy(np.sin(x.numpy()))
+
+    @numpy_sin.register_fake
+    def _(x):
+        return dynjit.empty_like(x)
+
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * x.cos()
+
+    numpy_sin.register_autograd(backward, setup_context=setup_context)
+    return numpy_sin
+
+
+def test_custom_op_runs_its_function_and_is_a_registry_op(lib):
+    numpy_sin = _numpy_sin(lib)
+    x = dynjit.randn(5)
+    np.testing.assert_allclose(numpy_sin(x).numpy(), np.sin(x.numpy()))
+    op = dynjit.ops.dj_test.numpy_sin
+    assert op is dynjit.ops.dj_test.numpy_sin.default
+    assert registry["dj_test::numpy_sin"] is op
+    np.testing.assert_allclose(op(x).numpy(), np.sin(x.numpy()))
+    assert op.meta([dynjit.empty(2, 3, dtype=dynjit.float64)]) == ((2, 3), dynjit.float64)
+
+
+def test_register_autograd_gives_the_gradient_and_a_named_node(lib):
+    numpy_sin = _numpy_sin(lib)
+    x = dynjit.randn(4, dtype=dynjit.float64, requires_grad=True)
+    y = numpy_sin(x)
+    assert y.grad_fn.name() == "GeneratedBackwardFor_dj_test_numpy_sin_defaultBackward"
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(x.detach().numpy()))
+    assert dynjit.autograd.gradcheck(numpy_sin, (dynjit.randn(3, dtype=dynjit.float64, requires_grad=True),))
+
+
+def test_kernel_runs_below_autograd_and_below_dispatch_modes(lib):
+    numpy_sin = _numpy_sin(lib)
+    seen = []
+
+    class Recorder(DispatchMode):
+        def __dispatch__(self, op, args, kwargs):
+            seen.append(op.name)
+            return op(*args, **(kwargs or {}))
+
+    @custom_op("dj_test::sin_cos", mutates_args=())
+    def sin_cos(x: dynjit.Tensor) -> dynjit.Tensor:
+        inner = x.sin()
+        assert inner.grad_fn is None        # no history inside the kernel
+        return inner.cos()
+
+    x = dynjit.randn(3, requires_grad=True)
+    with Recorder():
+        sin_cos(x)
+        numpy_sin(x)
+    assert seen == ["dj_test::sin_cos", "dj_test::numpy_sin"]
+
+
+def test_backward_without_a_registered_formula_is_an_error(lib):
+    @custom_op("dj_test::no_grad_formula", mutates_args=())
+    def f(x: dynjit.Tensor) -> dynjit.Tensor:
+        return x * 2
+
+    y = f(dynjit.randn(3, requires_grad=True))
+    assert y.requires_grad
+    with pytest.raises(RuntimeError, match="Trying to backward through dj_test.no_grad_formula.default but "
+                                           "no autograd formula was registered"):
+        y.sum().backward()
+
+
+def test_returning_an_input_is_an_error(lib):
+    @custom_op("dj_test::identity", mutates_args=())
+    def identity(x: dynjit.Tensor) -> dynjit.Tensor:
+        return x
+
+    @custom_op("dj_test::view_of_input", mutates_args=())
+    def view_of_input(x: dynjit.Tensor) -> dynjit.Tensor:
+        return x[1:]
+
+    for op in (identity, view_of_input):
+        with pytest.raises(RuntimeError, match="may not alias any inputs to this custom operator"):
+            op(dynjit.randn(3))
+
+
+def test_schema_is_inferred_from_annotations(lib):
+    @custom_op("dj_test::scale", mutates_args=())
+    def scale(x: dynjit.Tensor, factor: float, others: List[dynjit.Tensor],
+              bias: Optional[dynjit.Tensor] = None) -> Tuple[dynjit.Tensor, int]:
+        out = x * factor + sum(others)
+        return (out if bias is None else out + bias), len(others)
+
+    assert scale._schema == "(Tensor x, float factor, Tensor[] others, Tensor? bias=None) -> (Tensor, SymInt)"
+    x = dynjit.ones(2)
+    out, n = scale(x, 3.0, [x, x], bias=x)
+    assert n == 2
+    np.testing.assert_allclose(out.numpy(), [6.0, 6.0])
+
+    with pytest.raises(ValueError, match="Parameter x must have a type annotation"):
+        custom_op("dj_test::unannotated", lambda x: x, mutates_args=())
+    with pytest.raises(ValueError, match=r"\{'y'\} in mutates_args were not found in the custom op's signature"):
+        @custom_op("dj_test::bad_mutates", mutates_args=("y",))
+        def bad(x: dynjit.Tensor) -> dynjit.Tensor:
+            return x.clone()
+    with pytest.raises(ValueError, match="should look something like ns::foo"):
+        custom_op("no_namespace", mutates_args=())
+    with pytest.raises(TypeError):
+        custom_op("dj_test::missing_mutates_args")
+
+
+def test_mutating_op_bumps_the_version_and_refuses_an_autograd_formula(lib):
+    @custom_op("dj_test::fill_numpy", mutates_args=("x",))
+    def fill_numpy(x: dynjit.Tensor, value: float) -> None:
+        x.numpy()[...] = value          # written behind dynjit's back: the op still counts it
+
+    t = dynjit.zeros(3)
+    before = t._version
+    assert fill_numpy(t, 2.5) is None
+    np.testing.assert_allclose(t.numpy(), [2.5, 2.5, 2.5])
+    assert t._version > before
+    assert fill_numpy._schema == "(Tensor(a0!) x, float value) -> ()"
+    with pytest.raises(RuntimeError, match="Cannot register autograd formula for non-functional operator"):
+        fill_numpy.register_autograd(lambda ctx, g: g)
+
+
+def test_register_kernel_replaces_the_cpu_implementation(lib):
+    @custom_op("dj_test::plus_one", mutates_args=())
+    def plus_one(x: dynjit.Tensor) -> dynjit.Tensor:
+        return x + 1
+
+    @plus_one.register_kernel("cpu")
+    def _(x):
+        return x + 10
+
+    np.testing.assert_allclose(plus_one(dynjit.zeros(2)).numpy(), [10.0, 10.0])
+    dynjit.library.register_kernel("dj_test::plus_one", "cpu", lambda x: x + 100)
+    np.testing.assert_allclose(plus_one(dynjit.zeros(2)).numpy(), [100.0, 100.0])
+
+
+def test_scoped_library_removes_its_ops():
+    with _scoped_library("dj_scoped", "FRAGMENT"):
+        @custom_op("dj_scoped::double", mutates_args=())
+        def double(x: dynjit.Tensor) -> dynjit.Tensor:
+            return x * 2
+        assert "dj_scoped::double" in registry
+        assert hasattr(dynjit.ops, "dj_scoped")
+    assert "dj_scoped::double" not in registry
+    assert not hasattr(dynjit.ops, "dj_scoped")
+
+
+def test_make_fx_records_one_node(lib):
+    _numpy_sin(lib)
+
+    def fn(x):
+        return dynjit.ops.dj_test.numpy_sin(x * 2) + 1
+
+    gm = make_fx(fn)(dynjit.randn(3))
+    targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+    assert dynjit.ops.dj_test.numpy_sin in targets
+    assert len(targets) == 3
+    x = dynjit.randn(3)
+    np.testing.assert_allclose(gm(x).numpy(), fn(x).numpy())
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "llvm"])
+def test_compiled_equals_eager_with_gradients(lib, backend):
+    _numpy_sin(lib)
+
+    def fn(x):
+        return dynjit.ops.dj_test.numpy_sin(x * 2).exp() + 1
+
+    x = dynjit.randn(4, requires_grad=True)
+    expected = fn(x)
+    expected.sum().backward()
+    expected_grad = x.grad
+    x.grad = None
+    compiled = dynjit.compile(fn, backend=backend)
+    got = compiled(x)
+    got.sum().backward()
+    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), expected_grad.numpy(), rtol=1e-6)
+    # independent formula: d/dx exp(sin 2x) = exp(sin 2x) cos(2x) 2
+    xs = x.detach().numpy()
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(np.sin(2 * xs)) * np.cos(2 * xs) * 2, rtol=1e-5)
+
+
+# ports: 001_fdd911346beae147.txt TestAOTAutograd.test_backward_mutation_forward_inputs_create_graph
+def test_aot_backward_writing_a_forward_input_refuses_create_graph():
+    with _scoped_library("_test", "FRAGMENT"):
+        @custom_op("_test::_clone_create_graph", mutates_args={})
+        def f(x: dynjit.Tensor, x1: dynjit.Tensor) -> dynjit.Tensor:
+            return x.clone()
+
+        def backward(ctx, grad):
+            with dynjit.no_grad():
+                ctx.x1.zero_()      # the backward writes the forward's second input
+            return grad * 2, None
+
+        def setup_context(ctx, inputs, output):
+            ctx.x, ctx.x1 = inputs
+
+        f.register_fake(lambda x, x1: dynjit.empty_like(x))
+        f.register_autograd(backward, setup_context=setup_context)
+
+        def fn(x, x1):
+            return dynjit.ops._test._clone_create_graph(x, x1)
+
+        inp_x, inp_x1 = dynjit.randn(3, requires_grad=True), dynjit.randn(3, requires_grad=True)
+        ref_x, ref_x1 = inp_x.clone(), inp_x1.clone()
+        ref_y = f(ref_x, ref_x1)
+        ref_y.sum().backward()
+        np.testing.assert_array_equal(ref_x1.detach().numpy(), np.zeros(3))
+        np.testing.assert_allclose(inp_x.grad.numpy(), [2.0, 2.0, 2.0])
+
+        x, x1 = inp_x.clone(), inp_x1.clone()
+        y = aot_function(fn, nop)(x, x1)
+        with pytest.raises(RuntimeError, match="aot_autograd does not support input mutations with "
+                                               "requires_grad in backward for create_graph=True"):
+            dynjit.autograd.grad(y.sum(), inp_x, create_graph=True)
+        # the backward ran before the refusal: its write landed as eager's did
+        for ref, got in ((ref_x, x), (ref_x1, x1), (ref_y, y)):
+            np.testing.assert_array_equal(ref.detach().numpy(), got.detach().numpy())
