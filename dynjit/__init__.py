@@ -38,7 +38,10 @@ from . import func  # noqa: E402,F401  (torch.func: vmap, grad, jacrev, function
 from . import profiler  # noqa: E402,F401
 from . import library  # noqa: E402,F401  (torch.library: custom_op, register_fake, register_autograd)
 from . import distributions  # noqa: E402,F401  (torch.distributions: Categorical, Normal, Bernoulli)
-from . import linalg  # noqa: E402,F401  (torch.linalg's norms)
+from . import linalg  # noqa: E402,F401  (torch.linalg)
+from .linalg._aliases import (det, logdet, slogdet, inverse, cholesky, cholesky_solve,  # noqa: E402,F401
+                              cholesky_inverse, triangular_solve, svd, qr, pinverse, matrix_exp,
+                              matrix_power, cross)
 from ._pairwise import cdist  # noqa: E402,F401
 from . import sparse  # noqa: E402,F401  (torch.sparse: sparse COO tensors, docs/sparse.md)
 from .sparse import sparse_coo_tensor, layout, strided, sparse_coo  # noqa: E402,F401
