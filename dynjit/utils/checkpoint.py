@@ -123,6 +123,18 @@ def noop_context_fn():
 
 # -- reentrant ----------------------------------------------------------------------------
 
+def _autocast_state():
+    """CPU autocast's state where the forward runs, for the recomputation to run in it too."""
+    from .. import amp
+    return amp.is_autocast_enabled("cpu"), amp.get_autocast_dtype("cpu")
+
+
+def _autocast_as(state):
+    from .. import amp
+    enabled, dtype = state
+    return amp.autocast("cpu", dtype=dtype, enabled=enabled)
+
+
 class CheckpointFunction(Function):
     """The reentrant checkpoint: forward under no_grad, backward reruns and backpropagates."""
 
@@ -133,6 +145,7 @@ class CheckpointFunction(Function):
         ctx.preserve_rng_state = preserve_rng_state
         if preserve_rng_state:
             ctx.fwd_cpu_state = _random.get_rng_state()
+        ctx.autocast_state = _autocast_state()
         ctx.inputs = []
         ctx.tensor_indices = []
         tensor_inputs = []
@@ -162,7 +175,7 @@ class CheckpointFunction(Function):
             inputs[idx] = tensors[i]
         with _forked_rng(ctx.preserve_rng_state, getattr(ctx, "fwd_cpu_state", None)):
             detached_inputs = detach_variable(tuple(inputs))
-            with enable_grad():
+            with enable_grad(), _autocast_as(ctx.autocast_state):
                 outputs = ctx.run_function(*detached_inputs)
         if isinstance(outputs, Tensor):
             outputs = (outputs,)
@@ -502,9 +515,10 @@ def _checkpoint_without_reentrant_generator(fn, preserve_rng_state=True, context
                          f"{list(_allowed_determinism_checks_to_fns.keys())}, but got {determinism_check}")
     forward_context, recompute_context = context_fn()
     fwd_cpu_state = _random.get_rng_state() if preserve_rng_state else None
+    autocast_state = _autocast_state()
 
     def recompute_fn(*inputs):
-        with _forked_rng(preserve_rng_state, fwd_cpu_state), recompute_context:
+        with _forked_rng(preserve_rng_state, fwd_cpu_state), _autocast_as(autocast_state), recompute_context:
             fn(*inputs, **kwargs)
 
     new_frame = _CheckpointFrame(

@@ -1267,3 +1267,29 @@ def test_saved_custom_op_with_a_non_tensor_output_is_not_recomputed():
         u = np.sin(xs) * np.exp(np.sin(xs))
         np.testing.assert_allclose(x_grad[0].numpy(), np.cos(u) * np.cos(xs) * np.exp(np.sin(xs)) * (1 + np.sin(xs)),
                                    rtol=1e-5)
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_checkpointing_non_reentrant_autocast_cpu
+@pytest.mark.parametrize("use_reentrant", [False, True])
+@pytest.mark.parametrize("enabled", [True, False])
+def test_recomputation_runs_under_the_forward_autocast_state(enabled, use_reentrant):
+    def foo(x, y, z):
+        x = dynjit.mm(x, y)
+        y = dynjit.mm(x, z)
+        z = dynjit.mm(z, z)
+        assert z.dtype == (dynjit.bfloat16 if enabled else dynjit.float32)
+        return z
+
+    x, y, z = (dynjit.randn(3, 3, requires_grad=True) for _ in range(3))
+    with dynjit.autocast(enabled=enabled, device_type="cpu", dtype=dynjit.bfloat16):
+        loss = checkpoint(foo, x, y, z, use_reentrant=use_reentrant).sum()
+    # the recomputation casts as the forward did: no dtype mismatch with what was saved
+    loss.backward()
+    with dynjit.autocast(enabled=enabled, device_type="cpu", dtype=dynjit.bfloat16):
+        plain = foo(*(t.detach().requires_grad_() for t in (x, y, z)))
+    assert plain.dtype == (dynjit.bfloat16 if enabled else dynjit.float32)
+    z_ref = z.detach().requires_grad_()
+    with dynjit.autocast(enabled=enabled, device_type="cpu", dtype=dynjit.bfloat16):
+        ref = dynjit.mm(z_ref, z_ref).sum()
+    ref.backward()
+    np.testing.assert_array_equal(z.grad.numpy(), z_ref.grad.numpy())
