@@ -106,8 +106,15 @@ def _without_traceback(exc):
 
 
 def _trace(fn, bound, backend, stop_at=None, break_exc=None, hook=None, dynamic=False, dynamic_scalars=()):
-    code = fn.__code__
     output = OutputGraph(fn, backend)
+    try:
+        return _trace_into(output, fn, bound, backend, stop_at, break_exc, hook, dynamic, dynamic_scalars)
+    finally:
+        output.release()
+
+
+def _trace_into(output, fn, bound, backend, stop_at, break_exc, hook, dynamic, dynamic_scalars):
+    code = fn.__code__
     output.dynamic = dynamic
     output.dynamic_scalars = dynamic_scalars
     output._bound_args = dict(bound.arguments)

@@ -70,6 +70,7 @@ class CompiledFunction:
         self._dynamic_scalars = set()   # numbers whose value changed (source expressions): symbolic
         self._lock = threading.RLock()      # one compile at a time per compiled function
         self._died_unused = 0               # entries freed before any call reused them
+        self._deaths = []                   # why entries were dropped since the last compile
         self._last_hit = 0                  # index of the entry the last cached call ran
         functools.update_wrapper(self, fn)
         self.__dict__.pop(_NESTED_ATTR, None)
@@ -176,9 +177,12 @@ class CompiledFunction:
                 self._warned_limit = False
             else:
                 return _PLAIN_HOOKED
-        if entries:
-            reasons = [failure_reason(e.guard, fn, args, kwargs) for e in entries]
-            reason = reasons[-1] or "unknown"
+        deaths, self._deaths = self._deaths, []
+        if entries or deaths:
+            if entries:
+                reason = failure_reason(entries[-1].guard, fn, args, kwargs) or "unknown"
+            else:
+                reason = GuardFailure(deaths[-1])
             if self._dynamic is None and getattr(reason, "tensor", False):
                 self._auto_dynamic = True     # a size changed: compile for dynamic sizes next
             new = [s for s in getattr(reason, "scalars", ()) if s not in self._dynamic_scalars]
@@ -303,6 +307,7 @@ class CompiledFunction:
                 e.guard.life.on_death = None
             self.entries = ()
             self._died_unused = 0
+            self._deaths = []
             self.eager_reason = None
             self._warned_limit = False
             self._auto_dynamic = False
@@ -350,6 +355,8 @@ def _drop_entry(owner_ref, entry_ref):
         return
     if not entry.reused:
         owner._died_unused += 1
+    # the next compile is a recompile, and says why
+    owner._deaths.append(f"{entry.guard.life.cause} died, and the code compiled for it with it")
     if owner._lock.acquire(blocking=False):
         try:
             owner.entries = tuple(e for e in owner.entries if e is not entry)

@@ -274,11 +274,21 @@ class EntryLife:
         self.dead = False
         self.id_cells = []        # the guard's closure cells holding ids
         self.on_death = None
+        self.names = {}           # id(weak reference) -> what it refers to, for the user
+        self.cause = None         # after death: what died
 
-    def __call__(self, _ref=None):
+    def hold(self, value):
+        """A weak reference to `value` whose death ends this life."""
+        ref = weakref.ref(value, self)
+        name = getattr(value, "__qualname__", None)
+        self.names[id(ref)] = name if isinstance(name, str) else f"a {type(value).__name__} object"
+        return ref
+
+    def __call__(self, ref=None):
         if self.dead:
             return
         self.dead = True
+        self.cause = self.names.get(id(ref), "an object")
         for cell in self.id_cells:
             cell.cell_contents = (-1,) if isinstance(cell.cell_contents, tuple) else -1
         on_death, self.on_death = self.on_death, None
@@ -779,7 +789,7 @@ class GuardBuilder:
                         if id(cls) in weak_ids}
         for key, value in self.output.consts.items():
             if id(value) in weak_ids:
-                consts.weak[key] = weakref.ref(value, life)
+                consts.weak[key] = life.hold(value)
             elif key in weak_classes:
                 consts.class_dicts[key] = weak_classes[key]
             else:

@@ -57,6 +57,17 @@ class OutputGraph:
         self.dynamic_scalars = ()        # sources (expressions) of numbers to make symbolic, or ALL
         self.dynamic = False             # guard input sizes by rank only (if no size was read)
         self.shape_specialized = False   # the trace read a concrete size
+        self.translators = []            # every InstructionTranslator of this trace (release)
+
+    def release(self):
+        """Drop what the trace holds once its entry is built (or the trace failed). The trace's
+        objects (this graph, its translators, guards and variables) refer to one another, so
+        without this the user's objects they hold (a generator, an object with __del__, the
+        target of a weakref) would live until the garbage collector runs, not until the user's
+        last reference goes as in plain Python."""
+        for tx in self.translators:
+            tx.__dict__.clear()
+        self.__dict__.clear()
 
     # -- constants stashed for generated code -------------------------------------------
     def stash(self, value):

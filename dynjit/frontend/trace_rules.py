@@ -68,6 +68,23 @@ TENSOR_STATE_METHODS = frozenset({"backward", "retain_grad", "requires_grad_"})
 TENSOR_HOOK_METHODS = frozenset({"register_hook", "register_post_accumulate_grad_hook"})
 
 
+_WEAKREF_MODULES = ("weakref", "_weakref", "_weakrefset")
+
+
+def observes_lifetime(fn):
+    """Whether calling `fn` makes when an object dies observable: a class whose instances have
+    `__del__`, or a weak reference (weakref.ref, proxy, finalize, WeakMethod, the weak
+    containers). The trace creates objects lazily, or never when they do not escape, and a
+    graph break hands the live ones to the resume function, which holds them past the user's
+    `del`; so such a frame runs plain, where objects die when plain Python says."""
+    module = getattr(fn, "__module__", None)
+    if module in _WEAKREF_MODULES:
+        return True
+    if isinstance(fn, type):
+        return any("__del__" in vars(klass) for klass in fn.__mro__[:-1])
+    return False
+
+
 def lookup(fn):
     """The rule for calling `fn` in traced code."""
     if getattr(fn, "_dynjit_graph_break", False):

@@ -15,7 +15,7 @@ import types
 from .. import config
 from .bytecode_info import code_info, PY312, PY313
 from .opcode_support import unsupported_reason
-from .exc import unimplemented, fold, DataDependent, Unsupported, BreakKind
+from .exc import unimplemented, fold, frame_runs_plain, DataDependent, Unsupported, BreakKind
 from .source import GlobalSource, GlobalsSource, ConstSource, ItemSource, ClosureCellSource, DefaultSource
 from .variables import (ConstantVariable, NULL, wrap, TensorVariable, TupleVariable,
                         ListVariable, DictVariable, IteratorVariable, FunctionVariable,
@@ -67,6 +67,7 @@ class InstructionTranslator:
         self.cells = cells
         self.output = output
         self.parent = parent
+        output.translators.append(self)
         self.depth = 0 if parent is None else parent.depth + 1
         self.globals_source = globals_source
         self.fn_var = fn_var
@@ -211,6 +212,13 @@ class InstructionTranslator:
     def call_function(self, fn, args, kwargs):
         if isinstance(fn, _NullType):
             raise AssertionError("calling NULL (internal error)")
+        if fn.is_python_constant():
+            target = fn.as_python_constant()
+            if trace_rules.observes_lifetime(target):
+                frame_runs_plain(BreakKind.UNSUPPORTED_VALUE,
+                                 f"calling {trace_rules.callable_name(target)}, whose objects' death "
+                                 "plain Python makes observable (__del__ or a weak reference): "
+                                 "the frame runs plain")
         return fn.call(self, list(args), dict(kwargs))
 
     def inline_call(self, fn_var, args, kwargs):
@@ -243,9 +251,10 @@ class InstructionTranslator:
             # no effects: eager runs it lazily, and a consumer may stop early.
             if _has_handlers(code):
                 # its except/finally/with exit runs when plain Python closes it: maybe later,
-                # maybe never (a consumer that stops early)
-                unimplemented(BreakKind.UNSUPPORTED_BYTECODE, "a generator with a try or with block (it runs "
-                              "lazily in eager, and its cleanup when it is closed)")
+                # maybe never (a consumer that stops early); a graph break would hand the
+                # generator to the resume function, which holds it past the user's last reference
+                frame_runs_plain(BreakKind.UNSUPPORTED_BYTECODE, "a generator with a try or with block (it "
+                                 "runs lazily in eager, and its cleanup when it is closed)")
             effects, nodes = self.output.side_effects.count, len(self.output.graph.nodes)
             child.yields = []
             child.run()

@@ -66,9 +66,11 @@ def test_method_replaced_on_the_class():
 
     compiled, x = dynjit.compile(fn), dynjit.ones(2)
     same_as_plain(fn, compiled, x)
+    old_f = M.f         # still alive: the guard fails, and says so
     M.f = lambda self, x: x - 1
     same_as_plain(fn, compiled, x)
     assert "M.f changed" in compiled.recompile_reasons[-1]
+    assert old_f is not M.f
 
 
 def test_property_and_staticmethod_replaced_on_the_class():

@@ -51,7 +51,6 @@ def class_attribute(tx, obj_var, cls, name):
 def _plain_class(cls):
     """A user class whose instances the tracer can create (no custom __new__, no slots magic)."""
     return (cls.__new__ is object.__new__ and getattr(cls, "__getattr__", None) is None
-            and getattr(cls, "__del__", None) is None     # plain Python runs it when the object dies
             and cls.__getattribute__ is object.__getattribute__ and cls.__setattr__ is object.__setattr__
             and not any(vars(klass).get("__slots__") for klass in cls.__mro__)
             and any("__dict__" in vars(klass) for klass in cls.__mro__[:-1])

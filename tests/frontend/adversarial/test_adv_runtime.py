@@ -169,10 +169,6 @@ def make_args(call):
 '''
 
 XFAIL = {
-    'generator_dropped_unfinished_runs_finally': 'frontend: a generator dropped unfinished never runs its finally (findings L1)',
-    'generator_dropped_then_log_read': 'frontend: a generator dropped unfinished never runs its finally (findings L1)',
-    'del_timing': 'frontend: __del__ of objects made in compiled code never runs (findings L2)',
-    'weakref_callback': 'frontend: a weakref to an object made in compiled code never dies (findings L3)',
 }
 
 
