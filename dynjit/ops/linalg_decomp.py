@@ -24,14 +24,18 @@ def _narrow_rows(t, k):
     return t if t.shape[-2] == k else t.narrow(-2, 0, k)
 
 
-def _phase_check(diag, name, what):
+def _phase_check(diag, message):
     """PyTorch refuses a complex loss that depends on the phase of the vectors: the imaginary
     part of diag(V^H gV) must vanish (checked on the values, like PyTorch's allclose)."""
     data = getattr(diag, "_data", None)
-    if isinstance(data, np.ndarray) and not np.allclose(np.imag(data), 0, rtol=1e-2, atol=1e-2):
-        raise RuntimeError(f"{name}: The {what} vectors in the complex case are specified up to "
-                           "multiplication by e^{i phi}. The specified loss function depends on this phase "
-                           "term, making it ill-defined.")
+    if isinstance(data, np.ndarray) and not np.allclose(data, 0, rtol=1e-2, atol=1e-2):
+        raise RuntimeError(message)
+
+
+_SVD_PHASE = ("svd_backward: The singular vectors in the complex case are specified up to multiplication by "
+              "e^{i phi}. The specified loss function depends on this phase term, making it ill-defined.")
+_EIG_PHASE = (": The eigenvectors in the complex case are specified up to multiplication by e^{i phi}. "
+              "The specified loss function depends on this quantity, so it is ill-defined.")
 
 
 # -- SVD ------------------------------------------------------------------------------
@@ -98,8 +102,7 @@ def svd_backward(gU, gS, gVh, U, S, Vh):
     if complex_:
         im_u = registry["imag"](UhgU.diagonal(0, -2, -1)) if UhgU is not None else None
         im_v = registry["imag"](VhgV.diagonal(0, -2, -1)) if VhgV is not None else None
-        _phase_check(im_u if im_v is None else im_v if im_u is None else im_u + im_v,
-                     "svd_backward", "singular")
+        _phase_check(im_u if im_v is None else im_v if im_u is None else im_u + im_v, _SVD_PHASE)
     S2 = S * S
     E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + eye       # S_j^2 - S_i^2, 1 on the diagonal
     if UhgU is not None and VhgV is not None:
@@ -175,8 +178,8 @@ def eig_backward(gL, gV, L, V, hermitian):
     VhgV = mH(V) @ gV
     diag = VhgV.diagonal(0, -2, -1)
     if is_complex(V):
-        _phase_check(registry["imag"](diag), "linalg_eigh_backward" if hermitian else "linalg_eig_backward",
-                     "eigen")
+        _phase_check(registry["imag"](diag),
+                     ("linalg_eigh_backward" if hermitian else "linalg_eig_backward") + _EIG_PHASE)
     if hermitian:
         VhgV = (VhgV - mH(VhgV)) * 0.5
     else:
