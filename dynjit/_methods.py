@@ -444,8 +444,6 @@ def _gather(self, dim, index, *, sparse_grad=False):
 
 
 Tensor.gather = _gather
-# dynjit's tensors are all strided (dense): to_dense() is the tensor itself, as in PyTorch
-Tensor.to_dense = lambda self, dtype=None, *, masked_grad=None: self if dtype is None else self.to(dtype)
 
 
 def _unsafe_split_with_sizes(self, split_sizes, dim=0):

@@ -14,6 +14,7 @@ from .ops import metadata as _metadata
 from .ops import memory_format as _memory_format
 from .ops.dispatch import dispatch, grad_state as _grad_state
 from .ops.registry import registry as _ops
+from .ops.sparse import SparseCOO as _SparseCOO, layout_of as _layout_of
 
 _NP_SCALARS = (np.generic,)
 # observers told when Python reads a tensor's values (item, tolist, bool, numpy): compiled
@@ -182,11 +183,11 @@ class Tensor:
 
     @property
     def layout(self):
-        return "strided"
+        return _layout_of(self._data)
 
     @property
     def is_sparse(self):
-        return False
+        return type(self._data) is _SparseCOO
 
     def type(self, dtype=None):
         if dtype is None:
@@ -217,6 +218,9 @@ class Tensor:
         if self._requires_grad and not other.dtype.is_floating_point:
             raise RuntimeError(f"data set to a tensor that requires gradients must be floating point "
                                f"or complex dtype (got {other.dtype.name})")
+        if type(other._data) is not type(self._data):      # a dense tensor and a sparse one
+            raise RuntimeError("Attempted to call `variable.set_data(tensor)`, but `variable` and "
+                               "`tensor` have incompatible tensor type.")
         self._data = other._data
 
     @property
@@ -427,6 +431,9 @@ class Tensor:
         return id(self)
 
     def __repr__(self):
+        if type(self._data) is _SparseCOO:
+            from .ops.sparse import sparse_repr
+            return sparse_repr(self)
         from ._printing import tensor_repr
         return tensor_repr(self)
 

@@ -23,7 +23,7 @@ LAYERS = [
     ("ops", ("dynjit.ops",)),
     ("tensor", ("dynjit.tensor",)),
     ("autograd", ("dynjit.autograd",)),
-    ("tensor API", ("dynjit._methods", "dynjit.functional")),
+    ("tensor API", ("dynjit._methods", "dynjit.functional", "dynjit.sparse")),
     ("nn, optim", ("dynjit.nn", "dynjit.optim", "dynjit.utils.data", "dynjit.utils.checkpoint", "dynjit.serialization", "dynjit.cuda",
                    "dynjit.accelerator", "dynjit.amp")),
     ("fx", ("dynjit.fx", "dynjit._trace_wrapped")),

@@ -72,6 +72,10 @@ class GraphTask:
 
 
 def _sum_grads(a, b, create_graph):
+    if type(a._data) is not np.ndarray or type(b._data) is not np.ndarray:
+        # a sparse gradient: sparse + sparse stays sparse, with a dense one the sum is dense
+        # (dense + sparse: PyTorch's add takes the dense operand first)
+        return b + a if type(b._data) is np.ndarray else a + b
     if create_graph or a._requires_grad or b._requires_grad or _dispatch_modes:
         return a + b
     total = np.add(a._data, b._data)

@@ -458,6 +458,11 @@ class AccumulateGrad(Node):
         v = self.variable
         if grads[0] is None:
             return []
+        if (type(grads[0]._data) is not np.ndarray or type(v._data) is not np.ndarray
+                or (v._grad is not None and type(v._grad._data) is not np.ndarray)):
+            from .sparse_grad import accumulate_sparse     # a sparse gradient or .grad
+            accumulate_sparse(v, grads)
+            return self._after_accumulate(v)
         # decided before this function takes a reference of its own to the gradient
         steal = v._grad is None and not _grad_state.enabled and _can_steal(grads, v)
         g = grads[0]
@@ -484,6 +489,9 @@ class AccumulateGrad(Node):
                 if gd._data.dtype.metadata is not None:     # bfloat16: round the sum in place
                     gd._data[...] = round_to_bfloat16(gd._data)
                 gd._version_counter[0] += 1
+        return self._after_accumulate(v)
+
+    def _after_accumulate(self, v):
         if self._post_acc_hooks:
             for h in list(self._post_acc_hooks.values()):
                 if h(v) is not None:

@@ -224,12 +224,16 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if not isinstance(input, Tensor) or input.dtype.is_floating_point or input.dtype.name == "bool":
         raise RuntimeError("Expected tensor for argument #1 'indices' to have an integer dtype (Long "
                            f"or Int); but got {getattr(input, 'dtype', type(input).__name__)} instead")
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported by dynjit")
+    if scale_grad_by_freq:
+        raise NotImplementedError("embedding: scale_grad_by_freq is not supported by dynjit")
     if weight.ndim != 2:
         raise RuntimeError(f"'weight' must be 2-D, got a {weight.ndim}-D tensor")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
+    if sparse:      # weight's gradient is sparse: an entry per index, none for padding_idx
+        pad = None if padding_idx is None else padding_idx % weight.shape[0]
+        rows = _op("_embedding_sparse_rows", weight, input.reshape(-1), pad)
+        return rows.reshape(tuple(input.shape) + (weight.shape[1],))
     if padding_idx is not None:
         if padding_idx < 0:
             padding_idx += weight.shape[0]

@@ -100,6 +100,19 @@ def install_tensor_class(cls):
     Tensor = cls
 
 
+# Sparse tensors (ops/sparse.py) install their router here; the dispatcher asks it only once
+# a sparse tensor exists, so that programs without any pay nothing for the layout check.
+sparse_seen = False
+_sparse_route = None
+
+
+def install_sparse_router(route):
+    """`route(op, args)`: the op to run instead of `op` when an operand is sparse (None when
+    none is); it raises PyTorch's error for ops without a sparse kernel."""
+    global _sparse_route
+    _sparse_route = route
+
+
 def install_autograd(make_backward_class, rebase_view):
     """Autograd's part of eager execution: `make_backward_class(op)` builds the node class
     an op's derivative runs in; `rebase_view(view, node)` gives the base of a view that an
@@ -319,6 +332,8 @@ def _wrap(op, out, tensors):
         return type(out)(*items) if hasattr(out, "_fields") else type(out)(items)
     if isinstance(out, np.generic):
         return Tensor._make(np.asarray(out))
+    if getattr(out, "_is_tensor_data", False):     # a sparse tensor's storage (ops/sparse.py)
+        return Tensor._make(out)
     return out
 
 
@@ -362,6 +377,10 @@ def eager(op, args, kwargs):
         elif uniform and rule is BOOL:
             want = _NP_BOOL
         else:
+            if sparse_seen and op.sparse is not op:     # (a sparse operand is never uniform)
+                routed = _sparse_route(op, args)
+                if routed is not None:
+                    return routed.impl(routed, args, {})
             compute, result = pointwise_dtypes(op, args)
             _convert_operands(op, vals, compute)
             want = result.np
@@ -378,6 +397,10 @@ def eager(op, args, kwargs):
                     record(op, args, [t for t in args if isinstance(t, Tensor)], result)
                     break
         return result
+    if sparse_seen and op.sparse is not op:
+        routed = _sparse_route(op, args)
+        if routed is not None:
+            return routed.impl(routed, args, {})
     out, tensors = run_kernel(op, args)
     result = _wrap(op, out, tensors)
     if op.kind is VIEW:
@@ -466,6 +489,11 @@ def inplace(op, args, kwargs):
     args = op.normalize(args, kwargs)
     self = args[0]
     fop = op.functional
+    if sparse_seen and fop.sparse is not fop and _sparse_route(fop, args) is not None:
+        # x.add_(s): the routed op's result written into a dense x (copy_ records the history)
+        if type(self._data) is not np.ndarray:
+            raise RuntimeError(f"{op.name}: in-place ops on sparse tensors are not supported by dynjit")
+        return self.copy_(fop(*args))
     needs_grad = grad_state.enabled and fop.backward_cls is not None and any(
         isinstance(a, Tensor) and a._requires_grad for a in args)
     check_inplace_allowed(self, needs_grad, op.name)

@@ -75,6 +75,9 @@ registry = {}
 
 class OpDef:
     """One registered op. Callable: calling it dispatches (like torch.ops.aten.x)."""
+    # What the op does with sparse operands (ops/sparse.py): None refuses them with PyTorch's
+    # error, the op itself takes them, another op (same parameters) runs in its place.
+    sparse = None
 
     def __init__(self, name, kernel, kind, dtype_rule=PROMOTE, tensor_lists=(),
                  differentiable=True, meta=None, nondiff_outputs=(), operands=None, variants="",

@@ -1,0 +1,719 @@
+"""Sparse COO tensors: layouts, their numpy storage (`SparseCOO`) and the sparse ops.
+
+A sparse tensor is a `Tensor` whose `_data` is a `SparseCOO` rather than a numpy
+array, as in PyTorch, where the layout belongs to the tensor's storage and not to
+its Python class. `SparseCOO` holds PyTorch's four parts: `indices` (int64, shape
+(sparse_dim, nnz)), `values` (shape (nnz, *dense_shape)), the size, and whether
+it is coalesced (indices sorted and unique).
+
+Every sparse op is a registered op (kernel on `SparseCOO` values, derivative
+written with registered ops). An op says what it does with sparse operands in
+`op.sparse`, PyTorch's per-backend kernel table cut down to the one sparse
+backend:
+
+- None (every op not declared here): the dispatcher refuses sparse operands with
+  PyTorch's error ("Could not run 'aten::exp' with arguments from the 'SparseCPU'
+  backend"), never computing on them as if they were dense;
+- the op itself: its kernel takes `SparseCOO` values (the ops declared here);
+- another op with the same parameters: the dispatcher runs that one instead when
+  an operand is sparse (`add` runs `_sparse_add`, `mm` runs `_sparse_mm`, ...).
+
+The dispatcher consults `route` only once a sparse tensor exists
+(`dispatch.sparse_seen`), so dense programs pay nothing for the layout check.
+"""
+import numpy as np
+
+from .. import _dtype
+from . import dispatch as _dispatch
+from .registry import register, registry, OTHER
+
+
+class layout(str):
+    """A tensor layout (PyTorch's torch.layout): `dynjit.strided` or `dynjit.sparse_coo`.
+    It compares equal to its name ("strided"), which dynjit used before it had layouts."""
+
+    def __repr__(self):
+        return f"dynjit.{str.__str__(self)}"
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return (_layout_named, (str.__str__(self),))
+
+
+def _layout_named(name):
+    return LAYOUTS[name]
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+# The compressed layouts exist as names (code may compare against them); no tensor has one.
+sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")
+LAYOUTS = {str.__str__(x): x for x in (strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc)}
+
+
+class SparseCOO:
+    """The storage of a sparse COO tensor: indices, values, size and the coalesced flag.
+    Read-only after construction (ops make new ones); `indices` and `values` may be views
+    of other arrays (PyTorch keeps the tensors it is given, without copying)."""
+    __slots__ = ("indices", "values", "shape", "coalesced")
+    _is_tensor_data = True          # the dispatcher wraps a kernel's SparseCOO in a Tensor
+
+    def __init__(self, indices, values, shape, coalesced=False):
+        self.indices = indices
+        self.values = values
+        self.shape = tuple(int(s) for s in shape)
+        self.coalesced = bool(coalesced)
+        if not _dispatch.sparse_seen:
+            _dispatch.sparse_seen = True
+
+    # the parts of numpy's array interface that Tensor's shape and dtype properties read
+    @property
+    def dtype(self):
+        return self.values.dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def itemsize(self):
+        return self.values.itemsize
+
+    @property
+    def __array_interface__(self):
+        # numpy probes this when handed a SparseCOO: fail loudly, never build an object array
+        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+
+    @property
+    def sparse_dim(self):
+        return self.indices.shape[0]
+
+    @property
+    def dense_dim(self):
+        return self.values.ndim - 1
+
+    @property
+    def nnz(self):
+        return self.indices.shape[1]
+
+    def to_dense(self):
+        out = np.zeros(self.shape, dtype=self.values.dtype)
+        if self.nnz:
+            if self.sparse_dim == 0:
+                out += self.values.sum(0)
+            else:
+                np.add.at(out, tuple(self.indices), self.values)
+        return out
+
+    def coalesce(self):
+        """The coalesced equal: indices sorted (row-major) and unique, duplicates summed."""
+        if self.coalesced:
+            return self
+        sd, nnz = self.sparse_dim, self.nnz
+        dense_shape = self.values.shape[1:]
+        if nnz == 0:
+            return SparseCOO(self.indices.copy(), self.values.copy(), self.shape, True)
+        if sd == 0:
+            return SparseCOO(np.zeros((0, 1), np.int64), self.values.sum(0, keepdims=True),
+                             self.shape, True)
+        lin = np.ravel_multi_index(tuple(self.indices), self.shape[:sd])
+        uniq, inverse = np.unique(lin, return_inverse=True)
+        values = np.zeros((len(uniq),) + dense_shape, dtype=self.values.dtype)
+        np.add.at(values, inverse.reshape(-1), self.values)
+        indices = np.array(np.unravel_index(uniq, self.shape[:sd]), dtype=np.int64).reshape(sd, -1)
+        return SparseCOO(indices, values, self.shape, True)
+
+    def linear_indices(self):
+        """Each entry's row-major position among the sparse dimensions."""
+        sd = self.sparse_dim
+        if sd == 0:
+            return np.zeros(self.nnz, np.int64)
+        return np.ravel_multi_index(tuple(self.indices), self.shape[:sd])
+
+    @staticmethod
+    def from_dense(arr, sparse_dim=None):
+        """PyTorch's to_sparse(sparse_dim): the entries (slices, for hybrid tensors) of `arr`
+        that are not all zero, coalesced."""
+        arr = np.asarray(arr)
+        sd = arr.ndim if sparse_dim is None else sparse_dim
+        if sd == 0:
+            nz = bool(np.any(arr != 0))
+            return SparseCOO(np.zeros((0, int(nz)), np.int64), arr[None].copy() if nz else
+                             np.zeros((0,) + arr.shape, arr.dtype), arr.shape, True)
+        mask = arr != 0
+        if sd < arr.ndim:
+            mask = mask.reshape(arr.shape[:sd] + (-1,)).any(-1)
+        where = np.nonzero(mask)
+        indices = np.array(where, dtype=np.int64).reshape(sd, -1)
+        return SparseCOO(indices, arr[where], arr.shape, True)
+
+    def with_values(self, values):
+        """The same pattern holding other values."""
+        return SparseCOO(self.indices, values, self.shape, self.coalesced)
+
+
+def is_sparse_data(x):
+    return type(x) is SparseCOO
+
+
+def layout_of(data):
+    return sparse_coo if type(data) is SparseCOO else strided
+
+
+# -- dispatch ------------------------------------------------------------------------------
+
+def could_not_run(op):
+    return NotImplementedError(
+        f"Could not run 'aten::{op.name}' with arguments from the 'SparseCPU' backend. This could "
+        "be because the operator doesn't exist for this backend, or was omitted during the "
+        "selective/custom build process (if using custom build).")
+
+
+def _has_sparse(op, args):
+    for i, a in enumerate(args):
+        if type(getattr(a, "_data", None)) is SparseCOO:
+            return True
+        if op.tensor_lists and i in op.tensor_lists and isinstance(a, (list, tuple)):
+            if any(type(getattr(t, "_data", None)) is SparseCOO for t in a):
+                return True
+    return False
+
+
+def route(op, args):
+    """The op to run for `op(*args)` when an operand is sparse (see the module docstring);
+    None when no operand is sparse. Raises PyTorch's error when `op` has no sparse kernel."""
+    if not _has_sparse(op, args):
+        return None
+    target = op.sparse
+    if target is None:
+        raise could_not_run(op)
+    return target
+
+
+_dispatch.install_sparse_router(route)
+
+
+def sparse_op(name, *, replaces=(), **options):
+    """Declare an op whose kernel takes sparse values; `replaces`: ops (with the same
+    parameters) that run this one when one of their operands is sparse."""
+    def deco(kernel):
+        options.setdefault("complex_ok", True)
+        op = register(name, OTHER, **options)(kernel)
+        op.sparse = op
+        for other in replaces:
+            registry[other].sparse = op
+        return op
+    return deco
+
+
+# Ops whose kernel does not look at its operand's values: they work on sparse tensors as they are.
+registry["detach"].sparse = registry["detach"]
+
+
+# -- helpers for kernels -------------------------------------------------------------------
+
+def _dense(x):
+    return x.to_dense() if type(x) is SparseCOO else x
+
+
+def _values_at(dense, coo):
+    """The entries (slices) of the dense array `dense` at the positions of `coo`."""
+    if coo.sparse_dim == 0:
+        return np.broadcast_to(dense, (coo.nnz,) + dense.shape).copy()
+    return dense[tuple(coo.indices)]
+
+
+def _lookup(source, target):
+    """The values of the sparse `source` at each entry of `target` (zero where `source` has
+    none), with `source`'s duplicates summed."""
+    src = source.coalesce()
+    out = np.zeros((target.nnz,) + src.values.shape[1:], dtype=src.values.dtype)
+    if src.nnz == 0 or target.nnz == 0:
+        return out
+    keys, want = src.linear_indices(), target.linear_indices()
+    pos = np.searchsorted(keys, want)
+    pos_ok = np.minimum(pos, len(keys) - 1)
+    hit = keys[pos_ok] == want
+    out[hit] = src.values[pos_ok[hit]]
+    return out
+
+
+def _result_dtype(*operands):
+    """PyTorch's promotion of the operands' dtypes (arrays with dims, 0-d arrays, Python
+    numbers), as a numpy dtype."""
+    dims, zero, scalars = [], [], []
+    for a in operands:
+        if isinstance(a, (bool, int, float, complex)):
+            scalars.append(a)
+        else:
+            (dims if a.ndim else zero).append(_dtype.dtype_of_np(a.dtype))
+    return _dtype.result_type(dims, zero, scalars).np
+
+
+# -- construction and conversion ------------------------------------------------------------
+
+@sparse_op("_sparse_coo_tensor", differentiable=True)
+def _sparse_coo_tensor(indices, values, size, is_coalesced=False):
+    """A sparse tensor from its parts, as given (no copy, no check of coalescing)."""
+    indices = np.asarray(indices)
+    if indices.dtype.kind == "f":
+        indices = indices.astype(np.int64)       # PyTorch converts floating indices
+    if indices.ndim != 2:
+        raise RuntimeError(f"indices must be sparse_dim x nnz, but got: {list(indices.shape)}")
+    if indices.dtype != np.int64:
+        indices = indices.astype(np.int64)
+    values = np.asarray(values)
+    if values.ndim == 0 or values.shape[0] != indices.shape[1]:
+        raise RuntimeError(f"indices and values must have same nnz, but got nnz from indices: "
+                           f"{indices.shape[1]}, nnz from values: {values.shape[0] if values.ndim else 1}")
+    size = tuple(size)
+    sd = indices.shape[0]
+    if sd + values.ndim - 1 != len(size):
+        raise RuntimeError(f"number of dimensions must be sparse_dim ({sd}) + dense_dim "
+                           f"({values.ndim - 1}), but got {len(size)}")
+    if tuple(values.shape[1:]) != size[sd:]:
+        raise RuntimeError(f"values has incorrect size, expected {[indices.shape[1], *size[sd:]]}, "
+                           f"got {list(values.shape)}")
+    if indices.size:
+        lo, hi = indices.min(1), indices.max(1)
+        for d in range(sd):
+            if lo[d] < 0:
+                raise RuntimeError(f"found negative index {lo[d]} for dim {d}")
+            if hi[d] >= size[d]:
+                raise RuntimeError(f"size is inconsistent with indices: for dim {d}, size is "
+                                   f"{size[d]} but found index {hi[d]}")
+    return SparseCOO(indices, values, size, is_coalesced)
+
+
+@_sparse_coo_tensor.derivative
+def _(grad, indices, size):
+    return None, _sparse_values_at(grad, indices, size)
+
+
+@sparse_op("_sparse_values_at", differentiable=False)
+def _sparse_values_at(self, indices, size):
+    """The gradient of a sparse tensor's values: `self` (dense or sparse, of shape `size`)
+    read at each given index (every duplicate gets the whole entry)."""
+    indices = np.asarray(indices).astype(np.int64)
+    target = SparseCOO(indices, np.zeros((indices.shape[1],) + tuple(size[indices.shape[0]:])), size)
+    if type(self) is SparseCOO:
+        return _lookup(self, target)
+    return _values_at(self, target)
+
+
+@sparse_op("_to_dense")
+def to_dense(self, dtype=None, masked_grad=True):
+    out = _dense(self)
+    if dtype is not None:
+        out = out.astype(_dtype.to_dtype(dtype).np)
+    return out
+
+
+@to_dense.derivative
+def _(grad, self, masked_grad):
+    if self.layout is strided:
+        return grad
+    if masked_grad:
+        return sparse_mask(grad, self)
+    return to_sparse(grad, self.sparse_dim())
+
+
+@sparse_op("_to_sparse")
+def to_sparse(self, sparse_dim=None):
+    if type(self) is SparseCOO:
+        if sparse_dim is not None and sparse_dim != self.sparse_dim:
+            raise RuntimeError(f"to_sparse: conversion from Sparse to Sparse with sparse_dim argument "
+                               f"!=self.sparse_dim() is not supported")
+        return self
+    if sparse_dim is not None and not 0 <= sparse_dim <= self.ndim:
+        raise RuntimeError(f"sparse_dim argument must be in [0,{self.ndim}] range, but {sparse_dim} is given")
+    return SparseCOO.from_dense(self, sparse_dim)
+
+
+@to_sparse.derivative
+def _(grad, self):
+    if self.layout is strided:
+        return to_dense(grad)
+    return grad
+
+
+@sparse_op("_coalesce")
+def coalesce(self):
+    return self.coalesce() if type(self) is SparseCOO else self
+
+
+coalesce.derivative(lambda grad: grad)
+
+
+@sparse_op("_values", differentiable=False)
+def _values(self):
+    _need_sparse(self, "_values")
+    return self.values
+
+
+@sparse_op("_indices", differentiable=False)
+def _indices(self):
+    _need_sparse(self, "_indices")
+    return self.indices
+
+
+def _need_sparse(x, what):
+    if type(x) is not SparseCOO:
+        raise RuntimeError(f"{what} expected sparse coordinate tensor layout but got Strided")
+
+
+def _need_coalesced(x, what):
+    _need_sparse(x, what)
+    if not x.coalesced:
+        raise RuntimeError(f"Cannot get {what} on an uncoalesced tensor, please call .coalesce() first")
+
+
+@sparse_op("_sparse_values")
+def values(self):
+    _need_coalesced(self, "values")
+    return self.values
+
+
+@values.derivative
+def _(grad, self):
+    return _sparse_coo_tensor(_indices(self), grad, tuple(self.shape), True)
+
+
+@sparse_op("_sparse_indices", differentiable=False)
+def indices(self):
+    _need_coalesced(self, "indices")
+    return self.indices
+
+
+@sparse_op("_sparse_mask")
+def sparse_mask(self, mask):
+    """The entries of `self` at the positions of the sparse `mask` (coalesced), as a sparse
+    tensor with `mask`'s pattern."""
+    if type(mask) is not SparseCOO:
+        raise RuntimeError("sparse_mask expects mask to be sparse")
+    if tuple(self.shape) != mask.shape:
+        raise RuntimeError("sparse_mask(): operands have incompatible sizes; self has size "
+                           f"{list(self.shape)} but mask has size {list(mask.shape)}")
+    m = mask.coalesce()
+    if type(self) is SparseCOO:
+        return SparseCOO(m.indices, _lookup(self, m), m.shape, True)
+    return SparseCOO(m.indices, _values_at(np.asarray(self), m), m.shape, True)
+
+
+@sparse_mask.derivative
+def _(grad, self, mask):
+    if self.layout is strided:
+        return to_dense(grad), None
+    return grad, None
+
+
+# -- arithmetic ------------------------------------------------------------------------------
+
+def _concat(a, b, scale):
+    """a + scale * b for two sparse operands: coalesced when both are (a merge), else their
+    entries side by side, as PyTorch keeps them."""
+    dtype = _result_dtype(a.values, b.values, scale)
+    if a.shape != b.shape:
+        raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has size "
+                           f"{list(a.shape)} while other has size {list(b.shape)} (FYI: dense-sparse "
+                           "addition does not currently support broadcasting)")
+    if a.sparse_dim != b.sparse_dim:
+        raise RuntimeError(f"add: expected 'self' and 'other' to have same sparse_dim, but got "
+                           f"{a.sparse_dim} and {b.sparse_dim}")
+    joined = SparseCOO(np.concatenate([a.indices, b.indices], axis=1),
+                       np.concatenate([a.values.astype(dtype), (b.values * scale).astype(dtype)]),
+                       a.shape)
+    if a.coalesced and b.coalesced:
+        return joined.coalesce()
+    return joined
+
+
+@sparse_op("_sparse_add", replaces=("add",))
+def _sparse_add(self, other, alpha=1):
+    """add with a sparse operand: sparse + sparse is sparse, dense + sparse is dense."""
+    if type(self) is SparseCOO and type(other) is SparseCOO:
+        return _concat(self, other, alpha)
+    if type(self) is SparseCOO:
+        raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+    self = np.asarray(self)
+    if tuple(self.shape) != other.shape:
+        raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has size "
+                           f"{list(self.shape)} while other has size {list(other.shape)} (FYI: "
+                           "dense-sparse addition does not currently support broadcasting)")
+    out = self.astype(_result_dtype(self, other.values), copy=True)
+    if other.nnz:
+        vals = other.values * alpha
+        if other.sparse_dim == 0:
+            out += vals.sum(0)
+        else:
+            np.add.at(out, tuple(other.indices), vals)
+    return out
+
+
+@_sparse_add.derivative
+def _(grad, alpha):
+    return grad, grad if alpha == 1 else grad * alpha
+
+
+@sparse_op("_sparse_sub", replaces=("sub",))
+def _sparse_sub(self, other, alpha=1):
+    return _sparse_add.kernel(self, other, -alpha)
+
+
+@_sparse_sub.derivative
+def _(grad, alpha):
+    return grad, grad * -alpha
+
+
+@sparse_op("_sparse_mul", replaces=("mul",))
+def _sparse_mul(self, other):
+    """mul with a sparse operand: the result is sparse (zeros stay zeros)."""
+    if type(self) is not SparseCOO:
+        self, other = other, self          # mul commutes: the sparse operand first
+    if type(other) is SparseCOO:
+        if self.shape != other.shape:
+            raise RuntimeError(f"mul operands have incompatible sizes: {list(self.shape)} and {list(other.shape)}")
+        a = self.coalesce()
+        vals = a.values * _lookup(other, a)
+        return SparseCOO(a.indices, vals, a.shape, True)
+    dtype = _result_dtype(self.values, other)
+    if isinstance(other, (bool, int, float, complex)) or np.ndim(other) == 0:
+        return self.with_values((self.values * other).astype(dtype, copy=False))
+    other = np.asarray(other)
+    if tuple(other.shape) != self.shape:
+        raise RuntimeError(f"mul(sparse, dense): expected the dense operand to have size "
+                           f"{list(self.shape)} or to be a scalar, got {list(other.shape)}")
+    return self.with_values((self.values * _values_at(other, self)).astype(dtype, copy=False))
+
+
+@_sparse_mul.derivative
+def _(grad, self, other, needs):
+    return (grad * other if needs[0] else None,
+            grad * self if needs[1] else None)
+
+
+@sparse_op("_sparse_div", replaces=("div",))
+def _sparse_div(self, other):
+    if type(self) is not SparseCOO or type(other) is SparseCOO or np.ndim(other) != 0:
+        raise RuntimeError("div: dynjit divides a sparse tensor by a scalar only")
+    dtype = _result_dtype(self.values, other)
+    if dtype.kind not in "fc":
+        dtype = _dtype.get_default_dtype().np
+    return self.with_values((self.values / other).astype(dtype, copy=False))
+
+
+@_sparse_div.derivative
+def _(grad, other):
+    return grad / other, None
+
+
+@sparse_op("_sparse_neg", replaces=("neg",))
+def _sparse_neg(self):
+    return self.with_values(-self.values)
+
+
+_sparse_neg.derivative(lambda grad: -grad)
+
+
+@sparse_op("_sparse_clone", replaces=("clone",))
+def _sparse_clone(self, memory_format=None):
+    return SparseCOO(self.indices.copy(), self.values.copy(), self.shape, self.coalesced)
+
+
+_sparse_clone.derivative(lambda grad: grad)
+
+
+@sparse_op("_sparse_to_dtype", replaces=("to_dtype",))
+def _sparse_to_dtype(self, dtype):
+    target = _dtype.to_dtype(dtype).np
+    values = self.values
+    if values.dtype.kind == "c" and target.kind != "c":
+        values = values.real
+    return self.with_values(values.astype(target))
+
+
+_sparse_to_dtype.derivative(lambda grad: grad)
+
+
+@sparse_op("_sparse_transpose", replaces=("transpose",))
+def _sparse_transpose(self, dim0, dim1):
+    n = len(self.shape)
+    d0, d1 = dim0 % n if n else 0, dim1 % n if n else 0
+    if d0 == d1:
+        return self
+    sd = self.sparse_dim
+    if (d0 < sd) != (d1 < sd):
+        raise RuntimeError("transpose(): can't transpose a sparse dimension with a dense dimension")
+    shape = list(self.shape)
+    shape[d0], shape[d1] = shape[d1], shape[d0]
+    if d0 < sd:
+        idx = self.indices.copy()
+        idx[[d0, d1]] = idx[[d1, d0]]
+        return SparseCOO(idx, self.values, shape)
+    return SparseCOO(self.indices, np.swapaxes(self.values, d0 - sd + 1, d1 - sd + 1), shape, self.coalesced)
+
+
+@_sparse_transpose.derivative
+def _(grad, dim0, dim1):
+    return _transpose_any(grad, dim0, dim1)
+
+
+def _transpose_any(x, dim0, dim1):
+    return registry["transpose"](x, dim0, dim1)
+
+
+@sparse_op("_sparse_t", replaces=("t",))
+def _sparse_t(self):
+    if len(self.shape) > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 sparse and 0 dense dimensions, but "
+                           f"self is {self.sparse_dim} sparse and {self.dense_dim} dense dimensions")
+    return _sparse_transpose.kernel(self, 0, 1) if len(self.shape) == 2 else self
+
+
+_sparse_t.derivative(lambda grad: registry["t"](grad))
+
+
+def _check_2d(x, name):
+    if len(x.shape) != 2:
+        raise RuntimeError(f"{name} must be a matrix")
+
+
+def _spmm(coo, dense):
+    """sparse (n, m) @ dense (m, k) -> dense (n, k)."""
+    if coo.dense_dim:
+        raise RuntimeError("mm: hybrid sparse tensors (with dense dimensions) are not supported")
+    dtype = _result_dtype(coo.values, dense)
+    out = np.zeros((coo.shape[0], dense.shape[1]), dtype=dtype)
+    if coo.nnz:
+        np.add.at(out, coo.indices[0], coo.values[:, None] * dense[coo.indices[1]])
+    return out
+
+
+@sparse_op("_sparse_mm", replaces=("mm", "matmul"))
+def _sparse_mm(self, mat2):
+    """mm with a sparse operand: sparse @ dense and dense @ sparse are dense, sparse @ sparse
+    is sparse."""
+    _check_2d(self, "self")
+    _check_2d(mat2, "mat2")
+    if self.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({self.shape[0]}x{self.shape[1]} "
+                           f"and {mat2.shape[0]}x{mat2.shape[1]})")
+    if type(self) is SparseCOO and type(mat2) is SparseCOO:
+        return SparseCOO.from_dense(_spmm(self, mat2.to_dense()))
+    if type(self) is SparseCOO:
+        return _spmm(self, np.asarray(mat2))
+    t = SparseCOO(mat2.indices[::-1], mat2.values, mat2.shape[::-1])
+    return _spmm(t, np.asarray(self).T).T.copy()
+
+
+@_sparse_mm.derivative
+def _(grad, self, mat2, needs):
+    mm = registry["mm"]
+    t = registry["t"]
+    return (mm(grad, t(mat2)) if needs[0] else None,
+            mm(t(self), grad) if needs[1] else None)
+
+
+@sparse_op("_sparse_sum", replaces=("sum",))
+def _sparse_sum(self, dim=None, keepdim=False, dtype=None):
+    """sum of a sparse tensor: a dense number over every dimension, else a sparse tensor
+    (PyTorch's torch.sparse.sum)."""
+    values = self.values if dtype is None else self.values.astype(_dtype.to_dtype(dtype).np)
+    if values.dtype.kind in "biu" and dtype is None:
+        values = values.astype(np.int64)
+    n = len(self.shape)
+    dims = range(n) if dim is None or dim == () or dim == [] else (
+        [dim] if isinstance(dim, int) else list(dim))
+    dims = sorted({d % n for d in dims}) if n else []
+    if keepdim and dim is not None:
+        raise RuntimeError("sum: keepdim is not supported for sparse tensors")
+    if len(dims) == n:
+        return np.asarray(values.sum())
+    sd = self.sparse_dim
+    keep_sparse = [d for d in range(sd) if d not in dims]
+    dense_axes = tuple(d - sd + 1 for d in dims if d >= sd)
+    vals = values.sum(axis=dense_axes) if dense_axes else values
+    shape = [s for d, s in enumerate(self.shape) if d not in dims]
+    reduced = SparseCOO(self.indices[keep_sparse], vals, shape)
+    return reduced.coalesce()
+
+
+@_sparse_sum.derivative
+def _(grad, self, dim):
+    if dim is None:
+        return registry["expand"](grad, tuple(self.shape))
+    return _sparse_sum_backward(grad, self, dim)
+
+
+@sparse_op("_sparse_sum_backward", differentiable=False)
+def _sparse_sum_backward(grad, self, dim):
+    """The gradient of a sparse sum over `dim`: the incoming gradient spread back over the
+    reduced dimensions, at the input's entries."""
+    n = len(self.shape)
+    dims = sorted({d % n for d in ([dim] if isinstance(dim, int) else dim)})
+    g = _dense(grad)
+    for d in dims:
+        g = np.expand_dims(g, d)
+    full = np.broadcast_to(g, self.shape)
+    c = self.coalesce()
+    return SparseCOO(c.indices, _values_at(full, c).astype(self.values.dtype, copy=False), c.shape, True)
+
+
+@sparse_op("_embedding_sparse_rows")
+def _embedding_sparse_rows(weight, indices, padding_idx=None):
+    """Rows of the dense `weight` at `indices` (flat), whose gradient is sparse, as
+    PyTorch's embedding(sparse=True) gives it: one entry per index, uncoalesced, none for
+    padding_idx."""
+    return np.asarray(weight)[np.asarray(indices).reshape(-1)]
+
+
+@_embedding_sparse_rows.derivative
+def _(grad, weight_shape, indices, padding_idx):
+    return _embedding_sparse_grad(grad, indices, weight_shape, padding_idx), None
+
+
+@sparse_op("_embedding_sparse_grad", differentiable=False)
+def _embedding_sparse_grad(grad, indices, size, padding_idx=None):
+    idx = np.asarray(indices).reshape(-1).astype(np.int64)
+    g = np.asarray(_dense(grad)).reshape(len(idx), -1)
+    if padding_idx is not None:
+        keep = idx != padding_idx
+        idx, g = idx[keep], g[keep]
+    return SparseCOO(idx[None, :], g, tuple(size))
+
+
+def sparse_repr(t):
+    """PyTorch's repr of a sparse tensor: its indices, values, size, nnz and layout."""
+    from .._printing import tensor_repr
+    make = _dispatch.Tensor._make
+    coo = t._data
+    pad = " " * len("tensor(")
+
+    def part(name, arr):
+        lines = tensor_repr(make(arr)).split("\n")
+        return "\n".join([f"{name}={lines[0]}"] + [" " * (len(name) + 1) + ln for ln in lines[1:]])
+
+    suffix = [f"size={tuple(coo.shape)}", f"nnz={coo.nnz}"]
+    if coo.values.dtype != _dtype.get_default_dtype().np and coo.values.dtype.kind not in "iub" \
+            and coo.values.dtype.kind != "c":
+        suffix.append(f"dtype=dynjit.{_dtype.dtype_of_np(coo.values.dtype).name}")
+    suffix.append("layout=dynjit.sparse_coo")
+    fn = t._grad_fn
+    if fn is not None:
+        suffix.append(f"grad_fn=<{fn.name()}>")
+    elif t._requires_grad:
+        suffix.append("requires_grad=True")
+    body = (part("indices", coo.indices).replace("\n", "\n" + pad) + ",\n" + pad
+            + part("values", coo.values).replace("\n", "\n" + pad) + ",\n" + pad + ", ".join(suffix))
+    return "tensor(" + body + ")"
