@@ -253,6 +253,24 @@ Tensor.zero_ = lambda self: dispatch(R["zero_"], (self,), {})
 Tensor.copy_ = lambda self, src, non_blocking=False: dispatch(R["copy_"], (self, src), {})
 Tensor.dropout = lambda self, p=0.5, train=True: dispatch(R["native_dropout"], (self, p, train), {})[0]
 Tensor.bernoulli = lambda self, p=None: dispatch(R["bernoulli"], (self, p), {})
+
+
+def _uniform_(self, *args, generator=None, **kwargs):
+    """Tensor.uniform_(from=0, to=1, *, generator=None): fill in place from U(from, to)
+    (nn.init.uniform_'s draw; `from` is a keyword Python cannot name as a parameter)."""
+    from .nn.init import uniform_
+    bounds = dict(zip(("from", "to"), args), **kwargs)
+    return uniform_(self, float(bounds.get("from", 0.0)), float(bounds.get("to", 1.0)), generator=generator)
+
+
+def _normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Tensor.normal_(mean=0, std=1, *, generator=None): fill in place from N(mean, std^2)."""
+    from .nn.init import normal_
+    return normal_(self, mean, std, generator=generator)
+
+
+Tensor.uniform_ = _uniform_
+Tensor.normal_ = _normal_
 Tensor.index_put_ = lambda self, indices, values, accumulate=False: dispatch(
     R["index_put_"], (self, list(indices), values, accumulate), {})
 Tensor.index_put = lambda self, indices, values, accumulate=False: dispatch(

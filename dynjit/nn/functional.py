@@ -14,7 +14,7 @@ from ..tensor import Tensor
 __all__ = [
     "linear", "bilinear", "relu", "relu_", "relu6", "leaky_relu", "elu", "gelu", "silu", "mish",
     "sigmoid", "tanh", "softplus", "softsign", "hardtanh", "threshold", "logsigmoid", "softmax",
-    "log_softmax", "softmin", "dropout", "layer_norm", "batch_norm", "embedding", "one_hot",
+    "log_softmax", "softmin", "dropout", "layer_norm", "batch_norm", "embedding", "embedding_bag", "one_hot",
     "normalize", "pad", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss",
     "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
     "cosine_similarity", "pairwise_distance", "interpolate", "upsample", "upsample_nearest",
@@ -242,6 +242,77 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         weight = weight * keep + (weight * (1 - keep)).detach()
     rows = _op("index_select", weight, 0, input.reshape(-1))
     return rows.reshape(tuple(input.shape) + (weight.shape[1],))
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None):
+    """Sums, means or maxima of bags of rows of `weight`: a 2-D `input` is one bag per row;
+    a 1-D `input` is cut into bags at `offsets`. Rows at `padding_idx` are left out of their
+    bag (and of a mean's count); an empty bag gives zeros. Composed of registered ops (the
+    bag of each index is computed with tensor ops, so a traced graph reads any offsets)."""
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if not isinstance(input, Tensor) or input.dtype.is_floating_point or input.dtype.name == "bool":
+        raise RuntimeError("embedding_bag: Expected tensor for argument #1 'indices' to have an integer dtype "
+                           f"(Long or Int); but got {getattr(input, 'dtype', type(input).__name__)} instead")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+                                  "on GitHub.")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch "
+                             "of fixed length sequences.")
+        bags, length = input.shape
+        offsets = _fn.arange(0, bags * length, length) if length > 0 else _fn.zeros(bags, dtype=input.dtype)
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(input.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({tuple(per_sample_weights.shape)}) is not None, "
+                         f"then it must have the same shape as the input ({tuple(input.shape)})")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not supported by dynjit")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    starts = offsets[:-1] if include_last_offset else offsets
+    n_bags, n_items, dim = starts.shape[0], input.shape[0], weight.shape[1]
+    # bag of each index: how many bag starts are at or before its position, less one
+    positions = _fn.arange(n_items, dtype=offsets.dtype)
+    bag = (positions.unsqueeze(1) >= starts.unsqueeze(0)).long().sum(1) - 1
+    keep = bag >= 0
+    if include_last_offset:
+        keep = keep & (positions < offsets[-1])
+    if padding_idx is not None:
+        if padding_idx < 0:
+            padding_idx += weight.shape[0]
+        keep = keep & (input != padding_idx)
+    bag = _fn.where(keep, bag, 0)
+    rows = _op("index_select", weight, 0, input)
+    mask = keep.unsqueeze(1).to(weight.dtype)
+    if mode == "max":
+        from .._dtype import finfo
+        lowest = finfo(weight.dtype).min
+        rows = _fn.where(keep.unsqueeze(1), rows, lowest)
+        index = bag.unsqueeze(1).expand(n_items, dim)
+        out = _fn.full((n_bags, dim), lowest, dtype=weight.dtype).scatter_reduce(0, index, rows, "amax")
+        filled = _fn.zeros(n_bags, dtype=weight.dtype).index_add(0, bag, keep.to(weight.dtype)) > 0
+        return _fn.where(filled.unsqueeze(1), out, 0.0)
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.unsqueeze(1)
+    out = _fn.zeros((n_bags, dim), dtype=weight.dtype).index_add(0, bag, rows * mask)
+    if mode == "mean":
+        counts = _fn.zeros(n_bags, dtype=weight.dtype).index_add(0, bag, mask.squeeze(1))
+        out = out / counts.clamp(min=1).unsqueeze(1)
+    return out
 
 
 def _embedding_renorm_(weight, input, max_norm, norm_type):

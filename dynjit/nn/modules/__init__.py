@@ -12,7 +12,7 @@ from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .distance import PairwiseDistance, CosineSimilarity
 from .transformer import (Transformer, TransformerEncoder, TransformerDecoder, TransformerEncoderLayer,
                           TransformerDecoderLayer)
-from .sparse import Embedding
+from .sparse import Embedding, EmbeddingBag
 from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d
 from .loss import (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, NLLLoss, CrossEntropyLoss, BCELoss,
                    BCEWithLogitsLoss, KLDivLoss, TripletMarginLoss, MarginRankingLoss, CosineEmbeddingLoss)
@@ -20,7 +20,7 @@ __all__ = ["Module", "Identity", "Linear", "Bilinear", "Sequential", "ModuleList
            "ParameterList", "ParameterDict", "ReLU", "ReLU6", "LeakyReLU", "ELU", "GELU", "SiLU", "Mish",
            "Sigmoid", "Tanh", "Softplus", "Hardtanh", "Threshold", "LogSigmoid", "Softmax",
            "LogSoftmax", "Softmin", "Dropout", "Flatten", "Unflatten", "LayerNorm", "BatchNorm1d",
-           "BatchNorm2d", "Embedding", "Upsample", "UpsamplingNearest2d",
+           "BatchNorm2d", "Embedding", "EmbeddingBag", "Upsample", "UpsamplingNearest2d",
            "UpsamplingBilinear2d", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss",
            "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "MultiheadAttention",
            "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "GroupNorm", "RMSNorm", "LocalResponseNorm",
