@@ -423,3 +423,19 @@ def test_record_function_multithreaded():
         rf.__enter__()
     # exiting a record_function after another one ended does not throw
     rf.__exit__(None, None, None)
+
+
+# The part of 002_7f98adb56adba91b.txt TestProfiler.test_named_tensor_for_complex_views that does not
+# name dimensions (PyTorch 2.13 has removed named tensors: refine_names and rename are gone):
+# the gradient of |sum| through a complex view of a (2, 1, 2, 2) real tensor.
+def test_gradient_through_a_complex_view_of_a_four_dim_tensor():
+    z = dynjit.ones((2, 1, 2, 2), requires_grad=True)
+    z_complex = dynjit.view_as_complex(z)
+    assert z_complex.shape == (2, 1, 2) and z_complex.dtype == dynjit.complex64
+    z_complex.sum().abs().backward()
+    # d|s|/d(re, im) of each element, s = 4 + 4j: (re s, im s) / |s| = (1/sqrt 2, 1/sqrt 2)
+    abs_1_1j = abs(1 + 1j)
+    expected = dynjit.ones_like(z_complex)
+    expected.fill_(complex(abs_1_1j / 2, abs_1_1j / 2))
+    assert dynjit.allclose(z.grad, dynjit.view_as_real(expected))
+    np.testing.assert_allclose(z.grad.numpy(), np.full((2, 1, 2, 2), 1 / np.sqrt(2)), rtol=1e-6)
