@@ -37,8 +37,8 @@ import numpy as np
 from dynjit import _dtype as D
 
 from . import mathlib
-from .irutil import (F32, F64, I1, I8, I8P, I16, I32, I64, VOID, Ops, const, element_of, like, type_suffix,
-                     vector_of)
+from .irutil import (F32, F64, I1, I8, I8P, I16, I32, I64, VOID, Ops, const, declare, element_of, like,
+                     type_suffix, vector_of)
 from .kernel import ScalarArg, SizeNumber, postorder
 
 VECTOR_BYTES = None    # bytes per vector step of the widest type: None = two of the target's registers
@@ -57,6 +57,9 @@ def vector_bytes():
 # several independent add / max chains hide the instruction latency (a single chain made a
 # row max or a float64-accumulated sum latency-bound)
 REDUCTION_UNROLL = 4
+# the last, partial vector of a row runs as one masked vector step where the target has masked
+# loads and stores (KernelCodegen.masked_tail_ok); False: one element at a time (for comparisons)
+MASKED_TAIL = True
 
 
 def vector_width(kernel):
@@ -428,10 +431,12 @@ class Scope:
     """One loop level: where its values are emitted (`block`), its memo, its indices.
     Values in a scope of `width` W > 1 are vectors whose lanes run along dim `vdim`
     (the innermost vectorized loop at or above this scope)."""
-    __slots__ = ("parent", "level", "width", "vdim", "block", "memo", "index", "part", "unrolled")
+    __slots__ = ("parent", "level", "width", "vdim", "block", "memo", "index", "part", "unrolled", "mask")
 
-    def __init__(self, parent, level, width, block, dim=None, index=None, vdim=None, part=0, unrolled=False):
+    def __init__(self, parent, level, width, block, dim=None, index=None, vdim=None, part=0, unrolled=False,
+                 mask=None):
         self.parent = parent
+        self.mask = mask          # <W x i1>: the lanes of a row's last, partial vector step (else None)
         self.level = level
         self.width = width
         self.part = part          # which of an unrolled loop's independent accumulators this step uses
@@ -522,7 +527,7 @@ def structure_key(kernel):
     return (len(kernel.shape), tuple(sorted(kernel.reduced)), operands, tuple(nodes),
             tuple((index[id(v)], ops[id(op)]) for v, op in kernel.stores),
             tuple((index[id(v)], ops[id(op)]) for v, op in kernel.partials),
-            kernel.par_dim, kernel.packed, kernel.nargs, tuple(kind for _, kind in kernel.scalars))
+            kernel.par_dim, kernel.packed, kernel.nargs, tuple(kind for _, kind in kernel.scalars), MASKED_TAIL)
 
 
 class KernelCodegen:
@@ -691,17 +696,51 @@ class KernelCodegen:
                         body(self._scope(parent, level, d, iu, w, d, u, unrolled=True))
                 rest = self.emit_loop(lo, hi, unroll * w, unrolled)
             rest = self.emit_loop(rest, hi, w, lambda i: body(self._scope(parent, level, d, i, w, d)))
-            self.emit_loop(rest, hi, 1, lambda i: body(self._scope(parent, level, d, i, 1, None)))
+            if self.masked_tail_ok(d):
+                self.emit_masked_step(rest, hi, w, lambda i, mask: body(
+                    self._scope(parent, level, d, i, w, d, mask=mask)))
+            else:
+                self.emit_loop(rest, hi, 1, lambda i: body(self._scope(parent, level, d, i, 1, None)))
         else:
             self.emit_loop(lo, hi, 1, lambda i: self.loop_nest(
-                dims[1:], self._scope(parent, level, d, i, parent.width, parent.vdim), body, vector, unroll))
+                dims[1:], self._scope(parent, level, d, i, parent.width, parent.vdim, mask=parent.mask),
+                body, vector, unroll))
 
     def _vector_width(self, d):
         # whatever the dim's size: the vector loop runs no step when it is shorter
         return self.width
 
-    def _scope(self, parent, level, dim, index, width, vdim, part=0, unrolled=False):
-        return Scope(parent, level, width, self.b.block, dim, index, vdim, part, unrolled)
+    def _scope(self, parent, level, dim, index, width, vdim, part=0, unrolled=False, mask=None):
+        return Scope(parent, level, width, self.b.block, dim, index, vdim, part, unrolled, mask)
+
+    def masked_tail_ok(self, d):
+        """Whether the elements left after the vector loop over dim `d` (fewer than a vector)
+        run as one masked vector step instead of one at a time: every operand is contiguous or
+        broadcast along `d` (a strided one would need a masked gather), and masked loads and
+        stores of its element size are instructions on the target (AVX: 32 and 64 bits;
+        AVX-512BW: 8 and 16 too; elsewhere LLVM would split them into branches per lane)."""
+        if not MASKED_TAIL:
+            return False
+        if any(op.strides[d] not in (0, 1) for op in self.k.operands):
+            return False
+        small = any(op.dtype.itemsize < 4 for op in self.k.operands if op.strides[d] == 1)
+        return _has_masked_memory(small)
+
+    def emit_masked_step(self, lo, hi, w, body):
+        """if (lo < hi) body(lo, mask) with mask's lanes [0, hi - lo) on: the last, partial
+        vector of a row (hi - lo < w). A row of 100 float32 is then 6 full steps and one
+        masked one, not 6 and 4 scalar ones (with softmax's exp, 3 passes each)."""
+        b = self.b
+        tail = self.fn.append_basic_block("tail")
+        after = self.fn.append_basic_block("after_tail")
+        b.cbranch(b.icmp_signed("<", lo, hi), tail, after)
+        b.position_at_end(tail)
+        left = b.trunc(b.sub(hi, lo, flags=["nsw"]), I32)
+        lanes = ir.Constant(ir.VectorType(I32, w), [ir.Constant(I32, i) for i in range(w)])
+        mask = b.icmp_signed("<", lanes, self.ops.splat(left, w))
+        body(lo, mask)
+        b.branch(after)
+        b.position_at_end(after)
 
     def emit_loop(self, lo, hi, step, body):
         """for (i = lo; i + step <= hi; i += step) body(i); returns i after the loop."""
@@ -797,6 +836,8 @@ class KernelCodegen:
                     else:
                         slot = accs[id(r)][scope.width, scope.part]
                     x = cast(self.ops, x, r.args[0].dtype, acc_dt)
+                    if scope.mask is not None:
+                        x = self.b.select(scope.mask, x, _identity(r.op, acc_dt, x.type))
                     self.b.store(_combine(self.ops, r.op, acc_dt, self.b.load(slot), x), slot)
                 self.store_all(stores, scope)
             self.loop_nest(self.red, pscope, body, vector=not self.outer, unroll=unroll)
@@ -812,8 +853,7 @@ class KernelCodegen:
                     vec = self.b.load(slots[r_width, 0])
                     for u in range(1, unroll):
                         vec = _combine(self.ops, r.op, acc_dt, vec, self.b.load(slots[r_width, u]))
-                    for lane in self.ops.lanes(vec):
-                        acc = _combine(self.ops, r.op, acc_dt, acc, lane)
+                    acc = _combine(self.ops, r.op, acc_dt, acc, _combine_lanes(self.ops, r.op, acc_dt, vec))
                 if id(r) in partial_of:
                     self._store_partial(acc, partial_of[id(r)])
                     continue
@@ -1059,7 +1099,13 @@ class KernelCodegen:
             v = b.load(b.gep(base, [off]), align=align)
         else:
             st = op.strides[scope.vdim]
-            if st == 1:
+            if st == 1 and scope.mask is not None:
+                vty = vector_of(mty, w)
+                ptr = b.bitcast(b.gep(base, [off]), vty.as_pointer())
+                fn = declare(self.module, f"llvm.masked.load.{type_suffix(vty)}.p0", vty,
+                             [ptr.type, I32, scope.mask.type, vty])
+                v = b.call(fn, [ptr, const(I32, align), scope.mask, const(vty, 0)])
+            elif st == 1:
                 v = b.load(b.bitcast(b.gep(base, [off]), vector_of(mty, w).as_pointer()), align=align)
             elif st == 0:
                 v = self.ops.splat(b.load(b.gep(base, [off]), align=align), w)
@@ -1081,7 +1127,12 @@ class KernelCodegen:
         align = op.dtype.itemsize
         if isinstance(v.type, ir.VectorType):
             st = op.strides[scope.vdim]
-            if st == 1:
+            if st == 1 and scope.mask is not None:
+                ptr = b.bitcast(b.gep(base, [off]), v.type.as_pointer())
+                fn = declare(self.module, f"llvm.masked.store.{type_suffix(v.type)}.p0", VOID,
+                             [v.type, ptr.type, I32, scope.mask.type])
+                b.call(fn, [v, ptr, const(I32, align), scope.mask])
+            elif st == 1:
                 b.store(v, b.bitcast(b.gep(base, [off]), v.type.as_pointer()), align=align)
             else:
                 step = self.stride(op, scope.vdim)
@@ -1098,10 +1149,38 @@ class KernelCodegen:
             self.store(self.value(value, scope), op, scope)
 
 
+def _combine_lanes(ops, kind, dtype, vec):
+    """The lanes of `vec` combined by halves (w/2 lanes, then w/4, ...): log2(w) dependent
+    steps at the end of each row pass instead of w (a lane-by-lane chain of 16 float64 adds
+    or maxima cost a short row more than its vector loop)."""
+    b = ops.b
+    w = vec.type.count
+    while w > 1:
+        h = w // 2
+        lo = b.shuffle_vector(vec, ir.Constant(vec.type, ir.Undefined),
+                              ir.Constant(ir.VectorType(I32, h), [ir.Constant(I32, i) for i in range(h)]))
+        hi = b.shuffle_vector(vec, ir.Constant(vec.type, ir.Undefined),
+                              ir.Constant(ir.VectorType(I32, h), [ir.Constant(I32, h + i) for i in range(h)]))
+        vec = _combine(ops, kind, dtype, lo, hi) if h > 1 else _combine(ops, kind, dtype, ops.lanes(lo)[0],
+                                                                        ops.lanes(hi)[0])
+        w = h
+    return vec
+
+
 def _block_summed(r):
     """A float sum whose accumulator is wider than its input (float32 summed in float64)."""
     return (r.op == "sum" and is_float(r.args[0].dtype) and is_float(r.params["acc"])
             and r.args[0].dtype.itemsize < r.params["acc"].itemsize)
+
+
+def _has_masked_memory(small_elements):
+    """Whether the target has masked vector loads and stores (of 8/16-bit elements when
+    `small_elements`): x86 AVX (vmaskmov, 32/64-bit lanes), AVX-512F, AVX-512BW (8/16-bit)."""
+    from .jit import jit
+    features = jit().features.split(",")
+    if small_elements:
+        return "+avx512bw" in features
+    return "+avx" in features or "+avx512f" in features
 
 
 def _has_fma():
