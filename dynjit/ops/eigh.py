@@ -43,6 +43,7 @@ def _(self):
 @symmetric_eigh.derivative
 def _(grads, result):
     from .factories import eye
+    from .linalg_common import safe_div
     g_values, g_vectors = grads
     values, vectors = result
     n = values.shape[-1]
@@ -53,7 +54,7 @@ def _(grads, result):
         vt_g = vt.matmul(g_vectors)
         skew = (vt_g - vt_g.transpose(-2, -1)) * 0.5
         gaps = values.unsqueeze(-2) - values.unsqueeze(-1) + identity     # L_j - L_i, 1 on the diagonal
-        inner = skew / gaps * (1.0 - identity)
+        inner = safe_div(skew, gaps) * (1.0 - identity)     # (unused outputs get zero grads: see safe_div)
     if g_values is not None:
         diag = g_values.unsqueeze(-1) * identity
         inner = diag if inner is None else inner + diag

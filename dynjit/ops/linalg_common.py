@@ -133,6 +133,14 @@ def diag_embed(v):
     return v.unsqueeze(-1) * identity(v.shape[-1], v.dtype)
 
 
+def safe_div(num, den):
+    """num / den, with 0 where num is exactly 0 (also where den is 0). The autograd engine
+    hands a multi-output op's derivative zeros for the outputs the loss does not use, and
+    0 / 0 there (repeated singular values or eigenvalues, a zero singular value) must add
+    nothing, as PyTorch's undefined gradients do; a nonzero num over 0 stays inf."""
+    return num / registry["where"](num == 0, 1.0, den)
+
+
 def tril(t, k=0):
     return registry["tril"](t, k)
 

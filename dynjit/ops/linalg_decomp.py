@@ -12,7 +12,7 @@ import numpy as np
 
 from .registry import register, registry, EXTERN
 from .linalg_common import (LinAlgError, check_input, as_dtype, real_of, batch_prefix, first_failure,
-                            mH, identity, diag_embed, tril, triu, is_complex)
+                            mH, identity, diag_embed, tril, triu, is_complex, safe_div)
 from . import linalg_common as _rt
 
 
@@ -106,22 +106,22 @@ def svd_backward(gU, gS, gVh, U, S, Vh):
     S2 = S * S
     E = S2.unsqueeze(-2) - S2.unsqueeze(-1) + eye       # S_j^2 - S_i^2, 1 on the diagonal
     if UhgU is not None and VhgV is not None:
-        inner = (UhgU * S.unsqueeze(-2) + S.unsqueeze(-1) * VhgV) / E
+        inner = safe_div(UhgU * S.unsqueeze(-2) + S.unsqueeze(-1) * VhgV, E)
     elif UhgU is not None:
-        inner = UhgU * S.unsqueeze(-2) / E
+        inner = safe_div(UhgU * S.unsqueeze(-2), E)
     else:
-        inner = S.unsqueeze(-1) * VhgV / E
+        inner = safe_div(S.unsqueeze(-1) * VhgV, E)
     inner = inner * (1.0 - eye)
     if gS is not None:
         inner = inner + diag_embed(gS)
     if complex_ and UhgU is not None:
-        inner = inner + diag_embed(UhgU.diagonal(0, -2, -1) / (2.0 * S))
+        inner = inner + diag_embed(safe_div(UhgU.diagonal(0, -2, -1), 2.0 * S))
     if m > n and gU is not None:
-        gUSinv = gU / S.unsqueeze(-2)
+        gUSinv = safe_div(gU, S.unsqueeze(-2))
         gA = U @ inner + gUSinv - U @ (mH(U) @ gUSinv)
         return gA @ Vh
     if m < n and gVh is not None:
-        SinvgVh = gVh / S.unsqueeze(-1)
+        SinvgVh = safe_div(gVh, S.unsqueeze(-1))
         gA = inner @ Vh + SinvgVh - (SinvgVh @ mH(Vh)) @ Vh
         return U @ gA
     return U @ (inner @ Vh)
@@ -186,7 +186,7 @@ def eig_backward(gL, gV, L, V, hermitian):
         VhgV = VhgV - mH(V) @ (V * registry["real"](diag).unsqueeze(-2))
     Lc = registry["conj"](L) if is_complex(L) else L
     E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1) + eye       # conj(L_j - L_i), 1 on the diagonal
-    inner = VhgV / E * (1.0 - eye)
+    inner = safe_div(VhgV, E) * (1.0 - eye)
     if gL is not None:
         inner = inner + diag_embed(gL)
     if hermitian:
