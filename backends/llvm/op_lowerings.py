@@ -241,8 +241,14 @@ for _name in ("exp", "exp2", "log", "log2", "log10", "sin", "cos", "tanh", "sigm
 
 @lowering("erf")
 def _erf(kb, out, self):
-    # eager computes erf in float64 (the C library's erf) and rounds: so does the kernel
-    return kb.cast(kb.math("erf", kb.cast(self, D.float64)), out)
+    # eager computes erf in float64 (the C library's erf) and rounds: so does the kernel, with
+    # a vectorized erf accurate far beyond float32 where the result is float32
+    return kb.cast(kb.math(_erf_for(out), kb.cast(self, D.float64)), out)
+
+
+def _erf_for(out):
+    """The math function for erf in float64 whose result is rounded to `out`."""
+    return "erf_narrow" if out.is_floating_point and out.itemsize <= 4 else "erf"
 
 
 @lowering("atan2")
@@ -254,7 +260,12 @@ def _atan2(kb, out, self, other):
 @lowering("pow")
 def _pow(kb, out, self, exponent):
     if not isinstance(self, KNode):
-        raise Unsupported("scalar base")
+        # a number to a tensor's power (Adam's bias corrections, beta ** step): numpy's power in
+        # the exponent's float dtype, the number rounded to it; other dtypes run eagerly
+        if (isinstance(self, bool) or not isinstance(exponent, KNode) or exponent.dtype is not out
+                or not out.is_floating_point):
+            raise Unsupported("scalar base")
+        return kb.math("pow", kb.cast(self, out), exponent)
     x = kb.cast(self, out)
     if _is_scalar(exponent) and not isinstance(exponent, bool):
         e = exponent
@@ -352,7 +363,7 @@ def _gelu(kb, out, self, approximate="none"):
         raise Unsupported(f"gelu approximate={approximate!r}")
     # eager: 0.5 * x * (1 + erf(x / sqrt(2))) with erf and what follows it in float64
     f64 = D.float64
-    e = kb.math("erf", kb.cast(kb.prim("div", x, kb.const(math.sqrt(2), out)), f64))
+    e = kb.math(_erf_for(out), kb.cast(kb.prim("div", x, kb.const(math.sqrt(2), out)), f64))
     return kb.prim("mul", kb.cast(half_x, f64), kb.prim("add", kb.const(1.0, f64), e))
 
 
