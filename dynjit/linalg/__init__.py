@@ -22,6 +22,7 @@ import math as _math
 from .. import functional as _F
 from .. import _dtype
 from ..ops.registry import registry as _R
+from ..tensor import tensor as _tensor
 from ..ops.linalg_common import LinAlgError, check_input as _check_input, check_matrix as _check_matrix, \
     check_float as _check_float
 from ..ops import linalg_common as _rt
@@ -400,8 +401,8 @@ def cross(input, other, *, dim=-1, out=None):
     if size_a != 3 or size_b != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {size_a} and {size_b}")
     input, other = _F.broadcast_tensors(input, other)
-    i120 = _F.tensor([1, 2, 0])
-    i201 = _F.tensor([2, 0, 1])
+    i120 = _tensor([1, 2, 0])
+    i201 = _tensor([2, 0, 1])
     return (input.index_select(dim, i120) * other.index_select(dim, i201)
             - input.index_select(dim, i201) * other.index_select(dim, i120))
 
