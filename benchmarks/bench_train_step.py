@@ -1,10 +1,12 @@
 """A small training step, compiled and not, against numpy and torch at a fixed thread count.
 
     python benchmarks/bench_train_step.py [--torch-python PY] [--threads 1] [--seconds 6]
-                                          [--momentum 0.0] [--only NAME,...] [--json OUT]
+                                          [--momentum 0.0] [--optim sgd|adam|adamw] [--only NAME,...]
+                                          [--json OUT]
 
 The step: an MLP 784 -> 256 -> ReLU -> 10 (nn.Linear), batch 64, float32,
-F.cross_entropy against integer targets, SGD (lr 0.01, `--momentum`):
+F.cross_entropy against integer targets, SGD (lr 0.01, `--momentum`) or, with `--optim`,
+Adam / AdamW (lr 1e-3, PyTorch's defaults otherwise; AdamW's weight decay 0.01):
 zero_grad, forward, loss.backward(), opt.step(). Candidates, each on its own
 copy of the same initial weights and the same batch:
 
@@ -39,6 +41,7 @@ import time
 
 BATCH, D_IN, D_HID, D_OUT = 64, 784, 256, 10
 LR = 0.01
+ADAM_LR, BETAS, EPS, ADAMW_DECAY = 1e-3, (0.9, 0.999), 1e-8, 0.01
 
 
 def _parse(argv=None):
@@ -48,6 +51,7 @@ def _parse(argv=None):
     p.add_argument("--seconds", type=float, default=6.0, help="timing budget in seconds")
     p.add_argument("--block", type=int, default=20, help="steps per candidate per block")
     p.add_argument("--momentum", type=float, default=0.0)
+    p.add_argument("--optim", choices=("sgd", "adam", "adamw"), default="sgd")
     p.add_argument("--only", default=None, help="comma-separated candidate names (substrings)")
     p.add_argument("--json", default=None, help="write the results here")
     p.add_argument("--torch-worker", action="store_true", help=argparse.SUPPRESS)
@@ -75,13 +79,28 @@ def initial_arrays():
 
 
 # -- numpy by hand ------------------------------------------------------------------------------
-def numpy_step_fn(arrays, momentum):
+def numpy_step_fn(arrays, momentum, optim="sgd"):
     """A step in numpy, updating the arrays in `arrays` in place (weights w1 b1 w2 b2)."""
     import numpy as np
     p = arrays
     x, y = p["x"], p["y"]
     rows = np.arange(BATCH)
     bufs = {}
+    adam = {k: [0, np.zeros_like(p[k]), np.zeros_like(p[k])] for k in ("w1", "b1", "w2", "b2")}
+
+    def adam_update(k, g):
+        """PyTorch's Adam / AdamW update of p[k] in place (exp_avg by lerp, as torch does)."""
+        st = adam[k]
+        st[0] += 1
+        m, v = st[1], st[2]
+        if optim == "adamw":
+            p[k] *= np.float32(1 - ADAM_LR * ADAMW_DECAY)
+        m += (g - m) * np.float32(1 - BETAS[0])
+        v *= np.float32(BETAS[1])
+        v += np.float32(1 - BETAS[1]) * g * g
+        bc1 = 1 - BETAS[0] ** st[0]
+        bc2_sqrt = np.sqrt(1 - BETAS[1] ** st[0])
+        p[k] -= (ADAM_LR / bc1) * m / (np.sqrt(v) / np.float32(bc2_sqrt) + np.float32(EPS))
 
     def step():
         h = x @ p["w1"].T
@@ -103,6 +122,9 @@ def numpy_step_fn(arrays, momentum):
         grads["b1"] = dh.sum(0)
         for k in ("w1", "b1", "w2", "b2"):
             g = grads[k]
+            if optim != "sgd":
+                adam_update(k, g)
+                continue
             if momentum:
                 if k in bufs:
                     bufs[k] *= momentum
@@ -127,7 +149,16 @@ def _ensure_llvm_backend():
         registry.register_backend(llvm_backend, name="llvm")
 
 
-def dynjit_candidates(arrays, momentum, only):
+def make_optimizer(optim_mod, name, params, momentum):
+    """The step's optimizer, from dynjit.optim or torch.optim (the same names and defaults)."""
+    if name == "adam":
+        return optim_mod.Adam(params, lr=ADAM_LR, betas=BETAS, eps=EPS)
+    if name == "adamw":
+        return optim_mod.AdamW(params, lr=ADAM_LR, betas=BETAS, eps=EPS, weight_decay=ADAMW_DECAY)
+    return optim_mod.SGD(params, lr=LR, momentum=momentum)
+
+
+def dynjit_candidates(arrays, momentum, only, optim_name="sgd"):
     import numpy as np
     import dynjit
     _ensure_llvm_backend()
@@ -142,7 +173,7 @@ def dynjit_candidates(arrays, momentum, only):
             model[2].weight.copy_(dynjit.tensor(arrays["w2"]))
             model[2].bias.copy_(dynjit.tensor(arrays["b2"]))
         x, y = dynjit.tensor(arrays["x"]), dynjit.tensor(arrays["y"])
-        opt = optim.SGD(model.parameters(), lr=LR, momentum=momentum)
+        opt = make_optimizer(optim, optim_name, model.parameters(), momentum)
 
         def loss_fn(x, y):
             return F.cross_entropy(model(x), y)
@@ -186,14 +217,14 @@ def torch_worker():
     arrays = initial_arrays()
     runners = {}
 
-    def make(kind, momentum):
+    def make(kind, momentum, optim_name):
         model = torch.nn.Sequential(torch.nn.Linear(D_IN, D_HID), torch.nn.ReLU(), torch.nn.Linear(D_HID, D_OUT))
         with torch.no_grad():
             for mod, w, b in ((model[0], "w1", "b1"), (model[2], "w2", "b2")):
                 mod.weight.copy_(torch.from_numpy(arrays[w]))
                 mod.bias.copy_(torch.from_numpy(arrays[b]))
         x, y = torch.from_numpy(arrays["x"]), torch.from_numpy(arrays["y"])
-        opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=momentum)
+        opt = make_optimizer(torch.optim, optim_name, model.parameters(), momentum)
 
         def loss_fn(x, y):
             return torch.nn.functional.cross_entropy(model(x), y)
@@ -216,7 +247,7 @@ def torch_worker():
     for line in sys.stdin:
         msg = json.loads(line)
         if "setup" in msg:
-            runners[msg["setup"]] = make(msg["setup"], msg["momentum"])
+            runners[msg["setup"]] = make(msg["setup"], msg["momentum"], msg["optim"])
             reply = {"ok": True}
         elif "weights" in msg:
             reply = {"weights": runners[msg["weights"]].weights()}
@@ -233,12 +264,13 @@ def torch_worker():
 
 
 class TorchCandidates:
-    def __init__(self, python, momentum):
+    def __init__(self, python, momentum, optim_name="sgd"):
         env = dict(os.environ)
         self.proc = subprocess.Popen([python, os.path.abspath(__file__), "--torch-worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, bufsize=1, env=env)
         self.info = json.loads(self.proc.stdout.readline())
         self.momentum = momentum
+        self.optim = optim_name
 
     def ask(self, **msg):
         self.proc.stdin.write(json.dumps(msg) + "\n")
@@ -248,7 +280,7 @@ class TorchCandidates:
         return json.loads(line)
 
     def candidate(self, name):
-        self.ask(setup=name, momentum=self.momentum)
+        self.ask(setup=name, momentum=self.momentum, optim=self.optim)
 
         def run():
             return self.ask(run=name, n=1)["seconds"][0]
@@ -263,10 +295,10 @@ class TorchCandidates:
 
 
 # -- checking and timing ----------------------------------------------------------------------------
-def reference_weights(momentum, steps):
+def reference_weights(momentum, steps, optim="sgd"):
     import numpy as np
     arrays = {k: v.copy() for k, v in initial_arrays().items()}
-    step = numpy_step_fn(arrays, momentum)
+    step = numpy_step_fn(arrays, momentum, optim)
     for _ in range(steps):
         step()
     return [arrays[k].astype(np.float64) for k in ("w1", "b1", "w2", "b2")]
@@ -313,17 +345,17 @@ def main(argv=None):
     import numpy as np
     only = args.only.split(",") if args.only else None
 
-    ref = reference_weights(args.momentum, 3)
+    ref = reference_weights(args.momentum, 3, args.optim)
     blocks, check_runs = {}, []
     arrays = {k: v.copy() for k, v in initial_arrays().items()}
     if _selected("numpy by hand", only):
-        np_step = numpy_step_fn(arrays, args.momentum)
+        np_step = numpy_step_fn(arrays, args.momentum, args.optim)
         for _ in range(3):
             np_step()
         check("numpy by hand", [arrays[k] for k in ("w1", "b1", "w2", "b2")], ref)
         blocks["numpy by hand"] = local_timer(np_step)
     compile_seconds = {}
-    for name, make in dynjit_candidates(initial_arrays(), args.momentum, only):
+    for name, make in dynjit_candidates(initial_arrays(), args.momentum, only, args.optim):
         t = time.perf_counter()
         run = make()
         run()
@@ -333,7 +365,7 @@ def main(argv=None):
         blocks[name] = local_timer(run)
     worker = None
     if args.torch_python:
-        worker = TorchCandidates(args.torch_python, args.momentum)
+        worker = TorchCandidates(args.torch_python, args.momentum, args.optim)
         for name in ("torch eager", "torch.compile model+loss"):
             if not _selected(name, only):
                 continue
@@ -360,7 +392,8 @@ def main(argv=None):
 
     base = "torch eager" if "torch eager" in times else "numpy by hand" if "numpy by hand" in times else None
     med = {name: statistics.median(ts) for name, ts in times.items()}
-    print(f"MLP {D_IN}-{D_HID}-{D_OUT}, batch {BATCH}, float32, cross-entropy, SGD momentum {args.momentum}; "
+    opt_desc = f"SGD momentum {args.momentum}" if args.optim == "sgd" else {"adam": "Adam", "adamw": "AdamW"}[args.optim]
+    print(f"MLP {D_IN}-{D_HID}-{D_OUT}, batch {BATCH}, float32, cross-entropy, {opt_desc}; "
           f"{args.threads} thread(s); numpy {np.__version__}"
           + (f", torch {worker.info['torch']}" if worker else ""))
     print(f"  {'':28s} {'median':>10s} {'best':>10s} {'steps':>6s}  {'vs ' + base if base else '':>16s}")
@@ -372,7 +405,7 @@ def main(argv=None):
         print(f"  {name:28s} {med[name] * 1e3:8.3f} ms {min(ts) * 1e3:7.3f} ms {len(ts):6d}  {ratio:15.2f}x")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"threads": args.threads, "momentum": args.momentum, "rows": rows,
+            json.dump({"threads": args.threads, "momentum": args.momentum, "optim": args.optim, "rows": rows,
                        "torch": worker.info if worker else None, "numpy": np.__version__}, f, indent=1)
 
 

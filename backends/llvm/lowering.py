@@ -145,6 +145,10 @@ def _is_tensor_node(a):
     return hasattr(a, "op") and hasattr(a, "meta") and _meta(a) is not None
 
 
+def _is_node(a):
+    return hasattr(a, "op") and hasattr(a, "users")
+
+
 def _nodes_in(a):
     from dynjit.fx.node import iter_nodes
     return iter_nodes(a)
@@ -237,6 +241,7 @@ class Lowering:
         self.view_src = {}       # view node -> (source node, numpy view function var, rest of the call)
         self.view_op = {}        # view node -> the dispatched view op's var
         self.store_into = {}     # value -> (graph input it is copied into, copy_ op's var)
+        self._visited = set()    # nodes lowered ahead of their place (visit_trailing_copies)
         self.counter = 0
         self.weights = {}        # member -> its weight
         self._order = None
@@ -282,7 +287,13 @@ class Lowering:
                 else:
                     self.specialized.add(i)
                     self.guards.append(f"{node.name} != {self.literal(example)}")
+        stores_first = self._trailing_copies()
         for node in self.graph.nodes:
+            if node in self._visited:
+                continue
+            if node is stores_first[0]:
+                self.visit_trailing_copies(stores_first)
+                continue
             if node.op == "placeholder":
                 self.visit_input(node, self.examples[len(self.params)])
             elif node.op == "get_attr":
@@ -593,6 +604,43 @@ class Lowering:
             g = self._open_group_of(a)
             if g is not None:
                 self.close(g)
+
+    def _trailing_copies(self):
+        """The copy_ nodes that end a functionalized graph (AOT writes mutated inputs back
+        there, in input order: an optimizer's parameters, then its step counters and state),
+        when their order does not matter: each writes a different input with a fresh
+        pointwise value that no other node reads as an input. Returns them, or [None]."""
+        nodes = list(self.graph.nodes)
+        run = []
+        for n in reversed(nodes[:-1] if nodes and nodes[-1].op == "output" else nodes):
+            if not (n.op == "call_function" and isinstance(n.target, OpDef) and n.target.name == "copy_"):
+                break
+            run.append(n)
+        run.reverse()
+        dsts = [n.args[0] if n.args else None for n in run]
+        srcs = [n.args[1] if len(n.args) > 1 else None for n in run]
+        if (len(run) < 2 or any(n.users or n.kwargs for n in run)
+                or any(not _is_node(d) or d.op != "placeholder" for d in dsts)
+                or len(set(dsts)) != len(dsts)
+                or any(not _is_node(s) or s.op != "call_function" or not isinstance(s.target, OpDef)
+                       or s.target.kind != POINTWISE or s.target.name.endswith("_") or s in dsts
+                       for s in srcs)):
+            return [None]
+        return run
+
+    def visit_trailing_copies(self, run):
+        """The final copy_ nodes (see _trailing_copies): first those whose value a kernel can
+        store straight into the input, then the others. In graph order, one eager copy_ (an
+        Adam step counter's, a 0-d value) closed every open kernel before the copies of the
+        state after it (exp_avg, exp_avg_sq), which then went through new buffers each step."""
+        rest = []
+        for node in run:
+            self._visited.add(node)
+            args = node.target.normalize(tuple(node.args), dict(node.kwargs))
+            if not self.try_store_into(node, args):
+                rest.append(node)
+        for node in rest:
+            self.visit_call(node)
 
     def try_store_into(self, node, args):
         """`copy_(input, value)` of a value computed in an open elementwise group of the

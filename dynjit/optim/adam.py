@@ -71,7 +71,7 @@ class Adam(Optimizer):
             bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
             if amsgrad:
                 max_sq = state["max_exp_avg_sq"]
-                max_sq.copy_(_fn.maximum(max_sq, exp_avg_sq))
+                _running_max(max_sq, exp_avg_sq)
                 denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
             else:
                 denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
@@ -98,11 +98,20 @@ class Adam(Optimizer):
         bias_correction2_sqrt = (1 - beta2 ** step).sqrt()
         if group["amsgrad"]:
             max_sq = flat.buffers["max_exp_avg_sq"]
-            max_sq.copy_(_fn.maximum(max_sq, exp_avg_sq))
+            _running_max(max_sq, exp_avg_sq)
             denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
         else:
             denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
         flat.write_back(exp_avg / denom * (-lr / bias_correction1))
+
+
+def _running_max(max_sq, exp_avg_sq):
+    """max_sq = maximum(max_sq, exp_avg_sq) in place, NaN propagating as maximum does.
+    Written as an in-place clamp_ rather than copy_(maximum(...)): AOT functionalizes an
+    in-place op into the new value and one copy_ at the end of the graph, which lets a
+    compiled step compute the whole update in one kernel, while copy_ stays in the middle of
+    the graph and splits it."""
+    max_sq.clamp_(min=exp_avg_sq)
 
 
 class AdamW(Adam):
