@@ -25,6 +25,7 @@ from .autograd.function import Function
 from .autograd import graph as _graph
 from .autograd.grad_mode import no_grad, state as _grad_state
 from .tensor import Tensor, _data_reads
+from .ops.dispatch import check_inplace_allowed
 
 __all__ = ["custom_op", "register_fake", "register_autograd", "register_kernel", "CustomOpDef",
            "infer_schema", "Library"]
@@ -71,6 +72,8 @@ def infer_schema(fn, *, mutates_args, op_name=None):
                   "or just the string 'unknown' if you don't know.")
     params = []
     for k, (name, p) in enumerate(sig.parameters.items()):
+        if p.kind == p.KEYWORD_ONLY and "*" not in params:
+            params.append("*")
         if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
             error(f"We do not support positional-only args, varargs, or varkwargs.")
         if p.annotation is p.empty:
@@ -143,7 +146,9 @@ class CustomOpDef:
         self._backward_fn = None
         self._setup_context_fn = None
         self._autograd_cls = None
-        params = list(inspect.signature(fn).parameters)
+        sig_params = inspect.signature(fn).parameters
+        params = list(sig_params)
+        self._kwonly = frozenset(n for n, p in sig_params.items() if p.kind == p.KEYWORD_ONLY)
         if mutates_args == "unknown":
             self._mutated = tuple(params)
         else:
@@ -202,9 +207,10 @@ class CustomOpDef:
         _data_reads.append(_kernel_data_read)
         try:
             with no_grad():
-                out = self._cpu_kernel(*args)
+                out = self._call(self._cpu_kernel, args)
         finally:
             _data_reads.pop()
+        self._check_returns(out)
         inputs = [a for a in args if isinstance(a, Tensor)]
         outs = out if isinstance(out, (tuple, list)) else (out,)
         tensors = [o for o in outs if isinstance(o, Tensor)]
@@ -226,40 +232,106 @@ class CustomOpDef:
                 a._version_counter[0] += 1
         return out
 
+    def _call(self, fn, args):
+        """fn on the op's full argument tuple, its keyword-only parameters passed by name."""
+        if not self._kwonly:
+            return fn(*args)
+        params = self._opdef.params
+        return fn(*(a for n, a in zip(params, args) if n not in self._kwonly),
+                  **{n: a for n, a in zip(params, args) if n in self._kwonly})
+
+    def _check_returns(self, out):
+        """What the kernel returned against the schema's return types (PyTorch's errors)."""
+        returns = self._schema.rsplit(" -> ", 1)[1]
+        if returns == "()":
+            if out is not None:
+                raise RuntimeError(f"{self._qualname}: the schema returns nothing, but the kernel "
+                                   f"returned a {type(out).__name__}")
+            return
+        if returns.startswith("("):
+            types = [t.strip() for t in returns[1:-1].split(",")]
+            if not isinstance(out, tuple) or len(out) != len(types):
+                raise RuntimeError(f"{self._qualname}: the schema returns a tuple of {len(types)} "
+                                   f"({returns}), but the kernel returned {type(out).__name__} {out!r}")
+            pairs = zip(types, out)
+        else:
+            pairs = ((returns, out),)
+        for t, o in pairs:
+            if t == "Tensor" and not isinstance(o, Tensor):
+                raise RuntimeError(f"Unable to cast {o!r} to Tensor")
+
     def _eager(self, op, args, kwargs):
         args = op.normalize(tuple(args), kwargs)
-        if _grad_state.enabled and any(_requires_grad(a) for a in args):
-            if self._autograd_cls is not None:
-                return self._autograd_cls.apply(*args)
-            out = self._run_kernel(args)
-            return self._attach_missing_autograd(args, out)
-        return self._run_kernel(args)
+        if not _grad_state.enabled:
+            return self._run_kernel(args)
+        if self._mutated:
+            self._check_mutable_inputs(args)
+        wants_grad = any(_requires_grad(a) for a in args)
+        if wants_grad and self._autograd_cls is not None:
+            spec, flat = _flatten(args)
+            return self._autograd_cls.apply(_Spec(spec), *flat)
+        out = self._run_kernel(args)
+        if wants_grad:
+            self._attach_missing_autograd(args, out)
+        return out
+
+    def _missing_autograd_message(self):
+        return (f"Trying to backward through {self._namespace}.{self._name}.default but no autograd "
+                "formula was registered. Please use register_autograd to add one.")
+
+    def _check_mutable_inputs(self, args):
+        """An input the op writes that requires grad: PyTorch's in-place errors (a leaf, a view
+        that may not be written), before the kernel runs."""
+        for name, a in zip(self._opdef.params, args):
+            if name in self._mutated:
+                for t in (a if isinstance(a, (list, tuple)) else (a,)):
+                    if isinstance(t, Tensor) and (t._requires_grad or
+                                                  (t._base is not None and t._base._requires_grad)):
+                        check_inplace_allowed(t, True, self._qualname)
 
     def _attach_missing_autograd(self, args, out):
-        """No formula registered: the outputs require grad, and backpropagating through them
-        raises PyTorch's error."""
-        msg = (f"Trying to backward through {self._namespace}.{self._name}.default but no autograd "
-               "formula was registered. Please use register_autograd to add one.")
+        """No formula registered: the outputs, and the inputs the op wrote, require grad, and
+        backpropagating through them raises PyTorch's error (a written input's old history
+        would give a silently wrong gradient)."""
+        _, flat = _flatten(args)
         edges = tuple(_graph.edge_of(a) if isinstance(a, Tensor) and a._requires_grad else None
-                      for a in args)
-        node = _graph_error_node(msg, edges)
+                      for a in flat)
+        node = _graph_error_node(self._missing_autograd_message(), edges)
         outs = out if isinstance(out, (tuple, list)) else (out,)
         for i, o in enumerate(outs):
             if isinstance(o, Tensor) and o._data.dtype.kind in "fc":
                 o._grad_fn = node
                 o._output_nr = i
                 o._requires_grad = True
+        for name, a in zip(self._opdef.params, args):
+            if name not in self._mutated:
+                continue
+            for t in (a if isinstance(a, (list, tuple)) else (a,)):
+                if not isinstance(t, Tensor):
+                    continue
+                if t._base is not None and (t._requires_grad or t._base._requires_grad):
+                    _graph.rebase_view(t, _graph_error_node(self._missing_autograd_message(),
+                                                            (_graph.edge_of(t),)))
+                elif t._requires_grad:
+                    t._grad_fn = _graph_error_node(self._missing_autograd_message(), (_graph.edge_of(t),))
+                    t._output_nr = 0
         return out
 
     def _make_autograd_function(self):
+        """The autograd.Function the op runs as when an input requires grad. Its inputs are the
+        op's arguments with tensor lists spread out (each tensor gets its own edge), after a
+        first argument that says how to put them back together."""
         custom = self
 
-        def forward(*args):
-            return custom._run_kernel(args)
+        def forward(spec, *flat):
+            return custom._run_kernel(_unflatten(spec.spec, flat))
 
         def setup_context(ctx, inputs, output):
+            spec = inputs[0].spec
+            ctx.needs_input_grad = tuple(_unflatten_any(spec, ctx.needs_input_grad[1:]))
+            ctx._dynjit_spec = spec
             if custom._setup_context_fn is not None:
-                custom._setup_context_fn(ctx, inputs, output)
+                custom._setup_context_fn(ctx, tuple(_unflatten(spec, inputs[1:])), output)
 
         def backward(ctx, *grads):
             result = custom._backward_fn(ctx, *grads)
@@ -270,7 +342,7 @@ class CustomOpDef:
                 raise RuntimeError(f"{custom._qualname}: the backward registered with register_autograd "
                                    f"returned {len(result)} gradients; expected one per input, {n} "
                                    "(None for inputs without one)")
-            return result
+            return (None,) + _flatten_grads(ctx._dynjit_spec, result, custom._qualname)
 
         name = f"GeneratedBackwardFor_{self._namespace}_{self._name}_default"
         cls = type(name, (Function,), {"forward": staticmethod(forward),
@@ -288,11 +360,13 @@ class CustomOpDef:
             return
         from .autograd.function import _wrap_outputs
         cls = self._autograd_cls
+        spec, flat = _flatten(args)
+        inputs = (_Spec(spec),) + tuple(flat)
         ctx = cls._backward_cls()
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
-        cls.setup_context(ctx, args, out)
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in inputs)
+        cls.setup_context(ctx, inputs, out)
         outs = out if isinstance(out, tuple) else (out,)
-        wrapped = _wrap_outputs(ctx, args, out, True)
+        wrapped = _wrap_outputs(ctx, inputs, out, True)
         wrapped = wrapped if isinstance(wrapped, tuple) else (wrapped,)
         for o, w in zip(outs, wrapped):      # the node goes onto the replayed tensors themselves
             if isinstance(o, Tensor) and w is not o:
@@ -307,10 +381,64 @@ class CustomOpDef:
         from . import empty
         fake_args = [empty(tuple(a.shape), dtype=a.dtype) if _is_tensor_like(a) else a for a in args]
         with no_grad():
-            out = self._fake_fn(*fake_args)
+            out = self._call(self._fake_fn, fake_args)
         if isinstance(out, (tuple, list)):
             return [(tuple(o.shape), o.dtype) if isinstance(o, Tensor) else None for o in out]
         return (tuple(out.shape), out.dtype)
+
+
+class _Spec:
+    """How the flat inputs of a custom op's autograd.Function regroup into the op's arguments."""
+    __slots__ = ("spec",)
+
+    def __init__(self, spec):
+        self.spec = spec
+
+
+def _flatten(args):
+    """(spec, flat): tensor lists spread out, each other argument as is."""
+    spec, flat = [], []
+    for a in args:
+        if isinstance(a, (list, tuple)) and any(isinstance(t, Tensor) for t in a):
+            spec.append((type(a), len(a)))
+            flat.extend(a)
+        else:
+            spec.append(None)
+            flat.append(a)
+    return tuple(spec), flat
+
+
+def _unflatten(spec, flat):
+    out, k = [], 0
+    for entry in spec:
+        if entry is None:
+            out.append(flat[k])
+            k += 1
+        else:
+            kind, n = entry
+            out.append(kind(flat[k:k + n]))
+            k += n
+    return out
+
+
+def _unflatten_any(spec, flags):
+    """Per argument: a flag, or for a tensor list whether any of its tensors has it."""
+    return [any(v) if isinstance(v, (list, tuple)) else v for v in _unflatten(spec, list(flags))]
+
+
+def _flatten_grads(spec, grads, qualname):
+    flat = []
+    for entry, g in zip(spec, grads):
+        if entry is None:
+            flat.append(g)
+        elif g is None:
+            flat.extend([None] * entry[1])
+        else:
+            if not isinstance(g, (list, tuple)) or len(g) != entry[1]:
+                raise RuntimeError(f"{qualname}: the backward must return, for a list of {entry[1]} "
+                                   "tensors, a list of as many gradients (or None)")
+            flat.extend(g)
+    return tuple(flat)
 
 
 def _kernel_data_read(tensor, how):

@@ -245,3 +245,113 @@ def test_aot_backward_writing_a_forward_input_refuses_create_graph():
         # the backward ran before the refusal: its write landed as eager's did
         for ref, got in ((ref_x, x), (ref_x1, x1), (ref_y, y)):
             np.testing.assert_array_equal(ref.detach().numpy(), got.detach().numpy())
+
+
+def test_tensor_list_inputs_get_their_gradients(lib):
+    @custom_op("dj_test::weighted_sum", mutates_args=())
+    def weighted_sum(xs: List[dynjit.Tensor], w: float) -> dynjit.Tensor:
+        return dynjit.from_numpy(sum(x.numpy() for x in xs) * w)
+
+    def setup_context(ctx, inputs, output):
+        xs, ctx.w = inputs
+        ctx.n = len(xs)
+        ctx.wanted = ctx.needs_input_grad
+
+    def backward(ctx, grad):
+        return [grad * ctx.w] * ctx.n, None
+
+    weighted_sum.register_autograd(backward, setup_context=setup_context)
+    p = dynjit.randn(3, dtype=dynjit.float64, requires_grad=True)
+    q = dynjit.randn(3, dtype=dynjit.float64, requires_grad=True)
+    out = weighted_sum([p, q], 3.0)
+    assert out.grad_fn.wanted == (True, False)
+    out.sum().backward()
+    np.testing.assert_allclose(p.grad.numpy(), [3.0, 3.0, 3.0])
+    np.testing.assert_allclose(q.grad.numpy(), [3.0, 3.0, 3.0])
+    assert dynjit.autograd.gradcheck(lambda a, b: weighted_sum([a, b], 0.5),
+                                     (dynjit.randn(2, dtype=dynjit.float64, requires_grad=True),
+                                      dynjit.randn(2, dtype=dynjit.float64, requires_grad=True)))
+
+
+def test_several_outputs_and_keyword_only_arguments(lib):
+    @custom_op("dj_test::sin_cos_scaled", mutates_args=())
+    def sin_cos_scaled(x: dynjit.Tensor, *, scale: float = 2.0) -> Tuple[dynjit.Tensor, dynjit.Tensor]:
+        return x.sin() * scale, x.cos() * scale
+
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.scale = inputs[1]
+
+    def backward(ctx, g_sin, g_cos):
+        (x,) = ctx.saved_tensors
+        return (g_sin * x.cos() - g_cos * x.sin()) * ctx.scale, None
+
+    sin_cos_scaled.register_autograd(backward, setup_context=setup_context)
+    assert sin_cos_scaled._schema == "(Tensor x, *, float scale=2.0) -> (Tensor, Tensor)"
+    x = dynjit.randn(4, dtype=dynjit.float64, requires_grad=True)
+    s, c = sin_cos_scaled(x, scale=3.0)
+    xs = x.detach().numpy()
+    np.testing.assert_allclose(s.detach().numpy(), 3 * np.sin(xs))
+    s.sum().backward()          # the cosine output gets no gradient: a zero one stands for it
+    np.testing.assert_allclose(x.grad.numpy(), 3 * np.cos(xs))
+    assert dynjit.autograd.gradcheck(lambda t: sin_cos_scaled(t, scale=0.5),
+                                     (dynjit.randn(3, dtype=dynjit.float64, requires_grad=True),))
+
+
+def test_returning_what_the_schema_does_not_say_is_an_error(lib):
+    @custom_op("dj_test::returns_int", mutates_args=())
+    def returns_int(x: dynjit.Tensor) -> dynjit.Tensor:
+        return 3
+
+    with pytest.raises(RuntimeError, match="Unable to cast 3 to Tensor"):
+        returns_int(dynjit.randn(2))
+
+
+def test_written_input_that_requires_grad(lib):
+    @custom_op("dj_test::double_in_place", mutates_args=("x",))
+    def double_in_place(x: dynjit.Tensor) -> None:
+        x.mul_(2)
+
+    leaf = dynjit.randn(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place"):
+        double_in_place(leaf)
+    with dynjit.no_grad():
+        double_in_place(leaf)       # allowed without grad recording, as in-place ops are
+    # a written non-leaf (or view) no longer has a history its backward could use: the
+    # backward is an error, not a gradient that ignores the write
+    for make in (lambda t: t.clone(), lambda t: t.clone()[1:]):
+        x = make(leaf)
+        double_in_place(x)
+        with pytest.raises(RuntimeError, match="no autograd formula was registered"):
+            (x._base if x._base is not None else x).sum().backward()
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "llvm"])
+def test_compiled_tensor_list_and_non_tensor_output(lib, backend):
+    @custom_op("dj_test::sin_and_two", mutates_args=())
+    def sin_and_two(x: dynjit.Tensor) -> Tuple[dynjit.Tensor, int]:
+        return x.sin(), 2
+
+    @custom_op("dj_test::list_sum", mutates_args=())
+    def list_sum(xs: List[dynjit.Tensor]) -> dynjit.Tensor:
+        return dynjit.from_numpy(sum(x.numpy() for x in xs))
+
+    sin_and_two.register_autograd(lambda ctx, g, _: g * ctx.saved_tensors[0].cos(),
+                                  setup_context=lambda ctx, inputs, output: ctx.save_for_backward(inputs[0]))
+    list_sum.register_autograd(lambda ctx, g: [g] * ctx.n,
+                               setup_context=lambda ctx, inputs, output: setattr(ctx, "n", len(inputs[0])))
+
+    def fn(x):
+        s, k = dynjit.ops.dj_test.sin_and_two(x)
+        return dynjit.ops.dj_test.list_sum([s * k, x]).exp()
+
+    x = dynjit.randn(5, requires_grad=True)
+    expected = fn(x)
+    expected.sum().backward()
+    expected_grad, x.grad = x.grad, None
+    got = dynjit.compile(fn, backend=backend)(x)
+    got.sum().backward()
+    np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), expected_grad.numpy(), rtol=1e-6)
+    xs = x.detach().numpy()     # d/dx exp(2 sin x + x) = exp(...) (2 cos x + 1)
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(2 * np.sin(xs) + xs) * (2 * np.cos(xs) + 1), rtol=1e-5)
