@@ -116,7 +116,7 @@ def _method(fn):
         return fn(self, *args, **kwargs)
     method.__name__ = fn.__name__
     method.__qualname__ = f"Tensor.{fn.__name__}"
-    method.__doc__ = f"See dynjit.{fn.__name__}."
+    method.__doc__ = f"dynjit.{fn.__name__}(self, ...), a composite of dynjit.linalg."
     return method
 
 

@@ -134,11 +134,15 @@ def diag_embed(v):
 
 
 def safe_div(num, den):
-    """num / den, with 0 where num is exactly 0 (also where den is 0). The autograd engine
-    hands a multi-output op's derivative zeros for the outputs the loss does not use, and
-    0 / 0 there (repeated singular values or eigenvalues, a zero singular value) must add
-    nothing, as PyTorch's undefined gradients do; a nonzero num over 0 stays inf."""
-    return num / registry["where"](num == 0, 1.0, den)
+    """num / den, but 0 where both are 0. The autograd engine hands a multi-output op's
+    derivative zeros for the outputs the loss does not use, and 0 / 0 there (repeated
+    singular values or eigenvalues, a zero singular value) must add nothing, as PyTorch's
+    undefined gradients do; a nonzero num over 0 stays inf. Where den != 0 this is exactly
+    num / den, linear in num (forward mode linearizes derivatives in their gradients)."""
+    where = registry["where"]
+    zero_den = den == 0
+    finite = num / where(zero_den, 1.0, den)
+    return where(zero_den & (num != 0), num / den, finite)
 
 
 def tril(t, k=0):

@@ -416,6 +416,47 @@ for _n in ("igamma", "igammac"):
             "the domain's edges"))
 add("igamma_density", S(C(pos(2, 3)), pos(2, 3)), S(C(pos(3) + 1), pos(2, 3)))
 add("symmetric_eigh", S(distinct(4, 4)), S(distinct(2, 3, 3)), S(NC(distinct(3, 3))))
+
+
+# torch.linalg's decompositions and solvers (dynjit/ops/linalg_decomp.py, linalg_solve.py). eigh and
+# cholesky read one triangle and give PyTorch's symmetric gradient, so finite differences of single
+# entries apply only to 1x1 inputs; tests/linalg gradchecks them on symmetric inputs.
+def _sym(*shape):
+    x = r(*shape)
+    return x + np.swapaxes(x, -1, -2)
+
+
+def _spd(*shape):
+    x = r(*shape)
+    return x @ np.swapaxes(x, -1, -2) + 3 * np.eye(shape[-1])
+
+
+def _well_conditioned(*shape):
+    return r(*shape) + 3 * np.eye(shape[-1])
+
+
+_ONE_TRIANGLE = "reads one triangle; gradchecked on symmetric inputs in tests/linalg"
+add("linalg_svd", S(r(4, 3), False), S(r(3, 4), False), S(r(2, 3, 3)), S(NC(r(3, 3)), False))
+add("linalg_eigh", S(pos(1, 1)), S(_sym(4, 4)).not_differentiable_here(_ONE_TRIANGLE),
+    S(_sym(2, 3, 3), "U").not_differentiable_here(_ONE_TRIANGLE))
+# Differentiable ops that no sample here can gradcheck by finite differences, and where they are
+# gradchecked instead (the gradcheck and forward-AD sweeps leave them out).
+GRADCHECKED_ELSEWHERE = {
+    "linalg_eig": "the raw eigenvectors carry an arbitrary complex phase (PyTorch refuses a loss that depends on "
+                  "it): tests/linalg/test_decompositions.py gradchecks eigenvalues and |eigenvectors|"}
+add("linalg_eig", S(C(r(3, 3))), S(C(r(2, 3, 3))))
+add("linalg_qr", S(r(4, 3)), S(r(3, 4)), S(r(2, 3, 3), "complete"),
+    S(C(r(4, 3)), "r"))      # (mode='r' is not differentiable: no Q, as in PyTorch)
+add("linalg_cholesky_ex", S(pos(1, 1)), S(_spd(3, 3)).not_differentiable_here(_ONE_TRIANGLE),
+    S(_spd(2, 3, 3), True).not_differentiable_here(_ONE_TRIANGLE))
+add("linalg_inv_ex", S(_well_conditioned(3, 3)), S(_well_conditioned(2, 3, 3)), S(NC(_well_conditioned(3, 3))))
+add("linalg_solve", S(_well_conditioned(3, 3), r(3, 2)), S(_well_conditioned(2, 3, 3), r(3, 1)))
+add("linalg_solve_triangular", S(_well_conditioned(3, 3), r(3, 2), True),
+    S(_well_conditioned(2, 3, 3), r(2, 3, 3), False, False, True))
+add("linalg_det", S(r(3, 3)), S(r(2, 4, 4)), S(NC(r(3, 3))))
+add("linalg_slogdet", S(r(3, 3)), S(r(2, 3, 3)))
+add("linalg_pinv", S(r(4, 3)), S(r(3, 4)), S(r(2, 3, 3)))
+add("linalg_matrix_exp", S(r(3, 3)), S(r(2, 3, 3) * 0.5))
 add("as_strided", S(r(6), (2, 2), (1, 2), 1), S(r(3, 4), (3, 3), (4, 1)), S(r(3, 4), (2, 3), (1, 2), 0),
     S(r(5), (0, 2), (1, 1), 7))
 add("delayed_error_if", S(r(2, 3), bools(2, 3) & False, "unused"))

@@ -805,9 +805,72 @@ def _check_symmetric_eigh(result, a):
     np.testing.assert_allclose((vectors * values[..., None, :]) @ np.swapaxes(vectors, -1, -2), sym, atol=1e-12)
 
 
+# torch.linalg's decompositions: their factors are defined up to signs, so they are checked by
+# what defines them (reconstruction, orthonormality, triangularity) with numpy
+
+def _mh(x):
+    return np.conj(np.swapaxes(x, -1, -2))
+
+
+def _check_linalg_svd(result, a, full_matrices=True):
+    U, S, Vh = (t.numpy() for t in result)
+    k = S.shape[-1]
+    np.testing.assert_allclose((U[..., :k] * S[..., None, :]) @ Vh[..., :k, :], a, atol=1e-12)
+    np.testing.assert_allclose(S, np.linalg.svd(a, compute_uv=False), atol=1e-12)
+
+
+def _check_linalg_eigh(result, a, UPLO="L"):
+    values, vectors = (t.numpy() for t in result)
+    half = np.tril(a) if UPLO == "L" else np.triu(a)
+    sym = half + _mh(half) - np.eye(a.shape[-1]) * half
+    np.testing.assert_allclose(values, np.linalg.eigvalsh(sym), atol=1e-12)
+    np.testing.assert_allclose(sym @ vectors, vectors * values[..., None, :], atol=1e-12)
+
+
+def _check_linalg_eig(result, a):
+    values, vectors = (t.numpy() for t in result)
+    np.testing.assert_allclose(a @ vectors, vectors * values[..., None, :], atol=1e-10)
+
+
+def _check_linalg_qr(result, a, mode="reduced"):
+    Q, R = (t.numpy() for t in result)
+    np.testing.assert_array_equal(np.tril(R, -1), 0)
+    if mode == "r":
+        np.testing.assert_allclose(np.abs(R), np.abs(np.linalg.qr(a, mode="r")), atol=1e-12)
+        return
+    np.testing.assert_allclose(Q @ R, a, atol=1e-12)
+
+
+def _check_linalg_cholesky_ex(result, a, upper=False, check_errors=False):
+    L, info = (t.numpy() for t in result)
+    assert not info.any()
+    np.testing.assert_allclose(L, _mh(np.linalg.cholesky(a)) if upper else np.linalg.cholesky(a), atol=1e-12)
+
+
+def _expm_reference(a):
+    values, vectors = np.linalg.eig(a)
+    return ((vectors * np.exp(values)[..., None, :]) @ np.linalg.inv(vectors)).real
+
+
+def _triangular_solve_reference(a, b, upper, left=True, unitriangular=False):
+    tri = np.triu(a) if upper else np.tril(a)
+    if unitriangular:
+        tri = tri - tri * np.eye(a.shape[-1]) + np.eye(a.shape[-1])
+    return np.linalg.solve(tri, b) if left else b @ np.linalg.inv(tri)
+
+
+REFERENCE.update({
+    "linalg_inv_ex": lambda a, check_errors=False: (np.linalg.inv(a), np.zeros(a.shape[:-2], np.int32)),
+    "linalg_solve": np.linalg.solve, "linalg_solve_triangular": _triangular_solve_reference,
+    "linalg_det": np.linalg.det, "linalg_slogdet": lambda a: tuple(np.linalg.slogdet(a)),
+    "linalg_pinv": lambda a, atol=None, rtol=None, hermitian=False: np.linalg.pinv(a),
+    "linalg_matrix_exp": _expm_reference})
+
 PROPERTY = {"rand": _check_rand, "randn": _check_randn, "randint": _check_randint,
             "randperm": _check_randperm, "bernoulli": _check_bernoulli, "native_dropout": _check_dropout,
             "multinomial": _check_multinomial, "symmetric_eigh": _check_symmetric_eigh}
+PROPERTY.update({"linalg_svd": _check_linalg_svd, "linalg_eigh": _check_linalg_eigh, "linalg_eig": _check_linalg_eig,
+                 "linalg_qr": _check_linalg_qr, "linalg_cholesky_ex": _check_linalg_cholesky_ex})
 
 
 def _values(v):
