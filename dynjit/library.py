@@ -379,9 +379,23 @@ class CustomOpDef:
                 "dynjit to know the op's output shapes without running it. Please use "
                 f"@{self._name}.register_fake to add a fake impl.")
         from . import empty
-        fake_args = [empty(tuple(a.shape), dtype=a.dtype) if _is_tensor_like(a) else a for a in args]
-        with no_grad():
-            out = self._call(self._fake_fn, fake_args)
+        from .ops.dispatch import _modes
+
+        def fake(a):
+            if _is_tensor_like(a):
+                return empty(tuple(a.shape), dtype=a.dtype)
+            if isinstance(a, (list, tuple)) and any(_is_tensor_like(t) for t in a):
+                return type(a)(fake(t) for t in a)
+            return a
+
+        # a shape computation: no dispatch mode around it (a tracer) sees its ops
+        modes = list(_modes.items)
+        _modes.items.clear()
+        try:
+            with no_grad():
+                out = self._call(self._fake_fn, [fake(a) for a in args])
+        finally:
+            _modes.items[:] = modes
         if isinstance(out, (tuple, list)):
             return [(tuple(o.shape), o.dtype) if isinstance(o, Tensor) else None for o in out]
         return (tuple(out.shape), out.dtype)

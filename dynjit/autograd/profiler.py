@@ -369,7 +369,7 @@ class _OpRecorder(_dispatch.DispatchMode):
             seq = node._sequence_nr()
             prof._seen_nodes.add(node)
             prof._fwd_thread_of[seq] = threading.get_native_id()
-        prof._add(f"aten::{op.name}", start, end,
+        prof._add(op.name if "::" in op.name else f"aten::{op.name}", start, end,   # (custom ops: "ns::name")
                   input_shapes=_shapes(args) if prof.record_shapes else None, sequence_nr=seq,
                   stack=_user_stack() if prof.with_stack else None)
         return result

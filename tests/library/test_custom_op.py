@@ -355,3 +355,46 @@ def test_compiled_tensor_list_and_non_tensor_output(lib, backend):
     np.testing.assert_allclose(x.grad.numpy(), expected_grad.numpy(), rtol=1e-6)
     xs = x.detach().numpy()     # d/dx exp(2 sin x + x) = exp(...) (2 cos x + 1)
     np.testing.assert_allclose(x.grad.numpy(), np.exp(2 * np.sin(xs) + xs) * (2 * np.cos(xs) + 1), rtol=1e-5)
+
+
+def test_profiler_names_the_custom_op_by_its_qualified_name(lib):
+    from dynjit.autograd.profiler import profile
+    numpy_sin = _numpy_sin(lib)
+    x = dynjit.randn(3)
+    with profile() as p:
+        numpy_sin(x)
+        x.sin()
+    assert [e.name for e in p.function_events] == ["dj_test::numpy_sin", "aten::sin"]
+
+
+def test_fake_function_gives_the_meta_without_running_the_kernel(lib):
+    ran = []
+
+    @custom_op("dj_test::stack_rows", mutates_args=())
+    def stack_rows(xs: List[dynjit.Tensor]) -> dynjit.Tensor:
+        ran.append(True)
+        return dynjit.stack(xs)
+
+    @stack_rows.register_fake
+    def _(xs):
+        return xs[0].new_empty((len(xs),) + tuple(xs[0].shape))
+
+    from dynjit.ops.meta import TensorMeta
+    seen = []
+
+    class Recorder(DispatchMode):
+        def __dispatch__(self, op, args, kwargs):
+            seen.append(op.name)
+            return op(*args, **(kwargs or {}))
+
+    with Recorder():
+        meta = dynjit.ops.dj_test.stack_rows.meta([[TensorMeta((2, 3), dynjit.float64)] * 4])
+    assert meta == ((4, 2, 3), dynjit.float64)
+    assert ran == [] and seen == []
+
+    @custom_op("dj_test::no_fake", mutates_args=())
+    def no_fake(x: dynjit.Tensor) -> dynjit.Tensor:
+        return x * 2
+
+    with pytest.raises(RuntimeError, match="There was no fake impl registered for dj_test::no_fake"):
+        dynjit.ops.dj_test.no_fake.meta([TensorMeta((2,), dynjit.float32)])
