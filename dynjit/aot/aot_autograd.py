@@ -30,6 +30,7 @@ is an error.
 import contextlib
 import functools
 import itertools
+import logging
 import threading
 import warnings
 
@@ -40,6 +41,13 @@ from ..autograd.saved import suspended_hooks
 from .joint import trace_function
 from .partition import default_partition
 from .runtime import CompiledEntry
+from . import symbolic as _symbolic
+
+# Trace sizes as symbols where a graph's sizes vary (see dynjit/aot/symbolic.py); False traces
+# once per size, as before symbolic sizes existed.
+SYMBOLIC_SIZES = True
+
+_log = logging.getLogger("dynjit.dynamic")
 
 # Numbers each compiled function (an aot_function / aot_module / aot_module_simplified) in
 # the order their first graph is compiled: "graph 3" in messages, "3_forward" in
@@ -132,6 +140,50 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
     specialized = {}
     name = getattr(fn, "__qualname__", None) or type(fn).__name__
 
+    symbolic_entries = []      # SymbolicEntry: traces with symbolic sizes, tried in order
+    concrete_keys = []         # the keys of the traces made with concrete sizes
+
+    def symbolic_spec(key, leaves, spec):
+        if not SYMBOLIC_SIZES or compiled._no_symbolic:
+            return None
+        if compiled._dynamic_hint is not None:
+            sym = _symbolic.spec_from_hint(compiled._dynamic_hint, leaves)
+        else:
+            sym = _symbolic.spec_from_keys(key, concrete_keys, leaves, spec is not None)
+        return sym if sym is not None and sym.dims else None
+
+    def trace_symbolic(key, leaves, spec, sym, training):
+        """A trace with symbolic sizes checked against a concrete trace at other sizes, or
+        None (then this function traces with concrete sizes from now on)."""
+        why = None
+        try:
+            traced = trace_function(fn, leaves, spec, training, keep_inference_input_mutations,
+                                    decompositions, symbolic=sym)
+        except Exception as e:
+            traced, why = None, f"the symbolic trace raised {type(e).__name__}: {e}"
+        if traced is not None:
+            env = traced.shape_env
+            values = _symbolic.probe_point(env)
+            if env.gave_up or values is None:
+                why = env.gave_up or "every symbol was specialized (" + "; ".join(
+                    f"{env.symbols[k].name}: {w}" for k, w in env.pinned.items()) + ")"
+            else:
+                try:
+                    probe = trace_function(fn, _symbolic.probe_leaves(env, leaves, values), spec, training,
+                                           keep_inference_input_mutations, decompositions)
+                    if not _symbolic.agrees_with_concrete(traced, probe, values):
+                        why = "it differs from a concrete trace at other sizes"
+                except Exception as e:
+                    why = f"the concrete trace at other sizes raised {type(e).__name__}: {e}"
+        if why is not None:
+            compiled._no_symbolic = True
+            _log.debug("AOT trace of %s: sizes stay concrete: %s", name, why)
+            return None
+        _log.debug("AOT trace of %s: symbolic sizes %s, guards %s", name,
+                   ", ".join(f"{s.name}={s.sources}" for s in traced.shape_env.symbols),
+                   traced.shape_env.describe_guards())
+        return traced
+
     def compile_for(key, leaves, spec):
         # Trace for training: whether an output needs a gradient is known only after the
         # function ran (it may switch grad mode itself); a trace whose outputs need none
@@ -139,6 +191,18 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
         training = True
         if compiled._aot_id is None:
             compiled._aot_id = next(AOT_COUNTER)
+        sym = symbolic_spec(key, leaves, spec)
+        if sym is not None:
+            with suspended_hooks():
+                traced = trace_symbolic(key, leaves, spec, sym, training)
+            if traced is not None:
+                entry = _compile(traced, fw_compiler, bw_compiler, partition_fn, inference_compiler,
+                                 compiled._aot_id, name)
+                sym_entry = _symbolic.SymbolicEntry(entry, traced, sym, spec is not None, key, leaves)
+                symbolic_entries.append(sym_entry)
+                cache[("symbolic", len(symbolic_entries))] = entry
+                return entry
+        concrete_keys.append(key)
         with suspended_hooks():     # the user's saved-tensor hooks see the compiled graph run, not its trace
             traced = trace_function(fn, leaves, spec, training, keep_inference_input_mutations, decompositions)
         if traced.specialized:
@@ -160,6 +224,11 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
                 entry = cache.get(specialized_key(key, indices, leaves))
                 if entry is not None:
                     break
+        if entry is None and symbolic_entries:
+            for sym_entry in symbolic_entries:
+                if sym_entry.fits(key, leaves):
+                    entry = sym_entry.compiled
+                    break
         if entry is None:
             if _dispatch._modes:
                 # called while an outer trace records ops (make_fx, or an enclosing aot_function
@@ -180,6 +249,9 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
         return entry(leaves)
 
     compiled._cache = cache
+    compiled._symbolic_entries = symbolic_entries
+    compiled._no_symbolic = False
+    compiled._dynamic_hint = None  # (tensor leaves, {int leaf: (tensor leaf, dim)}): see symbolic.py
     compiled._warned = False
     compiled._aot_id = None
     compiled._on_miss = None       # called with (args, kwargs) before a new signature is traced
@@ -243,10 +315,13 @@ def aot_module_simplified(mod, example_inputs, fw_compiler, bw_compiler=None,
 
         def forward(*args):
             return compiled(*aot_mod._state(), *args)
+    else:
+        forward = compiled = aot_function(mod, fw_compiler, bw_compiler, **options)
+    compiled._dynamic_hint = _frontend_dynamic_hint(mod, n_state)
+    if hasattr(mod, "named_parameters") and hasattr(mod, "named_buffers"):
         if example_inputs is not None:
             compiled._compile_for(*aot_mod._state(), *example_inputs)
     else:
-        forward = compiled = aot_function(mod, fw_compiler, bw_compiler, **options)
         if example_inputs is not None:
             compiled._compile_for(*example_inputs)
     if example_inputs is not None:
@@ -256,6 +331,48 @@ def aot_module_simplified(mod, example_inputs, fw_compiler, bw_compiler=None,
     forward.named_parameters = lambda: iter(())
     forward.named_buffers = lambda: iter(())
     return forward
+
+
+def _frontend_dynamic_hint(mod, n_state):
+    """For a graph of the dynjit.compile frontend: its inputs that are arguments of the
+    compiled function (leaf indices), and the int inputs read from their sizes (`x.shape[0]`:
+    leaf -> (tensor leaf, dim)); None for other modules (see symbolic.py)."""
+    from ..fx.graph_module import GraphModule
+    if not isinstance(mod, GraphModule):
+        return None
+    placeholders = [n for n in mod.graph.nodes if n.op == "placeholder"]
+    tensors, by_expr, reads = [], {}, {}
+    for j, n in enumerate(placeholders):
+        source = n.meta.get("source")
+        if type(source).__name__ == "LocalSource" and hasattr(n.meta.get("val"), "dtype"):
+            tensors.append(n_state + j)
+            by_expr[source.expr()] = n_state + j
+    for j, n in enumerate(placeholders):
+        source = n.meta.get("source")
+        base = getattr(source, "base", None)
+        if type(source).__name__ == "ItemSource" and type(source.key) is int and \
+                getattr(base, "attr", None) == "shape" and getattr(base, "base", None) is not None:
+            leaf = by_expr.get(base.base.expr())
+            if leaf is not None:
+                reads[n_state + j] = (leaf, source.key)
+    # the frontend's first graph for a frame holds the sizes it read as constants
+    # (`x.view(2, -1)`): a symbolic trace of it would be dropped by the check against a
+    # concrete trace, after costing two traces; a graph that reads no size as a number and
+    # has such constants is traced with concrete sizes
+    if not reads:
+        sizes = {n for j in tensors for n in placeholders[j - n_state].meta["val"].shape if n >= 2}
+        for n in mod.graph.nodes:
+            if n.op in ("call_function", "call_method") and _holds_int_in(n.args, sizes):
+                return None
+    return (tensors, reads) if tensors else None
+
+
+def _holds_int_in(value, sizes):
+    if type(value) is int:
+        return value in sizes
+    if isinstance(value, (tuple, list)):
+        return any(_holds_int_in(v, sizes) for v in value)
+    return False
 
 
 def _assumption_check(compiled, example_inputs, n_state):

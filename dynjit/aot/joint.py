@@ -49,7 +49,8 @@ from ..autograd.graph import CopySlices, FREED_MESSAGE, view_chain, replay_view_
 from ..fx.graph_module import GraphModule
 from ..fx.interpreter import Interpreter
 from ..fx.proxy_tensor import same_layout_copy
-from ..fx.traced_number import TracedNumber, is_traceable_number, plain, specialize_all
+from ..fx.symbolic_shapes import NotSymbolic, Poly, ShapeEnv, poly_of, symbolic_sizes
+from ..fx.traced_number import TracedNumber, _all_sizes, has_traced, is_traceable_number, plain, specialize_all
 from ..ops import dispatch as _dispatch
 from ..ops.registry import registry
 from ..tensor import Tensor, _data_reads
@@ -214,11 +215,16 @@ _log = logging.getLogger("dynjit.dynamic")
 
 @_isolated
 def trace_function(fn, leaves, spec, training=True, keep_inference_input_mutations=False,
-                   decompositions=None):
+                   decompositions=None, symbolic=None):
     """Trace fn(*tree_unflatten(spec, leaves)) into a TracedFunction (see the module docstring).
 
     `training`: trace the backward too when an output needs a gradient (a trace
-    whose outputs need none is an inference graph either way)."""
+    whose outputs need none is an inference graph either way). `symbolic`: a
+    `SymbolicSpec` of the sizes to trace as symbols (see symbolic.py); the trace raises
+    NotSymbolic where it cannot."""
+    if symbolic is not None:
+        return _JointTrace(fn, leaves, spec, training, keep_inference_input_mutations, decompositions,
+                           trace_numbers=True, symbolic=symbolic).run()
     numbers = [i for i, v in enumerate(leaves) if is_traceable_number(v)]
     if not numbers:
         return _JointTrace(fn, leaves, spec, training, keep_inference_input_mutations, decompositions).run()
@@ -242,12 +248,28 @@ def trace_function(fn, leaves, spec, training=True, keep_inference_input_mutatio
     return tr
 
 
+def _symbolic_chain(chain):
+    """A view chain (no multi-output view) whose traced numbers are all symbolic sizes."""
+    return all(index is None for _, _, index in chain) and has_traced(tuple(chain)) and _all_sizes(tuple(chain))
+
+
+def _sizes_as_polys(value, env):
+    """`value` with each traced size replaced by its Poly (evaluated for each call)."""
+    if type(value) is TracedNumber:
+        return env.norm(poly_of(value))
+    if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
+        return type(value)(_sizes_as_polys(v, env) for v in value)
+    return value
+
+
 class _JointTrace:
     """The state of one trace; `run` does the steps in order."""
 
     def __init__(self, fn, leaves, spec, training, keep_input_mutations, decompositions,
-                 trace_numbers=False):
+                 trace_numbers=False, symbolic=None):
         self.fn, self.leaves, self.spec = fn, leaves, spec
+        self.symbolic = symbolic
+        self.shape_env = None
         self.trace_numbers = trace_numbers
         self.training = training
         self.keep_input_mutations = keep_input_mutations
@@ -259,6 +281,8 @@ class _JointTrace:
         self.tr.n_leaves = len(leaves)
         self.tr.placeholders = []
         self.tr.specialized = {}
+        self.tr.shape_env = None     # the symbols and guards of a symbolic trace
+        self.size_nodes = []         # the placeholders of symbols read from tensor sizes
         self.inner = []          # per placeholder: the tensor (or traced number) the trace uses for it
         self.grad_leaves = []    # per placeholder: the tensor gradients are taken for, or None
         self.ph_nodes = []
@@ -268,9 +292,20 @@ class _JointTrace:
 
     def run(self):
         try:
-            return self._run()
+            if self.symbolic is None:
+                return self._run()
+            self.shape_env = ShapeEnv(self.tracer.numbers)
+            self.tracer.shape_env = self.shape_env
+            with symbolic_sizes(self.shape_env):
+                tr = self._run()
+            tr.shape_env = self.shape_env
+            tr.size_nodes = self.size_nodes
+            return tr
         finally:
             self.tracer.numbers.finish()
+            # the tracer and this trace refer to each other: without this, the caller's inputs
+            # would live on until the garbage collector runs
+            self.__dict__.clear()
 
     def _run(self):
         tr = self.tr
@@ -344,7 +379,10 @@ class _JointTrace:
         """An int or float argument (leaf i): a placeholder, and the traced number for it."""
         k = len(self.tr.placeholders)
         node = self.graph.placeholder(f"primals_{k + 1}" if self.training else f"arg{k}_1")
-        number = self.tracer.numbers.input(value, node, i)
+        if self.symbolic is not None and i in self.symbolic.numbers:
+            number = self.shape_env.symbols[self.shape_env.add_symbol(value, node, [("leaf", i)])].number
+        else:
+            number = self.tracer.numbers.input(value, node, i)
         self.tr.placeholders.append(("leaf", i))
         self.inner.append(number)
         self.grad_leaves.append(None)
@@ -401,11 +439,49 @@ class _JointTrace:
                 synthetic_views.append((i, k, view_chain(v) if v._base is not None else []))
             else:
                 traced[i] = self.inner[self.add_placeholder(v, ("leaf", i))]
+        if self.symbolic is not None:
+            if synthetic_views:
+                raise NotSymbolic("arguments that share memory")
+            self.make_symbols(traced)
         with self.tracer:
             for i, k, chain in synthetic_views:
                 traced[i] = replay_view_chain(self.inner[k], chain)
         self.traced = traced
         return traced
+
+    def make_symbols(self, traced):
+        """The symbols of the tensor sizes the spec names: one shared with the int argument
+        read from that size (the frontend passes `x.shape[0]` as a number), else a new
+        placeholder ("size", (leaf, dim)); then the inputs' symbolic shapes."""
+        env = self.shape_env
+        by_leaf = {src[1]: k for k, s in enumerate(env.symbols) for src in s.sources if src[0] == "leaf"}
+        for i, v in enumerate(self.leaves):
+            if not isinstance(v, Tensor) or traced[i] is None or not isinstance(traced[i], Tensor):
+                continue
+            dims = self.symbolic.dims.get(i, ())
+            polys = []
+            for d, n in enumerate(v._data.shape):
+                k = None
+                if d in dims and n >= 2:
+                    j = self.symbolic.ties.get((i, d))
+                    k = by_leaf.get(j) if j is not None else None
+                    if k is not None and env.symbols[k].hint == n:
+                        env.symbols[k].sources.append(("dim", i, d))
+                    else:
+                        p = len(self.tr.placeholders)
+                        node = self.graph.placeholder(f"primals_{p + 1}" if self.training else f"arg{p}_1")
+                        k = env.add_symbol(n, node, [("dim", i, d)])
+                        self.tr.placeholders.append(("size", (i, d)))
+                        self.inner.append(env.symbols[k].number)
+                        self.grad_leaves.append(None)
+                        self.ph_nodes.append(node)
+                        self.size_nodes.append(node)
+                polys.append(Poly.sym(k) if k is not None else Poly.const(n))
+            if any(not p.is_const() for p in polys):
+                env.set_shape(traced[i], tuple(polys))
+                meta = self.tracer.node_of(traced[i]).meta.get("val")
+                if meta is not None:
+                    meta.sym_shape = env.sym_strs(polys)
 
     def call(self, traced):
         args, kwargs = tree_unflatten(self.spec, traced) if self.spec is not None else (traced, {})
@@ -575,6 +651,10 @@ class _JointTrace:
             # Function's backward, so it must come out of the compiled node (not be rebuilt
             # from the input, which would give it an identity gradient)
             step = ("out", self.forward_output(self.tracer.node_of(t), t, True))
+        elif t._base is not None and self.shape_env is not None and _symbolic_chain(view_chain(t)):
+            # rebuilt at run time from the caller's tensor, with this call's sizes
+            chain = _sizes_as_polys(tuple(view_chain(t)), self.shape_env)
+            step = ("symview", self.value_of(t._base), chain)
         elif t._base is not None:
             # rebuilt at run time from the caller's tensor, outside the graph
             chain = specialize_all(tuple(view_chain(t)), "a view op whose output is a view of an argument")
@@ -645,6 +725,11 @@ class _JointTrace:
                 meta = self.fw_nodes[j].meta["val"]
                 tangent = Tensor._make(np.ones(meta.shape, dtype=meta.dtype.np))
                 tracer.track(tangent, node)
+                if self.shape_env is not None:
+                    shape = self.shape_env.shape_of(self.fw_tensors[j])
+                    if shape is not None:
+                        self.shape_env.set_shape(tangent, shape)
+                        node.meta["val"].sym_shape = self.shape_env.sym_strs(shape)
                 tangents.append(tangent)
                 tangent_nodes.append(node)
         after_forward = [tracer.node_of(t) if isinstance(t, Tensor) else None for t in self.inner]

@@ -36,6 +36,7 @@ class CompiledFunctionBackward(_graph.Node):
         self._saved = saved
         self._n_inputs = n_inputs
         self._written = written     # inputs the backward writes in place
+        self.diff_meta = entry.diff_meta    # (shape, dtype) of the outputs it takes gradients for
 
     def name(self):
         return "CompiledFunctionBackward"
@@ -71,7 +72,7 @@ class CompiledFunctionBackward(_graph.Node):
         op by op (for compiled autograd's tracer) instead of its compiled form."""
         entry = self.entry
         tangents = []
-        for g, (shape, dtype) in zip(grads, entry.diff_meta):
+        for g, (shape, dtype) in zip(grads, self.diff_meta):
             if g is None:
                 g = Tensor._make(np.zeros(shape, dtype=dtype.np))
             else:
@@ -156,7 +157,8 @@ class CompiledEntry:
         if self.plain_inputs:
             inputs = [leaves[i] for i in self.input_leaves]
         else:
-            inputs = [leaves[i] if kind == "leaf" else _root(leaves[i]) if kind == "root" else i
+            inputs = [leaves[i] if kind == "leaf" else _root(leaves[i]) if kind == "root" else
+                      leaves[i[0]]._data.shape[i[1]] if kind == "size" else i
                       for kind, i in t.placeholders]
         if t.mutation_ops and _grad_state.enabled:
             for k, op_name in t.mutation_ops:
@@ -235,6 +237,10 @@ class CompiledEntry:
         node = CompiledFunctionBackward(
             self, [_graph.SavedTensor(s if id(s) in input_ids else _alias(s)) if isinstance(s, Tensor) else s
                    for s in saved], len(inputs), [inputs[k] for k in self.t.bw_copy_back])
+        if getattr(self.t, "shape_env", None) is not None:
+            # symbolic sizes: a missing gradient is zeros of this call's output shape
+            node.diff_meta = [(fw_outs[j]._data.shape, dtype) for j, (_, dtype) in
+                              zip(self.diff_outputs, self.diff_meta)]
         graded = self.t.grad_inputs     # the inputs the backward gives a gradient (joint.py)
         node.next_functions = tuple(_graph.edge_of(x) if k in graded and x._requires_grad else None
                                     for k, x in enumerate(inputs))
@@ -303,6 +309,9 @@ def build_outputs(t, fw_outs, inputs, leaves):
             values.append(inputs[step[1]])
         elif kind == "view":
             values.append(_graph.replay_view_chain(values[step[1]], step[2]))
+        elif kind == "symview":
+            sizes = symbol_values(t.shape_env, leaves)
+            values.append(_graph.replay_view_chain(values[step[1]], _evaluated(step[2], sizes)))
         elif kind == "item":
             values.append(values[step[1]][step[2]])
         elif kind == "alias":
@@ -310,3 +319,21 @@ def build_outputs(t, fw_outs, inputs, leaves):
         else:
             values.append(step[1])
     return [values[k] for k in t.out_values]
+
+
+def symbol_values(env, leaves):
+    """The values of a symbolic trace's symbols in a call (symbol id -> int)."""
+    values = {}
+    for k, sym in enumerate(env.symbols):
+        src = sym.sources[0]
+        values[k] = leaves[src[1]]._data.shape[src[2]] if src[0] == "dim" else leaves[src[1]]
+    return values
+
+
+def _evaluated(value, sizes):
+    from ..fx.symbolic_shapes import Poly
+    if isinstance(value, Poly):
+        return value.evaluate(sizes)
+    if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
+        return type(value)(_evaluated(v, sizes) for v in value)
+    return value

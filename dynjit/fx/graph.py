@@ -371,7 +371,7 @@ class _CodeGen:
         params = []
         body = []
         for node in nodes:
-            ann = f': "{meta_str(node.meta["val"])}"' if annotate and "val" in node.meta else ""
+            ann = f': "{node.type_str}"' if annotate and "val" in node.meta else ""
             if node.op == "placeholder":
                 params.append(f"{node.name}{ann}")
                 continue

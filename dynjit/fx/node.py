@@ -120,6 +120,8 @@ class Node:
     @property
     def type_str(self):
         m = self.meta.get("val")
+        if "sym" in self.meta and type(m) is int:
+            return f"Sym({self.meta['sym']})"       # a size of a symbolic trace
         return None if m is None else meta_str(m)
 
     def format_target(self):
@@ -172,7 +174,8 @@ def meta_str(val):
     if shape is None or dtype is None:
         return type(val).__name__
     short = getattr(dtype, "_short", str(dtype))
-    return f"{short}[{', '.join(str(s) for s in shape)}]"
+    sym = getattr(val, "sym_shape", None)      # a symbolic trace's sizes (s0, 4*s0)
+    return f"{short}[{', '.join(str(s) for s in (sym if sym is not None else shape))}]"
 
 
 _OPERATOR_NAMES = {getattr(operator, n): f"operator.{n}" for n in dir(operator) if not n.startswith("_")}

@@ -21,11 +21,11 @@ from .._pytree import tree_flatten, tree_unflatten
 from ..ops import dispatch as _dispatch
 from ..ops.dispatch import DispatchMode
 from ..ops.registry import INPLACE, registry
-from ..tensor import Tensor, _data_reads
+from ..tensor import Size, Tensor, _data_reads
 from .graph import Graph
 from .graph_module import GraphModule
-from .traced_number import NumberTracing, TracedNumber, call_op, check_specialized, has_traced, \
-    is_traceable_number
+from .traced_number import NumberTracing, TracedNumber, acting_as_values, call_op, check_specialized, \
+    has_traced, is_traceable_number
 
 
 _clone = registry["clone"]
@@ -33,13 +33,14 @@ _clone = registry["clone"]
 
 class TensorMeta:
     """What a node's `meta["val"]` records about a tensor: shape, dtype, stride."""
-    __slots__ = ("shape", "dtype", "stride", "requires_grad")
+    __slots__ = ("shape", "dtype", "stride", "requires_grad", "sym_shape")
 
     def __init__(self, shape, dtype, stride=None, requires_grad=False):
         self.shape = tuple(shape)
         self.dtype = dtype
         self.stride = stride
         self.requires_grad = requires_grad
+        self.sym_shape = None       # in a symbolic trace: each size as a string ("s0", "4*s0", "3")
 
     @classmethod
     def of(cls, t):
@@ -56,7 +57,8 @@ class TensorMeta:
         return self.numel() * self.dtype.itemsize
 
     def __repr__(self):
-        return f"TensorMeta({self.dtype._short}{list(self.shape)})"
+        shape = self.sym_shape if self.sym_shape is not None else self.shape
+        return f"TensorMeta({self.dtype._short}[{', '.join(str(s) for s in shape)}])"
 
 
 def meta_of(value):
@@ -79,6 +81,7 @@ class GraphTracer(DispatchMode):
         self.decompositions = {}
         self.record_stack_traces = False    # give each op node meta["stack_trace"] (user frames)
         self.numbers = NumberTracing(self.graph)    # the graph's int and float inputs
+        self.shape_env = None   # symbolic sizes (dynjit.fx.symbolic_shapes.ShapeEnv), when traced so
 
     def track(self, tensor, node):
         self._nodes[id(tensor)] = (tensor, node)
@@ -98,6 +101,11 @@ class GraphTracer(DispatchMode):
         # custom Function returned as is) is that tensor's value.
         alias = self._by_data.get(id(value._data))
         if alias is not None and alias[0] is value._data:
+            if self.shape_env is not None:
+                source = next((t for t, n in self._nodes.values() if n is alias[1]), None)
+                shape = self.shape_env.shape_of(source) if source is not None else None
+                self.shape_env.set_shape(value, shape if shape is not None else
+                                         tuple(None for _ in value._data.shape))
             self.track(value, alias[1])
             return alias[1]
         return self.add_constant(value)
@@ -147,6 +155,9 @@ class GraphTracer(DispatchMode):
         """Run an op for real (see traced_number.call_op for arguments holding traced numbers)."""
         if has_traced(args) or (kwargs and has_traced(kwargs)):
             return call_op(op, args, kwargs)
+        if self.shape_env is not None:
+            with acting_as_values():      # the op's own reads of sizes are its business
+                return op(*args, **kwargs)
         return op(*args, **kwargs)
 
     def __dispatch__(self, op, args, kwargs):
@@ -158,11 +169,43 @@ class GraphTracer(DispatchMode):
             result = self.run_inplace(op, args, kwargs)
         else:
             result = self.run_op(op, args, kwargs)
+        env = self.shape_env
+        if env is not None:
+            args = symbolic_size_arguments(env, op, args)
         node = self.graph.call_function(op, self.to_arg(_trim_defaults(op, args)), self.to_arg(kwargs))
         if self.record_stack_traces:
             node.meta["stack_trace"] = user_stack_trace()
         self.record_result(node, result)
+        if env is not None:
+            self.record_symbolic_result(env, op, args, kwargs, result)
         return result
+
+    def record_symbolic_result(self, env, op, args, kwargs, result):
+        """The symbolic shapes of an op's results, for the sizes read from them later; the
+        input shapes its autograd node keeps for its derivative become symbolic too."""
+        outs = env.infer(op, args, kwargs, result)
+        for o in outs or ():
+            entry = self._nodes.get(id(o))
+            shape = env.shape_of(o)
+            if entry is not None and entry[0] is o and shape is not None:
+                meta = entry[1].meta.get("val")
+                if isinstance(meta, TensorMeta) and meta.sym_shape is None:
+                    meta.sym_shape = env.sym_strs(shape)
+        first = result if isinstance(result, Tensor) else next(
+            (r for r in result if isinstance(r, Tensor)), None) if isinstance(result, (tuple, list)) else None
+        grad_fn = getattr(first, "_grad_fn", None)
+        if grad_fn is not None and getattr(grad_fn, "op", None) is op and getattr(grad_fn, "_shapes", None):
+            try:
+                full = op.normalize(tuple(args), kwargs or {})
+            except TypeError:
+                return
+            symbolic = {}
+            for name, i in op.shape_params:
+                shape = env.shape_of(full[i]) if isinstance(full[i], Tensor) else None
+                if shape is not None and any(p is None or not p.is_const() for p in shape):
+                    symbolic[name] = Size(env.size_of(full[i]))
+            if symbolic:
+                grad_fn._shapes = {**grad_fn._shapes, **symbolic}
 
     def __metadata_mutation__(self, kind, tensor, args):
         """An in-place view op (`x.t_()`) is recorded as its view op, whose node `x` is from
@@ -189,6 +232,8 @@ class GraphTracer(DispatchMode):
     def record_snapshot(self, tensor, snapshot):
         """`snapshot` is a copy of `tensor` taken just before an in-place write."""
         self.track(snapshot, self.graph.call_function(_clone, (self.node_of(tensor),)))
+        if self.shape_env is not None and self.shape_env.shape_of(tensor) is not None:
+            self.shape_env.set_shape(snapshot, self.shape_env.shape_of(tensor))
 
     def record_result(self, node, result):
         if isinstance(result, Tensor):
@@ -200,6 +245,25 @@ class GraphTracer(DispatchMode):
                     self.track(r, self.graph.call_function(operator.getitem, (node, i)))
         else:
             node.meta["val"] = result
+
+
+def symbolic_size_arguments(env, op, args):
+    """sum_to_size(g, size) called with plain sizes (autograd reducing a broadcast gradient to
+    an input's shape): each target size other than 1 equals g's size there, so it is g's
+    symbolic size."""
+    if op.name != "sum_to_size" or len(args) < 2 or not isinstance(args[0], Tensor):
+        return args
+    shape = env.shape_of(args[0])
+    size = args[1]
+    if shape is None or not isinstance(size, (tuple, list)) or has_traced(size):
+        return args
+    offset = len(shape) - len(size)
+    new = list(size)
+    for d, n in enumerate(size):
+        p = shape[offset + d] if offset + d >= 0 else None
+        if type(n) is int and n != 1 and p is not None and args[0]._data.shape[offset + d] == n:
+            new[d] = env.number_for(p)
+    return (args[0], tuple(new)) + tuple(args[2:])
 
 
 def user_stack_trace():

@@ -24,9 +24,11 @@ While an op runs for real (its meta function, its kernel, its autograd bookkeepi
 number acts as its plain value: whatever the op computes from it is replayed with the op.
 After the trace, a traced number kept somewhere acts as its (trace-time) value.
 
-Sizes are not symbolic: a number that may decide a tensor's shape (any argument of an op
-other than a pointwise one, except fill_value, value, alpha, beta and p) is specialized,
-because the shapes the trace sees are read as plain numbers afterwards. Python code that
+A number that may decide a tensor's shape (any argument of an op other than a pointwise
+one, except fill_value, value, alpha, beta and p) is specialized, because the shapes the
+trace sees are read as plain numbers afterwards; in a trace with symbolic sizes
+(dynjit.fx.symbolic_shapes) a number that is a size (its node's `meta["sym"]`) is not: it is
+recorded as the op's argument, its comparisons are guards, and specializing it pins it. Python code that
 cannot take a traced number (C code that wants an exact int, such as the json encoder)
 raises; the tracers then trace again with plain numbers, all specialized. One difference
 remains visible: `type(n)` is TracedNumber, so code testing `type(n) is int` takes the
@@ -57,6 +59,7 @@ class NumberTracing:
         self.active = True
         self.specialized = {}
         self.inputs = []
+        self.shape_env = None       # a symbolic_shapes.ShapeEnv while sizes are symbols
 
     def input(self, value, node, index):
         """The traced number of input `index` (a Python int or float), whose node is `node`."""
@@ -72,7 +75,12 @@ class NumberTracing:
                 self.specialize(number, why)
 
     def specialize(self, number, why):
-        new = [i for i in number._sources if i not in self.specialized]
+        symbols = [i for i in number._sources if type(i) is tuple]
+        if symbols:
+            # a symbolic size whose value is needed: the trace holds for that value only
+            for _, k in symbols:
+                self.shape_env.pin(k, why)
+        new = [i for i in number._sources if i not in self.specialized and type(i) is not tuple]
         if new:
             where = _user_line()
             for i in new:
@@ -83,11 +91,28 @@ class NumberTracing:
         value is `value` now: its traced number."""
         node = self.graph.call_function(fn, args)
         node.meta["val"] = value
+        if self.shape_env is not None and type(value) is int:
+            from .symbolic_shapes import poly_result
+            sym = poly_result(fn, [a.meta.get("sym") if hasattr(a, "meta") else
+                                   _int_poly(a) for a in args])
+            if sym is not None:
+                node.meta["sym"] = self.shape_env.norm(sym)
         return TracedNumber(value, node, self, sources)
 
     def finish(self):
         """The trace is over: traced numbers kept anywhere act as their values from now on."""
         self.active = False
+
+
+def _int_poly(value):
+    from .symbolic_shapes import Poly
+    return Poly.const(value) if type(value) is int else None
+
+
+def _size_poly(number):
+    """The Poly of a traced number that is a size of a symbolic trace, else None."""
+    node = number._node
+    return node.meta.get("sym") if node is not None and number._tracing.shape_env is not None else None
 
 
 def is_traceable_number(value):
@@ -193,10 +218,42 @@ def specialize_shape_arguments(op, args, kwargs):
     params = op.params
     for i, a in enumerate(args):
         if has_traced(a) and not (type(a) is TracedNumber and i < len(params) and params[i] in _VALUE_PARAMS):
-            specialize_all(a, why)
+            _specialize_non_sizes(a, why)
     for k, a in (kwargs or {}).items():
         if has_traced(a) and not (type(a) is TracedNumber and k in _VALUE_PARAMS):
-            specialize_all(a, why)
+            _specialize_non_sizes(a, why)
+
+
+def _specialize_non_sizes(value, why):
+    """Specialize the traced numbers in `value` other than the sizes of a symbolic trace."""
+    t = type(value)
+    if t is TracedNumber:
+        if _size_poly(value) is None:
+            _specialized_value(value, why)
+    elif t is tuple or t is list or isinstance(value, tuple):
+        for v in value:
+            _specialize_non_sizes(v, why)
+    elif t is dict:
+        for v in value.values():
+            _specialize_non_sizes(v, why)
+    elif t is slice:
+        for v in (value.start, value.stop, value.step):
+            _specialize_non_sizes(v, why)
+
+
+def _all_sizes(value):
+    """Is every traced number in `value` a size of a symbolic trace (an op records it as an
+    argument; the symbolic shape of its result says what it decides)?"""
+    t = type(value)
+    if t is TracedNumber:
+        return _size_poly(value) is not None
+    if t is tuple or t is list or isinstance(value, tuple):
+        return all(_all_sizes(v) for v in value)
+    if t is dict:
+        return all(_all_sizes(v) for v in value.values())
+    if t is slice:
+        return all(_all_sizes(v) for v in (value.start, value.stop, value.step))
+    return True
 
 
 def call_op(op, args, kwargs):
@@ -325,6 +382,13 @@ def _comparison(fn):
     def method(self, other):
         if isinstance(other, _tensor_type()):
             return NotImplemented           # the tensor's comparison op records it
+        lhs = _size_poly(self)
+        if lhs is not None and self._tracing.active and not _state.in_op:
+            # sizes compared in a symbolic trace: a guard, not a specialization
+            rhs = _size_poly(other) if type(other) is TracedNumber else \
+                _int_poly(other) if type(other) is int else None
+            if rhs is not None and (type(other) is not TracedNumber or other._tracing is self._tracing):
+                return self._tracing.shape_env.guard(fn, lhs, rhs)
         value = _specialized_value(self, "a comparison")
         if type(other) is TracedNumber:
             other = _specialized_value(other, "a comparison")
@@ -361,6 +425,9 @@ class TracedNumber:
         return hash(_specialized_value(self, "hashing (a dict key or set member)"))
 
     def __bool__(self):
+        p = _size_poly(self)
+        if p is not None and self._tracing.active and not _state.in_op:
+            return self._tracing.shape_env.guard(operator.ne, p, _int_poly(0))
         return bool(_specialized_value(self, "a truth test (if, and, or, not)"))
 
     def __index__(self):
