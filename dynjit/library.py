@@ -20,7 +20,7 @@ import inspect
 import types
 import typing
 
-from .ops.registry import OpDef, OTHER, registry as _registry, _add as _add_op
+from .ops.registry import OpDef, OTHER, COMPUTE_BOUND, registry as _registry, _add as _add_op
 from .autograd.function import Function
 from .autograd import graph as _graph
 from .autograd.grad_mode import no_grad, state as _grad_state
@@ -112,7 +112,9 @@ class CustomOpOverload(OpDef):
     """The registry op of a custom op: its eager entry is the CustomOpDef's."""
 
     def __init__(self, custom, kernel):
-        super().__init__(custom._qualname, kernel, OTHER, complex_ok=True)
+        # COMPUTE_BOUND: an opaque kernel of unknown cost (and maybe side effects) is saved, never
+        # recomputed by AOT's partitioner, as PyTorch's partitioner bans recomputing it
+        super().__init__(custom._qualname, kernel, OTHER, complex_ok=True, tags=(COMPUTE_BOUND,))
         self.custom = custom
         self._is_impure = bool(custom._mutated)     # the frontend keeps an op that writes memory
 
