@@ -163,8 +163,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
         rank = _matrix_rank_from(S, 0.0, rcond)
     singular_values = S.detach() if driver in ("gelsd", "gelss") else empty_real
     residuals = empty_real
-    full_rank = driver == "gels" or bool((rank == min(m, n)).all())
-    if m > n and driver != "gelsy" and full_rank:
+    # (whether the residuals exist depends on the rank's value: only the drivers that report them read it)
+    if m > n and driver != "gelsy" and (driver == "gels" or bool((rank == min(m, n)).all())):
         residuals = ((A @ solution - Bm).abs() ** 2).sum(-2)
     if vector:
         solution = solution.squeeze(-1)
