@@ -88,10 +88,21 @@ CONFIGS_2 = {
     "realnvp_flow": [(4, {}), (3, {"compile_mode": "model"})],
     "neural_ode": [(3, {}), (2, {"compile_mode": "model"})],
     "mixture_of_experts": [(4, {}), (3, {"compile_mode": "model"})],
+    "simclr_contrastive": [(3, {}), (2, {"compile_mode": "model"})],
+    "distillation": [(3, {}), (2, {"compile_mode": "model"})],
+    "dqn": [(3, {}), (3, {"compile_mode": "model"})],
+    "pinn_burgers": [(3, {"lbfgs_steps": 1}), (2, {"compile_mode": "model", "lbfgs_steps": 1})],
 }
 
 # strict xfails of compiled runs, by (program, backend, kwargs): reason
 XFAIL_2 = {}
+
+# runs that must raise as torch.compile does, by (program, backend, kwargs): the message.
+# A model compiled by an AOT backend has no double backward (torch: "torch.compile with
+# aot_autograd does not currently support double backward"); the PINN differentiates the
+# compiled model's output with create_graph=True. (Its loss function compiled whole works.)
+EXPECTED_ERROR_2 = {("pinn_burgers", b, (("compile_mode", "model"), ("lbfgs_steps", 1))): "does not support double backward"
+                    for b in ("aot_eager", "llvm")}
 
 
 def _case_2(name, steps, kwargs, backend):
@@ -107,8 +118,18 @@ CASES_2 = [_case_2(name, steps, kwargs, backend)
 
 @pytest.mark.parametrize("name, steps, kwargs, backend", CASES_2)
 def test_compiled_trains_like_plain_2(name, steps, kwargs, backend):
+    expected_error = EXPECTED_ERROR_2.get((name, backend, tuple(sorted(kwargs.items()))))
+    if expected_error:
+        program = importlib.import_module(f"tests.programs.{name}")
+        with pytest.raises(RuntimeError, match=expected_error):
+            run_and_count(program, backend, steps, **kwargs)
+        return
     test_compiled_trains_like_plain(name, steps, kwargs, backend)
 
+
+_HOOK_BREAK = ("frontend: calling a module that has a forward hook (the teacher's feature extractor, hooked to "
+               "capture its output) is a graph break, and its children then compile as separate frames: "
+               "16 graphs / 6 breaks in 3 steps (model mode 17 / 2); torch.compile inlines the hook: 3 / 3 (8 / 0)")
 
 # (program, steps, kwargs, torch.compile's graphs, its breaks), measured with
 # torch_graph_counts.py under torch 2.13; where dynjit makes more, a strict xfail says why
@@ -124,6 +145,20 @@ GRAPH_COUNTS_2 = [
     ("realnvp_flow", 3, {"compile_mode": "model"}, 7, 6),
     ("neural_ode", 3, {}, 3, 3),
     ("mixture_of_experts", 3, {}, 1, 1),
+    ("mixture_of_experts", 3, {"compile_mode": "model"}, 2, 0),
+    ("simclr_contrastive", 3, {}, 1, 1),
+    ("simclr_contrastive", 3, {"compile_mode": "model"}, 3, 0),
+    pytest.param("distillation", 3, {}, 3, 3, marks=pytest.mark.xfail(strict=True, reason=_HOOK_BREAK)),
+    pytest.param("distillation", 3, {"compile_mode": "model"}, 8, 0,
+                 marks=pytest.mark.xfail(strict=True, reason=_HOOK_BREAK)),
+    pytest.param("dqn", 3, {}, 1, 2, marks=pytest.mark.xfail(
+        strict=True, reason="frontend: optimizer.zero_grad() traced inside the compiled step makes the graph guard "
+                            "on every parameter's `.grad is None`, so the first call (no gradients yet) and the "
+                            "later ones compile separately: 2 graphs, 2 breaks; torch.compile skips zero_grad "
+                            "(a break) and makes 1 graph, 2 breaks")),
+    ("dqn", 3, {"compile_mode": "model"}, 3, 0),
+    ("pinn_burgers", 3, {"lbfgs_steps": 1}, 6, 7),
+    ("pinn_burgers", 3, {"compile_mode": "model", "lbfgs_steps": 1}, 2, 0),
 ]
 
 
