@@ -424,3 +424,26 @@ def test_aot_partitioner_saves_a_custom_op_output_instead_of_recomputing_it(lib)
     assert len(calls) == 1              # the forward's call only: backward reads the saved output
     xs = x.detach().numpy()
     np.testing.assert_allclose(x.grad.numpy(), np.exp(2 * np.sin(xs)) * 2 * np.cos(xs), rtol=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "llvm"])
+def test_compiled_op_that_writes_its_input(lib, backend):
+    @custom_op("dj_test::add_one_numpy", mutates_args=("x",))
+    def add_one_numpy(x: dynjit.Tensor) -> None:
+        x.numpy()[...] += 1
+
+    def fn(x, y):
+        z = y * 2
+        dynjit.ops.dj_test.add_one_numpy(x)     # an input of the compiled function
+        dynjit.ops.dj_test.add_one_numpy(z)     # an intermediate
+        return x * 3 + z
+
+    compiled = dynjit.compile(fn, backend=backend)
+    y = dynjit.ones(3)
+    for _ in range(2):
+        x_eager, x_compiled = dynjit.zeros(3), dynjit.zeros(3)
+        expected = fn(x_eager, y)
+        got = compiled(x_compiled, y)
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+        np.testing.assert_array_equal(x_compiled.numpy(), x_eager.numpy())
+    np.testing.assert_array_equal(expected.numpy(), [6.0, 6.0, 6.0])
