@@ -379,6 +379,8 @@ class Tensor:
                                "Use tensor.detach().numpy() instead.")
         if _data_reads:
             _data_reads[-1](self, "numpy")
+        if type(self._data) is _SparseCOO:
+            raise TypeError("can't convert sparse_coo layout tensor to numpy. Use Tensor.to_dense() first.")
         return self._data
 
     def __array__(self, dtype=None, copy=None):

@@ -194,27 +194,32 @@ If the test
 
 
 def _check(func, inputs, wrt, eps, atol, rtol, nondet_tol, check_forward_ad=False,
-           check_backward_ad=True):
+           check_backward_ad=True, numerical_inputs=None):
+    """`numerical_inputs`: the inputs finite differences vary (sparse ones densified under
+    non-masked semantics); backward runs on `inputs` themselves, as in PyTorch."""
     outputs = _flat_outputs(func(*inputs))
     _check_outputs(outputs)
+    num_inputs = inputs if numerical_inputs is None else numerical_inputs
+    num_wrt = wrt if numerical_inputs is None else [t for t in num_inputs
+                                                    if isinstance(t, Tensor) and t._requires_grad]
     complex_out = [j for j, o in enumerate(outputs) if o._data.dtype.kind == "c"]
     complex_in = [i for i, t in enumerate(inputs)
                   if isinstance(t, Tensor) and t._requires_grad and t._data.dtype.kind == "c"]
     numerical = None
     if not (complex_out and check_backward_ad) and not (complex_in and check_forward_ad):
-        numerical = _numerical_jacobian(func, inputs, wrt, eps, reference=outputs)
+        numerical = _numerical_jacobian(func, num_inputs, num_wrt, eps, reference=outputs)
     if check_backward_ad:
         if complex_out:
             for part in ("imaginary", "real"):
                 fn = _output_part(func, part)
                 outs = _flat_outputs(fn(*inputs))
-                num = _numerical_jacobian(fn, inputs, wrt, eps, reference=outs)
+                num = _numerical_jacobian(fn, num_inputs, num_wrt, eps, reference=outs)
                 prefix = f"While considering the {part} part of complex outputs only, "
                 _check_backward_ad(fn, inputs, wrt, outs, num, atol, rtol, nondet_tol,
                                    {j: prefix for j in complex_out})
         else:
             if numerical is None:
-                numerical = _numerical_jacobian(func, inputs, wrt, eps, reference=outputs)
+                numerical = _numerical_jacobian(func, num_inputs, num_wrt, eps, reference=outputs)
             _check_backward_ad(func, inputs, wrt, outputs, numerical, atol, rtol, nondet_tol)
     if check_forward_ad:        # (after backward, as PyTorch checks them)
         if complex_in:
@@ -227,7 +232,7 @@ def _check(func, inputs, wrt, eps, atol, rtol, nondet_tol, check_forward_ad=Fals
                 _check_forward_ad(fn, ins, num, outs, atol, rtol, {i: prefix for i in complex_in})
         else:
             if numerical is None:
-                numerical = _numerical_jacobian(func, inputs, wrt, eps, reference=outputs)
+                numerical = _numerical_jacobian(func, num_inputs, num_wrt, eps, reference=outputs)
             _check_forward_ad(func, inputs, numerical, outputs, atol, rtol)
 
 
@@ -479,11 +484,11 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be "
                              "True")
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
-    if not masked:
-        inputs = _densify(inputs)
     wrt = _validate_inputs(inputs)
+    numerical_inputs = None if masked else _densify(inputs)
     try:
-        _check(func, inputs, wrt, eps, atol, rtol, nondet_tol, check_forward_ad, check_backward_ad)
+        _check(func, inputs, wrt, eps, atol, rtol, nondet_tol, check_forward_ad, check_backward_ad,
+               numerical_inputs)
         if check_batched_grad and check_backward_ad:
             _check_batched_grad_of_sparse(inputs)
         if check_undefined_grad and check_backward_ad:

@@ -413,6 +413,7 @@ def sparse_mask(self, mask):
 
 @sparse_mask.derivative
 def _(grad, self, mask):
+    grad = sparse_mask(grad, mask)      # only the mask's entries came from self
     if self.layout is strided:
         return to_dense(grad), None
     return grad, None
@@ -683,14 +684,24 @@ def _(grad, weight_shape, indices, padding_idx):
     return _embedding_sparse_grad(grad, indices, weight_shape, padding_idx), None
 
 
-@sparse_op("_embedding_sparse_grad", differentiable=False)
-def _embedding_sparse_grad(grad, indices, size, padding_idx=None):
+@sparse_op("_embedding_sparse_grad")
+def _embedding_sparse_grad(rows_grad, indices, size, padding_idx=None):
+    """embedding's sparse weight gradient: the rows' gradient at the rows' indices."""
     idx = np.asarray(indices).reshape(-1).astype(np.int64)
-    g = np.asarray(_dense(grad)).reshape(len(idx), -1)
+    g = np.asarray(_dense(rows_grad)).reshape(len(idx), -1)
     if padding_idx is not None:
         keep = idx != padding_idx
         idx, g = idx[keep], g[keep]
     return SparseCOO(idx[None, :], g, tuple(size))
+
+
+@_embedding_sparse_grad.derivative
+def _(grad, rows_grad_shape, indices, size, padding_idx):
+    # each row's gradient went to its index: it gets back what flows into that entry
+    rows = _embedding_sparse_rows(to_dense(grad), indices, None)
+    if padding_idx is not None:
+        rows = rows * registry["ne"](indices.reshape(-1), padding_idx).unsqueeze(1).to(rows.dtype)
+    return rows.reshape(rows_grad_shape), None
 
 
 def sparse_repr(t):

@@ -1,0 +1,222 @@
+"""Ports of the PyTorch seed tests that need sparse COO tensors or sparse gradients
+(docs/conformance.md rows of issue 18). Each keeps the seed's assertions; where the seed
+compares a sparse tensor with assertEqual (which densifies both sides), the port compares
+`.to_dense()` and checks the layout as well."""
+import itertools
+
+import numpy as np
+import pytest
+
+import dynjit as torch
+from dynjit.autograd import Function, gradcheck
+
+
+def gen_sparse_tensor(size, sparse_dim, nnz, is_uncoalesced, dtype):
+    """PyTorch's TestCase.genSparseTensor: random indices within `size`, values in [-1, 1),
+    and (uncoalesced) the first half of the entries repeated."""
+    v = (torch.rand([nnz] + list(size[sparse_dim:]), dtype=torch.double) * 2 - 1).to(dtype)
+    i = torch.rand(sparse_dim, nnz)
+    i.mul_(torch.tensor(size[:sparse_dim]).unsqueeze(1).to(i))
+    i = i.to(torch.long)
+    if is_uncoalesced:
+        i = torch.cat([i[:, :(nnz // 2)], i[:, :((nnz + 1) // 2)]], 1)
+    x = torch.sparse_coo_tensor(i, v, torch.Size(size), dtype=dtype)
+    if not is_uncoalesced:
+        return x.coalesce()
+    return x.detach().clone()._coalesced_(False)
+
+
+def assert_same(a, b):
+    """assertEqual as PyTorch's TestCase does it for a sparse operand: the dense values."""
+    assert (a is None) == (b is None)
+    if a is None:
+        return
+    np.testing.assert_allclose(a.to_dense().detach().numpy(), b.to_dense().detach().numpy(),
+                               rtol=1.3e-6, atol=1e-5)
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutograd.test_sparse_mm_backward
+def test_sparse_mm_backward():
+    size = (3, 3)
+    mm_test_cases = itertools.product(*(([False, True],) * 4))
+    ran = 0
+    for a_req_grad, a_is_sparse, b_req_grad, b_is_sparse in mm_test_cases:
+        if not ((a_is_sparse or b_is_sparse) and (a_req_grad or b_req_grad)):
+            continue
+        a = torch.randn(size)
+        if a_is_sparse:
+            a = a.to_sparse().detach()
+        b = torch.randn(size)
+        if b_is_sparse:
+            b = b.to_sparse().detach()
+        a = a.requires_grad_(a_req_grad)
+        b = b.requires_grad_(b_req_grad)
+
+        r = a.mm(b)
+        r.sum().backward()
+        a_grad = None if a.grad is None else a.grad.clone().detach()
+        b_grad = None if b.grad is None else b.grad.clone().detach()
+
+        a = (a.to_dense() if a.is_sparse else a).clone().detach().requires_grad_(a_req_grad)
+        b = (b.to_dense() if b.is_sparse else b).clone().detach().requires_grad_(b_req_grad)
+        r = a.mm(b)
+        r.sum().backward()
+        assert_same(a_grad, a.grad)
+        assert_same(b_grad, b.grad)
+        ran += 1
+    assert ran == 9
+
+
+class FixedGradientFunction(Function):
+    @staticmethod
+    def forward(ctx, x, grad_x):
+        ctx.save_for_backward(grad_x)
+        return x
+
+    @staticmethod
+    def backward(ctx, grad_x):
+        (saved_grad_x,) = ctx.saved_tensors
+        return saved_grad_x, None
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutogradDeviceType.test_sparse_backward
+@pytest.mark.parametrize("dtype", [torch.double, torch.cdouble])
+def test_sparse_backward(dtype):
+    size = torch.Size([6, 3, 2])
+    i1 = torch.tensor([[0, 3, 4], [0, 2, 2]], dtype=torch.long)
+    v1 = torch.randn([3, 2], dtype=dtype)
+    sparse_grad1 = torch.sparse_coo_tensor(i1, v1, size, dtype=dtype)
+    i2 = torch.tensor([[0, 1, 3, 4], [0, 1, 2, 2]], dtype=torch.long)
+    v2 = torch.randn([4, 2], dtype=dtype)
+    sparse_grad2 = torch.sparse_coo_tensor(i2, v2, size, dtype=dtype)
+    dense_grad = torch.rand(size, dtype=dtype)
+    fn = FixedGradientFunction
+
+    # sparse first
+    x = torch.randn(size, dtype=dtype, requires_grad=True)
+    (fn.apply(x, sparse_grad1) + fn.apply(x, dense_grad) + fn.apply(x, sparse_grad2)).sum().abs().backward()
+    assert x.grad.layout == torch.strided
+    assert_same(x.grad, dense_grad + sparse_grad1 + sparse_grad2)
+    # dense first
+    x = torch.randn(size, dtype=dtype, requires_grad=True)
+    (fn.apply(x, dense_grad) + fn.apply(x, sparse_grad1) + fn.apply(x, sparse_grad2)).sum().abs().backward()
+    assert_same(x.grad, dense_grad + sparse_grad1 + sparse_grad2)
+    # sparse only
+    x = torch.randn(size, dtype=dtype, requires_grad=True)
+    (fn.apply(x, sparse_grad1) + fn.apply(x, sparse_grad2)).sum().abs().backward()
+    assert x.grad.layout == torch.sparse_coo
+    assert_same(x.grad, sparse_grad1 + sparse_grad2)
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutogradDeviceType.test_sparse_mask_autograd
+def test_sparse_mask_autograd():
+    tensor = torch.randn(3, requires_grad=True)
+    mask = torch.ones(3)
+    mask[1] = 0
+    mask = mask.to_sparse()
+    converted = tensor.sparse_mask(mask).to_dense()
+    converted.sum().backward()
+    assert torch.equal(tensor.grad, mask.to_dense())
+
+
+# ports: 002_7f98adb56adba91b.txt TestAutogradDeviceType.test_sparse_ctor_getter_backward
+@pytest.mark.parametrize("dtype", [torch.double, torch.cdouble])
+def test_sparse_ctor_getter_backward(dtype):
+    def _test(size, sparse_dim, nnz):
+        i = torch.rand(sparse_dim, nnz)
+        i.mul_(torch.tensor(size[:sparse_dim]).unsqueeze(1).to(i))
+        i = i.to(torch.long)
+        inp = torch.randn([nnz] + list(size[sparse_dim:]), dtype=torch.double, requires_grad=True)
+        other = gen_sparse_tensor(size, sparse_dim, nnz, is_uncoalesced=True, dtype=dtype)
+
+        def fn(v):
+            x = torch.sparse_coo_tensor(i, v, size, dtype=dtype)
+            y = (x + other).coalesce()
+            yv = y.values()
+            new_v = yv.tanh()
+            z = torch.sparse_coo_tensor(y.indices(), new_v, y.size())
+            return z.coalesce().values()
+
+        assert gradcheck(fn, (inp,), check_batched_grad=False)
+        with pytest.raises(RuntimeError, match="does not have a grad_fn"):
+            other.detach().requires_grad_()._values().backward(torch.ones_like(other._values()))
+
+    for empty_i, empty_v, empty_nnz in itertools.product([True, False], repeat=3):
+        sparse_size = [] if empty_i else [2, 1]
+        dense_size = [1, 0, 2] if empty_v else [1, 2]
+        nnz = 0 if empty_nnz else 5
+        _test(sparse_size + dense_size, len(sparse_size), nnz)
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_set_data_tensorimpl_type
+def test_set_data_tensorimpl_type():
+    x = torch.randn(1, 2)
+    x_s = torch.sparse_coo_tensor(torch.zeros([1, 1]), torch.ones([1]))
+    with pytest.raises(RuntimeError, match="incompatible tensor type"):
+        x.data = x_s
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_dense_and_sparse_inputs
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_dense_and_sparse_inputs(fast_mode):
+    def fn(x, y):
+        return x * y.coalesce().to_dense()
+
+    a = torch.rand(2, 2, dtype=torch.double, requires_grad=True)
+    b = torch.rand(2, 2, dtype=torch.double).to_sparse().requires_grad_(True)
+    assert gradcheck(fn, (a, b), masked=True, check_batched_grad=False, fast_mode=fast_mode)
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_check_batched_grad
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_check_batched_grad(fast_mode):
+    x = torch.rand(10, dtype=torch.double, requires_grad=True).to_sparse()
+    with pytest.raises(RuntimeError, match="gradcheck or gradgradcheck failed while testing batched gradient"):
+        gradcheck(lambda x: x.to_dense(), (x,), masked=True, check_batched_grad=True, fast_mode=fast_mode)
+    assert not gradcheck(lambda x: x.to_dense(), (x,), masked=True, check_batched_grad=True,
+                         raise_exception=False, fast_mode=fast_mode)
+
+
+# The sparse half of TestProfiler.test_gradcheck_test_outputs (its other half needs MKLDNN
+# tensors, which dynjit does not have: that row is out of scope).
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_sparse_output_is_refused_even_without_raise_exception(fast_mode):
+    x = torch.rand(10, requires_grad=True).to_sparse()
+    with pytest.raises(ValueError, match="Sparse output is not supported at gradcheck yet"):
+        gradcheck(lambda x: x, (x,), masked=True, check_batched_grad=False, raise_exception=False,
+                  fast_mode=fast_mode)
+
+
+# The sparse_coo instance of TestProfiler.test_gradcheck_input (parametrized over layouts;
+# the compressed ones need layouts dynjit does not have, so its row stays todo).
+@pytest.mark.parametrize("fast_mode,masked", list(itertools.product((True, False), repeat=2)))
+def test_gradcheck_input_sparse_coo(fast_mode, masked):
+    def fn(sparse):
+        return torch.sum(sparse)
+
+    assert gradcheck(fn, torch.rand((2, 2), dtype=torch.double).to_sparse(layout=torch.sparse_coo,
+                                                                          blocksize=None).requires_grad_(),
+                     masked=masked, check_batched_grad=False, fast_mode=fast_mode)
+
+
+# The strided and sparse_coo part of TestAutograd.test_to_sparse_backward (the seed also
+# converts to and from CSR, CSC, BSR and BSC, which dynjit does not have; its row stays todo).
+def test_to_sparse_backward_strided_and_coo():
+    to_attr_names = ("to_dense", "to_sparse")
+    self_strided = torch.rand(4, 4, dtype=torch.double) + 1
+    grad_strided = torch.rand(4, 4, dtype=torch.double) + 1
+    checked = 0
+    for from_to_attr in to_attr_names:
+        self_from = getattr(self_strided, from_to_attr)().requires_grad_(True)
+        for to_to_attr in to_attr_names[1:]:
+            self_to = getattr(self_from, to_to_attr)()
+            grad_to = getattr(grad_strided, to_to_attr)()
+            grad_res = torch.autograd.grad(self_to, self_from, grad_to)[0]
+            assert grad_res.layout == self_from.layout
+            assert torch.equal(grad_res.to_dense(), grad_strided)
+            checked += 1
+    assert checked == 2
+    # the compressed layouts are refused with a RuntimeError (the seed's check_inversion_possible
+    # treats that as "not convertible")
+    with pytest.raises(RuntimeError, match="compressed layouts"):
+        self_strided.to_sparse_csr()
