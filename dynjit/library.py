@@ -12,6 +12,14 @@ through the dispatcher. It is reachable as `dynjit.ops.<ns>.<name>` (and `.defau
   as PyTorch names it). Without one, backpropagating through the op is an error.
 - `register_kernel(device_types, fn)`: the implementation for a device ("cpu" replaces the
   function the op was defined with; dynjit runs on the CPU only, so others are kept unused).
+- `register_vmap(fn)`: its batching rule under dynjit.func.vmap; without one, vmap calls the
+  op once per example and stacks the results.
+
+AOT's partitioner saves a custom op's outputs rather than recomputing them (tag
+COMPUTE_BOUND); an op that writes its inputs (`mutates_args`) is kept by dead-code
+elimination, bumps their version counters, and may not have an autograd formula (as in
+PyTorch); without a formula, backpropagating through its outputs or the inputs it wrote is an
+error rather than a gradient that ignores the op.
 
 The kernel runs below autograd: its own ops record no history and are not seen by the
 dispatch modes above it. `_scoped_library(ns)` removes the ops defined in `ns` on exit.
@@ -27,7 +35,7 @@ from .autograd.grad_mode import no_grad, state as _grad_state
 from .tensor import Tensor, _data_reads
 from .ops.dispatch import check_inplace_allowed
 
-__all__ = ["custom_op", "register_fake", "register_autograd", "register_kernel", "CustomOpDef",
+__all__ = ["custom_op", "register_fake", "register_autograd", "register_kernel", "register_vmap", "CustomOpDef",
            "infer_schema", "Library"]
 
 
@@ -148,6 +156,7 @@ class CustomOpDef:
         self._backward_fn = None
         self._setup_context_fn = None
         self._autograd_cls = None
+        self._vmap_fn = None
         sig_params = inspect.signature(fn).parameters
         params = list(sig_params)
         self._kwonly = frozenset(n for n, p in sig_params.items() if p.kind == p.KEYWORD_ONLY)
@@ -199,6 +208,89 @@ class CustomOpDef:
                     self._other_kernels[d] = fn
             return fn
         return register if fn is None else register(fn)
+
+    def register_vmap(self, func=None, /):
+        """The op's batching rule: `func(info, in_dims, *args)` gets the arguments with their
+        batch dimension (`in_dims`: per argument its batch dim, or None; a list for a tensor
+        list) and `info.batch_size`, and returns `(output, out_dims)`. Without one, vmap calls
+        the op once per example and stacks the results."""
+        def register(func):
+            self._vmap_fn = func
+            return func
+        return register if func is None else register(func)
+
+    def _batching_rule(self, mode, op, args):
+        """vmap's rule for this op (dynjit.func._batching): the registered one, or a loop."""
+        if self._vmap_fn is not None:
+            return self._registered_vmap(mode, args)
+        if self._mutated:
+            raise NotImplementedError(f"vmap: {self._qualname} writes its inputs; vmap calls a custom op "
+                                      "once per example only when it writes nothing. Register a batching "
+                                      "rule with register_vmap.")
+        from .func._batching import wrap
+        n = mode.level.batch_size
+        if n == 0:
+            raise NotImplementedError(f"vmap: {self._qualname} has no batching rule and the batch is "
+                                      "empty (the fallback calls the op once per example); register "
+                                      "one with register_vmap")
+        select, stack = _registry["select"], _registry["stack"]
+
+        def example(a, i):
+            if mode.is_batched(a):
+                return select(a._bt_value, 0, i)
+            if isinstance(a, (list, tuple)) and any(mode.is_batched(t) for t in a):
+                return type(a)(example(t, i) for t in a)
+            return a
+
+        results = [op(*(example(a, i) for a in args)) for i in range(n)]
+
+        def combine(items):
+            if isinstance(items[0], Tensor):
+                return wrap(stack(list(items), 0), mode.level)
+            if any(x != items[0] for x in items[1:]):
+                raise RuntimeError(f"vmap: {self._qualname} returned different non-tensor values for "
+                                   f"different examples ({items[0]!r} and others); vmap can only "
+                                   "return one. Register a batching rule with register_vmap.")
+            return items[0]
+
+        if isinstance(results[0], tuple):
+            return tuple(combine([r[k] for r in results]) for k in range(len(results[0])))
+        return combine(results)
+
+    def _registered_vmap(self, mode, args):
+        from .func._batching import wrap
+        values, in_dims = [], []
+        for a in args:
+            if mode.is_batched(a):
+                values.append(a._bt_value)
+                in_dims.append(0)
+            elif isinstance(a, (list, tuple)) and any(mode.is_batched(t) for t in a):
+                values.append(type(a)(t._bt_value if mode.is_batched(t) else t for t in a))
+                in_dims.append([0 if mode.is_batched(t) else None for t in a])
+            else:
+                values.append(a)
+                in_dims.append(None)
+        info = _VmapInfo(mode.level.batch_size, getattr(mode, "randomness", "error"))
+        result = self._vmap_fn(info, tuple(in_dims), *values)
+        if not isinstance(result, tuple) or len(result) != 2:
+            raise RuntimeError(f"{self._qualname}: the function registered with register_vmap must return "
+                               f"(output, out_dims), got {type(result).__name__}")
+        out, out_dims = result
+
+        def place(o, d):
+            if not isinstance(o, Tensor) or d is None:
+                return o
+            if not isinstance(d, int):
+                raise RuntimeError(f"{self._qualname}: register_vmap's out_dims must be ints or None, got {d!r}")
+            d %= max(o.dim(), 1)
+            if d != 0:      # the batch dim moved to the front
+                o = _registry["permute"](o, (d,) + tuple(k for k in range(o.dim()) if k != d))
+            return wrap(o, mode.level)
+
+        if isinstance(out, tuple):
+            dims = out_dims if isinstance(out_dims, tuple) else (out_dims,) * len(out)
+            return tuple(place(o, d) for o, d in zip(out, dims))
+        return place(out, out_dims)
 
     # -- running -------------------------------------------------------------------------
     def _run_kernel(self, args):
@@ -403,6 +495,14 @@ class CustomOpDef:
         return (tuple(out.shape), out.dtype)
 
 
+class _VmapInfo:
+    """What a register_vmap function is told about the vmap call (PyTorch's VmapInfo)."""
+
+    def __init__(self, batch_size, randomness):
+        self.batch_size = batch_size
+        self.randomness = randomness
+
+
 class _Spec:
     """How the flat inputs of a custom op's autograd.Function regroup into the op's arguments."""
     __slots__ = ("spec",)
@@ -537,6 +637,8 @@ def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None)
         custom._opdef.impl = custom._eager      # (_add installed the generic eager entry)
         setattr(namespace, opname, custom._opdef)
         _custom_ops[custom._qualname] = custom
+        from .func import _batching
+        _batching._RULES[custom._qualname] = custom._batching_rule
         for lib in _active_scopes:
             if lib.ns == ns:
                 lib._defined.append(custom)
@@ -554,6 +656,9 @@ def _no_kernel(custom):
 def _remove(custom):
     if _registry.get(custom._qualname) is custom._opdef:
         del _registry[custom._qualname]
+    from .func import _batching
+    if getattr(_batching._RULES.get(custom._qualname), "__self__", None) is custom:
+        del _batching._RULES[custom._qualname]
     from . import ops
     namespace = ops.__dict__.get(custom._namespace)
     if getattr(namespace, "_dynjit_custom_namespace", False):
@@ -586,6 +691,11 @@ def register_fake(op, fn=None, /, *, lib=None):
 def register_autograd(op, backward, /, *, setup_context=None, lib=None):
     """torch.library.register_autograd."""
     return _lookup(op).register_autograd(backward, setup_context=setup_context)
+
+
+def register_vmap(op, func=None, /, *, lib=None):
+    """torch.library.register_vmap."""
+    return _lookup(op).register_vmap(func)
 
 
 def register_kernel(op, device_types, fn=None, /, *, lib=None):

@@ -447,3 +447,54 @@ def test_compiled_op_that_writes_its_input(lib, backend):
         np.testing.assert_array_equal(got.numpy(), expected.numpy())
         np.testing.assert_array_equal(x_compiled.numpy(), x_eager.numpy())
     np.testing.assert_array_equal(expected.numpy(), [6.0, 6.0, 6.0])
+
+
+def test_vmap_calls_the_op_per_example_without_a_batching_rule(lib):
+    calls = []
+
+    @custom_op("dj_test::row_norm_and_rank", mutates_args=())
+    def row_norm_and_rank(x: dynjit.Tensor, scale: float) -> Tuple[dynjit.Tensor, int]:
+        calls.append(tuple(x.shape))
+        return dynjit.from_numpy(np.linalg.norm(x.numpy(), axis=-1) * scale), x.dim()
+
+    ranks = []
+
+    def fn(x):
+        norm, rank = row_norm_and_rank(x, 2.0)
+        ranks.append(rank)
+        return norm
+
+    xs = dynjit.randn(4, 3, 2)
+    norms = dynjit.func.vmap(fn)(xs)
+    assert calls == [(3, 2)] * 4 and ranks == [2]
+    np.testing.assert_allclose(norms.numpy(), np.linalg.norm(xs.numpy(), axis=-1) * 2, rtol=1e-6)
+
+
+def test_register_vmap_batches_in_one_call(lib):
+    calls = []
+
+    @custom_op("dj_test::scaled_cumsum", mutates_args=())
+    def scaled_cumsum(x: dynjit.Tensor, w: dynjit.Tensor) -> dynjit.Tensor:
+        calls.append("kernel")
+        return dynjit.from_numpy(np.cumsum(x.numpy(), axis=-1) * w.numpy())
+
+    @scaled_cumsum.register_vmap
+    def _(info, in_dims, x, w):
+        calls.append(("rule", info.batch_size, in_dims))
+        # the whole batch in one numpy call, returned with its batch in dim 1
+        return dynjit.from_numpy(np.cumsum(x.numpy(), axis=-1) * w.numpy()).transpose(0, 1), 1
+
+    xs, w = dynjit.randn(5, 3), dynjit.randn(3)
+    out = dynjit.func.vmap(scaled_cumsum, in_dims=(0, None))(xs, w)
+    assert calls == [("rule", 5, (0, None))]
+    assert out.shape == (5, 3)
+    np.testing.assert_allclose(out.numpy(), np.cumsum(xs.numpy(), axis=-1) * w.numpy(), rtol=1e-6)
+
+
+def test_vmap_refuses_a_writing_op_without_a_rule(lib):
+    @custom_op("dj_test::zero_numpy", mutates_args=("x",))
+    def zero_numpy(x: dynjit.Tensor) -> None:
+        x.numpy()[...] = 0
+
+    with pytest.raises(NotImplementedError, match="writes its inputs.*register_vmap"):
+        dynjit.func.vmap(zero_numpy)(dynjit.randn(2, 3))
