@@ -598,6 +598,8 @@ def _namespace(ns):
     from . import ops
     existing = ops.__dict__.get(ns)
     if existing is None:
+        if ns in _registry or ns == "aten" or hasattr(ops, ns):
+            raise RuntimeError(f"custom_op: the namespace {ns!r} would hide dynjit.ops.{ns}; choose another")
         existing = _new_namespace(ns)
         setattr(ops, ns, existing)
     elif not getattr(existing, "_dynjit_custom_namespace", False):

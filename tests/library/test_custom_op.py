@@ -498,3 +498,15 @@ def test_vmap_refuses_a_writing_op_without_a_rule(lib):
 
     with pytest.raises(NotImplementedError, match="writes its inputs.*register_vmap"):
         dynjit.func.vmap(zero_numpy)(dynjit.randn(2, 3))
+
+
+@pytest.mark.parametrize("ns", ["add", "profiler", "registry"])
+def test_a_namespace_may_not_hide_dynjits_own_ops(ns):
+    with pytest.raises(RuntimeError, match="namespace|dynjit's own op namespaces"):
+        custom_op(f"{ns}::mine", mutates_args=())(_clone_fn)
+    assert dynjit.ops.add is registry["add"]
+    assert f"{ns}::mine" not in registry
+
+
+def _clone_fn(x: dynjit.Tensor) -> dynjit.Tensor:
+    return x.clone()
