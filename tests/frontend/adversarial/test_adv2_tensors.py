@@ -179,11 +179,20 @@ def main(a, b):
     d[a] = "A"
     s = {a, b, a}
     y = a * 1
-    r = (d[a], len(d), len(s), a in s, y in s, b in d, list(d.values()), a in {id(a): 1} or "id-key")
+    r = (d[a], len(d), len(s), a in s, y in s, b in d, list(d.values()))
     d2 = {t: i for i, t in enumerate([a, b, y])}
     return r, [d2[t] for t in (y, a, b)]
 def make_args(call):
     return dynjit.ones(2) * call, dynjit.ones(2)
+'''
+
+PROGRAMS["tensor_lookup_in_dict_with_colliding_int_key"] = '''
+import dynjit
+def main(a, k):
+    d = {id(a) if k else 0: "int key"}
+    return a in d, a * 2
+def make_args(call):
+    return dynjit.ones(2), call % 2
 '''
 
 PROGRAMS["tensor_in_list_uses_eq"] = '''
@@ -310,7 +319,7 @@ def make_args(call):
 PROGRAMS["tensor_python_number_interop"] = '''
 import dynjit
 def main(x, n):
-    r = [x + n, n - x, n / x, n // (x + 1), n ** x, x ** n, n % (x + 2), -x, +x, abs(-x), x * True,
+    r = [x + n, n - x, n / x, n // (x + 1), n ** (x / 4), (x / 4) ** n, n % (x + 2), -x, +x, abs(-x), x * True,
          x + 2 ** 40, (x > n) + 0, ~(x > 0), (x > 0) & True, 1 - (x > 0).float()]
     return r
 def make_args(call):
@@ -477,6 +486,8 @@ def make_args(call):
 '''
 
 XFAIL = {
+    "tensor_lookup_in_dict_with_colliding_int_key": "frontend: a tensor looked up in a dict whose int key has its hash "
+                                                    "(id) is not compared with __eq__ (plain raises) (findings R2-T6)",
     "clone_detach_requires_grad_chain": "frontend: a non-leaf tensor entering a compiled frame (resume after a break) "
                                         "reads is_leaf True (findings R2-T1)",
     "grad_fn_under_no_grad_and_requires_grad_flags": "frontend: a non-leaf tensor entering a compiled frame reads "
