@@ -85,24 +85,32 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """torch.linalg.cholesky_ex: (L, info), info the order of the first leading minor that is
     not positive-definite (0 when the factorization succeeded)."""
     _no_out(out, "cholesky_ex")
-    return _R["linalg_cholesky_ex"](A, upper, check_errors)
+    try:
+        return _R["linalg_cholesky_ex"](A, upper, check_errors)
+    except LinAlgError as e:        # (the op's errors name linalg.cholesky, its usual caller)
+        raise LinAlgError(str(e).replace("linalg.cholesky:", "linalg.cholesky_ex:", 1)) from None
 
 
 def cholesky(A, *, upper=False, out=None):
     """torch.linalg.cholesky: L with A = L L^H (or U with A = U^H U when upper)."""
-    return cholesky_ex(A, upper=upper, check_errors=True, out=out).L
+    _no_out(out, "cholesky")
+    return _R["linalg_cholesky_ex"](A, upper, True).L
 
 
 # -- solvers and inverses ---------------------------------------------------------------
 
 def inv_ex(A, *, check_errors=False, out=None):
     _no_out(out, "inv_ex")
-    return _R["linalg_inv_ex"](A, check_errors)
+    try:
+        return _R["linalg_inv_ex"](A, check_errors)
+    except LinAlgError as e:        # (the op's errors name linalg.inv, its usual caller)
+        raise LinAlgError(str(e).replace("linalg.inv:", "linalg.inv_ex:", 1)) from None
 
 
 def inv(A, *, out=None):
     """torch.linalg.inv: raises LinAlgError for a singular matrix."""
-    return inv_ex(A, check_errors=True, out=out).inverse
+    _no_out(out, "inv")
+    return _R["linalg_inv_ex"](A, True).inverse
 
 
 def _is_vector_rhs(A, B):

@@ -66,7 +66,9 @@ def cholesky_inverse(input, upper=False, *, out=None):
 def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """torch.triangular_solve(b, A): (solution of A X = b, or A^T X = b when transpose, and a
     copy of A) as torch.return_types.triangular_solve."""
-    _check_rhs(input)
+    if input.dim() < 2:
+        raise RuntimeError(f"torch.triangular_solve: Expected b to have at least 2 dimensions, but it has "
+                           f"{input.dim()} dimensions instead")
     if out is not None:
         raise NotImplementedError("dynjit.triangular_solve: out= is not supported; use the returned value")
     coefficient = A.mT if transpose else A

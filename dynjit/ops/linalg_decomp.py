@@ -11,8 +11,9 @@ eigen vector is refused.
 import numpy as np
 
 from .registry import register, registry, EXTERN
-from .linalg_common import (LinAlgError, check_input, as_dtype, real_of, batch_prefix, first_failure,
-                            mH, identity, diag_embed, tril, triu, is_complex, safe_div)
+from .._dtype import scalar_type_name
+from .linalg_common import (LinAlgError, check_input, check_matrix, as_dtype, real_of, batch_prefix, first_failure,
+                            mH, identity, diag_embed, tril, is_complex, safe_div)
 from . import linalg_common as _rt
 
 
@@ -137,10 +138,8 @@ def _check_uplo(UPLO):
 @register("linalg_eigh", EXTERN, complex_ok=True)
 def linalg_eigh(A, UPLO="L"):
     a = np.asarray(A)
-    check_input("linalg.eigh", a, "linalg_eigh")
+    _check_eigh_input(a)
     _check_uplo(UPLO)
-    if as_dtype(a.dtype)._category < 2:
-        raise NotImplementedError(f"\"linalg_eigh_cpu\" not implemented for '{as_dtype(a.dtype).name}'")
     real = real_of(a.dtype).np
     if a.size and not np.isfinite(a).all():
         raise LinAlgError("linalg.eigh: The algorithm failed to converge because the input matrix is "
@@ -152,9 +151,16 @@ def linalg_eigh(A, UPLO="L"):
     return _rt.linalg_eigh(values.astype(real, copy=False), vectors.astype(a.dtype, copy=False))
 
 
+def _check_eigh_input(a):
+    check_matrix("linalg.eigh", tuple(a.shape))
+    if as_dtype(a.dtype)._category < 2:
+        raise NotImplementedError(f"\"linalg_eigh_cpu\" not implemented for '{scalar_type_name(as_dtype(a.dtype))}'")
+    check_input("linalg.eigh", a, "linalg_eigh")
+
+
 @linalg_eigh.meta_fn
 def _(A, UPLO="L"):
-    check_input("linalg.eigh", A, "linalg_eigh")
+    _check_eigh_input(A)
     _check_uplo(UPLO)
     return [(tuple(A.shape[:-1]), real_of(A.dtype)), (tuple(A.shape), A.dtype)]
 
@@ -199,9 +205,7 @@ def eig_backward(gL, gV, L, V, hermitian):
 @register("linalg_eig", EXTERN, complex_ok=True)
 def linalg_eig(A):
     a = np.asarray(A)
-    check_input("linalg.eig", a, "linalg_eig")
-    if as_dtype(a.dtype)._category < 2:
-        raise RuntimeError(f"Unknown Complex ScalarType for {as_dtype(a.dtype).name.capitalize()}")
+    _check_eig_input(a)
     cplx = as_dtype(a.dtype).to_complex().np if a.dtype.kind != "c" else a.dtype
     if a.size == 0:
         return _rt.linalg_eig(np.zeros(a.shape[:-1], cplx), np.zeros(a.shape, cplx))
@@ -211,9 +215,16 @@ def linalg_eig(A):
     return _rt.linalg_eig(values.astype(cplx), vectors.astype(cplx))
 
 
+def _check_eig_input(a):
+    check_matrix("linalg.eig", tuple(a.shape))
+    if as_dtype(a.dtype)._category < 2:
+        raise RuntimeError(f"Unknown Complex ScalarType for {scalar_type_name(as_dtype(a.dtype))}")
+    check_input("linalg.eig", a, "linalg_eig")
+
+
 @linalg_eig.meta_fn
 def _(A):
-    check_input("linalg.eig", A, "linalg_eig")
+    _check_eig_input(A)
     d = as_dtype(A.dtype)
     c = d if d._category == 3 else d.to_complex()
     return [(tuple(A.shape[:-1]), c), (tuple(A.shape), c)]
@@ -278,7 +289,7 @@ def _(grads, result, A, mode):
     if m >= n:
         return _qr_backward_tall(gQ, gR, Q, R)
     # A = Q [R1 | R2] with R1 square: A1 = Q R1 is a square QR, and R2 = Q^H A2
-    R1, R2 = R.narrow(-1, 0, m), R.narrow(-1, m, n - m)
+    R1 = R.narrow(-1, 0, m)
     A2 = A.narrow(-1, m, n - m)
     gR1 = gR2 = None
     if gR is not None:

@@ -14,9 +14,8 @@ import numpy as np
 
 from .. import _dtype
 from .registry import register, registry, EXTERN
-from .linalg_common import (LinAlgError, check_input, check_float, check_matrix, as_dtype, real_of,
-                            batch_prefix, first_failure, lu_zero_pivot, mH, identity, diag_embed, tril,
-                            triu)
+from .linalg_common import (LinAlgError, check_input, check_matrix, as_dtype, real_of, batch_prefix,
+                            first_failure, lu_zero_pivot, mH, tril, triu)
 from . import linalg_common as _rt
 
 
@@ -131,9 +130,8 @@ def _(grad, A, result, needs):
 @register("linalg_solve_triangular", EXTERN, complex_ok=True)
 def linalg_solve_triangular(A, B, upper, left=True, unitriangular=False):
     a, b = np.asarray(A), np.asarray(B)
-    check_input("linalg.solve_triangular", a, "triangular_solve")
-    check_float("linalg.solve_triangular", b.dtype, "triangular_solve")
-    _check_same_dtype("linalg.solve_triangular", a, b)
+    _check_triangular_dtypes(a, b)
+    b = b.astype(a.dtype, copy=False)       # PyTorch computes in A's dtype
     out = _solve_shapes("linalg.solve_triangular", a.shape, b.shape, left)
     n = a.shape[-1]
     tri = np.triu(a) if upper else np.tril(a)
@@ -152,6 +150,17 @@ def linalg_solve_triangular(A, B, upper, left=True, unitriangular=False):
     return np.ascontiguousarray(x).astype(a.dtype, copy=False)
 
 
+def _check_triangular_dtypes(a, b):
+    check_matrix("linalg.solve_triangular", tuple(a.shape))
+    da = as_dtype(a.dtype)
+    if da._category < 2 or da in (_dtype.float16, _dtype.bfloat16):
+        raise NotImplementedError(f"\"triangular_solve_cpu\" not implemented for '{_dtype.scalar_type_name(da)}'")
+    check_input("linalg.solve_triangular", a)
+    if as_dtype(b.dtype)._category == 3 and da._category != 3:
+        raise RuntimeError(f"linalg.solve_triangular: B is complex ({as_dtype(b.dtype).name}) but A is real "
+                           f"({da.name}): PyTorch would drop B's imaginary part; convert A with .to(B.dtype)")
+
+
 def _back_substitute(tri, b, upper):
     """X with tri X = b for triangular `tri` (LAPACK trtrs: a zero diagonal gives inf/nan)."""
     n = tri.shape[-1]
@@ -168,8 +177,7 @@ def _back_substitute(tri, b, upper):
 
 @linalg_solve_triangular.meta_fn
 def _(A, B, upper, left=True, unitriangular=False):
-    check_input("linalg.solve_triangular", A, "triangular_solve")
-    _check_same_dtype("linalg.solve_triangular", A, B)
+    _check_triangular_dtypes(A, B)
     return _solve_shapes("linalg.solve_triangular", A.shape, B.shape, left), A.dtype
 
 

@@ -54,7 +54,8 @@ def test_inv_errors():
     with pytest.raises(RuntimeError, match="^linalg.inv: A must be batches of square matrices, but they are 2 by 3 "
                                            "matrices$"):
         LA.inv(dynjit.ones(2, 3))
-    with pytest.raises(RuntimeError, match="^linalg.inv: Expected a floating point or complex tensor as input. Got Long$"):
+    with pytest.raises(RuntimeError, match="^linalg.inv: Expected a floating point or complex tensor as input. "
+                                           "Got Long$"):
         LA.inv(dynjit.eye(3, dtype=dynjit.int64))
     with pytest.raises(RuntimeError, match="^linalg.inv: Low precision dtypes not supported. Got Half$"):
         LA.inv(dynjit.eye(3, dtype=dynjit.float16))
@@ -89,8 +90,8 @@ def test_solve_errors():
         LA.solve(dynjit.eye(3), dynjit.ones(4))
     with pytest.raises(RuntimeError, match=r"equation XA = B \(3x3 and 3x1\)"):
         LA.solve(dynjit.eye(3), dynjit.ones(3), left=False)
-    with pytest.raises(RuntimeError, match="^linalg.solve: Expected A and B to have the same dtype, but found A of type "
-                                           "Double and B of type Float instead$"):
+    with pytest.raises(RuntimeError, match="^linalg.solve: Expected A and B to have the same dtype, but found A of "
+                                           "type Double and B of type Float instead$"):
         LA.solve(dynjit.eye(3, dtype=dynjit.float64), dynjit.ones(3))
 
 
@@ -98,7 +99,8 @@ def test_solve_triangular():
     a = _well_conditioned(2, 4, 4)
     b = _rand(2, 4, 3, seed=1)
     up, low = np.triu(a), np.tril(a)
-    np.testing.assert_allclose(LA.solve_triangular(_t(a), _t(b), upper=True).numpy(), np.linalg.solve(up, b), atol=1e-12)
+    np.testing.assert_allclose(LA.solve_triangular(_t(a), _t(b), upper=True).numpy(), np.linalg.solve(up, b),
+                               atol=1e-12)
     np.testing.assert_allclose(LA.solve_triangular(_t(a), _t(b), upper=False).numpy(), np.linalg.solve(low, b),
                                atol=1e-12)
     unit = np.tril(a, -1) + np.eye(4)
@@ -195,7 +197,8 @@ def test_det_errors():
     with pytest.raises(RuntimeError, match="^linalg.det: A must be batches of square matrices, but they are 2 by 3 "
                                            "matrices$"):
         LA.det(dynjit.ones(2, 3))
-    with pytest.raises(RuntimeError, match="^linalg.det: Expected a floating point or complex tensor as input. Got Long$"):
+    with pytest.raises(RuntimeError, match="^linalg.det: Expected a floating point or complex tensor as input. "
+                                           "Got Long$"):
         LA.det(dynjit.ones(3, 3, dtype=dynjit.int64))
     with pytest.raises(NotImplementedError, match="\"lu_cpu\" not implemented for 'Half'"):
         LA.det(dynjit.ones(3, 3, dtype=dynjit.float16))
@@ -362,7 +365,8 @@ def test_multi_dot_cross_vecdot_diagonal():
     c1, c2 = _rand(2, 3, complex_=True), _rand(2, 3, seed=1, complex_=True)
     np.testing.assert_allclose(LA.vecdot(_t(c1), _t(c2)).numpy(), (np.conj(c1) * c2).sum(-1), rtol=1e-12)
     np.testing.assert_allclose(LA.vecdot(_t(a), _t(a), dim=0).numpy(), (a * a).sum(0), rtol=1e-12)
-    with pytest.raises(RuntimeError, match="linalg.vecdot: Expected a floating point or complex tensor as input. Got Long"):
+    with pytest.raises(RuntimeError, match="linalg.vecdot: Expected a floating point or complex tensor as input. "
+                                           "Got Long"):
         LA.vecdot(dynjit.ones(3, dtype=dynjit.int64), dynjit.ones(3, dtype=dynjit.int64))
     x = _rand(2, 3, 4)
     np.testing.assert_array_equal(LA.diagonal(_t(x)).numpy(), np.diagonal(x, 0, -2, -1))
@@ -403,3 +407,23 @@ def test_cholesky_solve_inverse_and_triangular_solve():
     np.testing.assert_allclose(transposed.numpy(), np.linalg.solve(np.tril(a).T, b[0]), atol=1e-12)
     tl, tb = _t(L[0], requires_grad=True), _t(b[0], requires_grad=True)
     assert gradcheck(lambda l, y: dynjit.cholesky_solve(y, l.tril()), (tl, tb))
+
+
+def test_error_names_and_dtype_rules_follow_pytorch():
+    ints = dynjit.ones(3, 3, dtype=dynjit.int64)
+    with pytest.raises(NotImplementedError, match="^\"linalg_eigh_cpu\" not implemented for 'Long'$"):
+        LA.eigvalsh(ints)
+    with pytest.raises(RuntimeError, match="^Unknown Complex ScalarType for Long$"):
+        LA.eig(ints)
+    with pytest.raises(NotImplementedError, match="^\"triangular_solve_cpu\" not implemented for 'Long'$"):
+        LA.solve_triangular(ints, dynjit.ones(3, 1, dtype=dynjit.int64), upper=True)
+    # B is computed in A's dtype, as in PyTorch
+    x = LA.solve_triangular(dynjit.eye(3), dynjit.ones(3, 1, dtype=dynjit.float64), upper=True)
+    assert x.dtype == dynjit.float32
+    with pytest.raises(LA.LinAlgError, match=r"^linalg.cholesky_ex: The factorization could not be completed"):
+        LA.cholesky_ex(dynjit.ones(3, 3), check_errors=True)
+    with pytest.raises(LA.LinAlgError, match=r"^linalg.inv_ex: \(Batch element 0\): The diagonal element 1 is zero"):
+        LA.inv_ex(dynjit.zeros(2, 3, 3), check_errors=True)
+    with pytest.raises(RuntimeError, match="^torch.triangular_solve: Expected b to have at least 2 dimensions, but it "
+                                           "has 1 dimensions instead$"):
+        dynjit.triangular_solve(dynjit.ones(3), dynjit.eye(3))
