@@ -40,8 +40,8 @@ def test_gp_marginal_likelihood_matches_numpy():
     nll = _gp_nll(torch.tensor(0.2, dtype=torch.float64), torch.tensor(-1.5, dtype=torch.float64), x, y)
     np.testing.assert_allclose(nll.item(), _np_gp_nll(np.exp(0.2), np.exp(-1.5), x0, y0), rtol=1e-10)
     # logdet spelled with torch.logdet gives the same
-    K = torch.exp(-0.5 * (x.unsqueeze(-1) - x.unsqueeze(-2)) ** 2 / np.exp(0.4)) + np.exp(-3.0) * torch.eye(24,
-                                                                                                           dtype=x.dtype)
+    d2 = (x.unsqueeze(-1) - x.unsqueeze(-2)) ** 2
+    K = torch.exp(-0.5 * d2 / np.exp(0.4)) + np.exp(-3.0) * torch.eye(24, dtype=x.dtype)
     np.testing.assert_allclose(torch.logdet(K).item(), np.linalg.slogdet(K.numpy())[1], rtol=1e-10)
 
 
@@ -80,7 +80,8 @@ def test_gp_gradient_matches_finite_differences():
 
 def test_pca_with_svd():
     rng = np.random.default_rng(1)
-    data = rng.standard_normal((200, 5)) @ np.diag([3.0, 2.0, 1.0, 0.5, 0.1]) @ np.linalg.qr(rng.standard_normal((5, 5)))[0]
+    rotation = np.linalg.qr(rng.standard_normal((5, 5)))[0]
+    data = rng.standard_normal((200, 5)) @ np.diag([3.0, 2.0, 1.0, 0.5, 0.1]) @ rotation
     X = torch.tensor(data)
     Xc = X - X.mean(0)
     U, S, Vh = torch.linalg.svd(Xc, full_matrices=False)
