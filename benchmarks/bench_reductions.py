@@ -2,9 +2,11 @@
 numba and torch eager / inductor, at 1 thread and at all cores.
 
     python benchmarks/bench_reductions.py [--torch-python PY] [--threads 1,16] [--json OUT] [--budget S]
+                                          [--cases softmax,...] [--shapes 64x100,4096x1024,...]
 
-Workloads (float32): row softmax and layernorm (F.layer_norm), RMSnorm written out,
-each on 4096 x 1024, and log_softmax + nll_loss (cross-entropy) on 4096 x 1000.
+Workloads (float32): row softmax, log_softmax and layernorm (F.layer_norm), RMSnorm written
+out, each on 4096 x 1024, and log_softmax + nll_loss (cross-entropy) on 4096 x 1000; or at
+each of `--shapes` (rows x columns: short rows such as 64 x 100 end with a partial vector).
 numexpr (pointwise parts; reductions in numpy) and numba (a row loop, `prange`
 over rows) run when installed; torch runs in its own interpreter
 (`--torch-python`, see benchmarks/llvm_torch_worker.py), never as a dependency.
@@ -29,14 +31,19 @@ from dynjit.fx import make_fx                   # noqa: E402
 
 from backends.llvm import compile_graph         # noqa: E402
 from bench_llvm import TorchWorker, fmt, interleaved, local   # noqa: E402
-from llvm_row_inputs import row_inputs          # noqa: E402
+from llvm_row_inputs import CE_SHAPE, SHAPE, row_inputs          # noqa: E402
 
 CASES = ("softmax", "layernorm", "rmsnorm", "cross_entropy")
+MORE_CASES = ("log_softmax",)
 
 
 # -- the workloads, once per library ---------------------------------------------------------
 def dj_softmax(x):
     return x.softmax(1)
+
+
+def dj_log_softmax(x):
+    return x.log_softmax(1)
 
 
 def dj_layernorm(x, w, b):
@@ -51,12 +58,17 @@ def dj_cross_entropy(x, t):
     return F.nll_loss(x.log_softmax(1), t)
 
 
-DYNJIT = {"softmax": dj_softmax, "layernorm": dj_layernorm, "rmsnorm": dj_rmsnorm, "cross_entropy": dj_cross_entropy}
+DYNJIT = {"softmax": dj_softmax, "log_softmax": dj_log_softmax, "layernorm": dj_layernorm, "rmsnorm": dj_rmsnorm, "cross_entropy": dj_cross_entropy}
 
 
 def np_softmax(x):
     e = np.exp(x - x.max(1, keepdims=True))
     return e / e.sum(1, keepdims=True)
+
+
+def np_log_softmax(x):
+    m = x.max(1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(1, keepdims=True))
 
 
 def np_layernorm(x, w, b):
@@ -74,7 +86,7 @@ def np_cross_entropy(x, t):
     return np.mean(lse - x[np.arange(len(t)), t])
 
 
-NUMPY = {"softmax": np_softmax, "layernorm": np_layernorm, "rmsnorm": np_rmsnorm, "cross_entropy": np_cross_entropy}
+NUMPY = {"softmax": np_softmax, "log_softmax": np_log_softmax, "layernorm": np_layernorm, "rmsnorm": np_rmsnorm, "cross_entropy": np_cross_entropy}
 
 
 def numexpr_versions():
@@ -86,6 +98,11 @@ def numexpr_versions():
     def softmax(x):
         e = ne.evaluate("exp(x - m)", local_dict={"x": x, "m": x.max(1, keepdims=True)})
         return ne.evaluate("e / s", local_dict={"e": e, "s": e.sum(1, keepdims=True)})
+
+    def log_softmax(x):
+        m = x.max(1, keepdims=True)
+        s = ne.evaluate("exp(x - m)").sum(1, keepdims=True)
+        return ne.evaluate("x - m - log(s)")
 
     def layernorm(x, w, b):
         m = x.mean(1, keepdims=True)
@@ -100,7 +117,8 @@ def numexpr_versions():
         m = x.max(1, keepdims=True)
         lse = np.log(ne.evaluate("exp(x - m)").sum(1)) + m[:, 0]
         return np.mean(lse - x[np.arange(len(t)), t])
-    return {"softmax": softmax, "layernorm": layernorm, "rmsnorm": rmsnorm, "cross_entropy": cross_entropy}, ne
+    return {"softmax": softmax, "log_softmax": log_softmax, "layernorm": layernorm, "rmsnorm": rmsnorm,
+            "cross_entropy": cross_entropy}, ne
 
 
 def numba_versions():
@@ -121,6 +139,17 @@ def numba_versions():
                 out[i, j] = e
                 s += e
             out[i] /= s
+        return out
+
+    @njit(parallel=True)
+    def log_softmax(x):
+        out = np.empty_like(x)
+        for i in prange(x.shape[0]):
+            m = x[i].max()
+            s = np.float32(0)
+            for j in range(x.shape[1]):
+                s += np.exp(x[i, j] - m)
+            out[i] = x[i] - m - np.log(s)
         return out
 
     @njit(parallel=True)
@@ -149,7 +178,8 @@ def numba_versions():
             m = x[i].max()
             loss[i] = np.log(np.exp(x[i] - m).sum()) + m - x[i, t[i]]
         return loss.mean()
-    return {"softmax": softmax, "layernorm": layernorm, "rmsnorm": rmsnorm, "cross_entropy": cross_entropy}, numba
+    return {"softmax": softmax, "log_softmax": log_softmax, "layernorm": layernorm, "rmsnorm": rmsnorm,
+            "cross_entropy": cross_entropy}, numba
 
 
 def compiled(case, args, threads):
@@ -172,8 +202,8 @@ def check(case, out, ref):
         raise AssertionError(f"{case}: result differs from numpy's by {np.abs(out - ref).max()}")
 
 
-def bench_case(case, threads, torch_worker, budget, ne, nb):
-    arrays = row_inputs(case)
+def bench_case(case, threads, torch_worker, budget, ne, nb, shape=None):
+    arrays = row_inputs(case, shape)
     tensors = [dynjit.tensor(a) for a in arrays]
     fn = compiled(case, tensors, threads)
     ref = np.asarray(NUMPY[case](*[a.astype(np.float64) if a.dtype.kind == "f" else a for a in arrays]))
@@ -191,8 +221,9 @@ def bench_case(case, threads, torch_worker, budget, ne, nb):
         cands.append(("numba", local(lambda: versions[case](*arrays))))
     if torch_worker is not None:
         torch_worker.ask(cmd="threads", n=threads)
-        cands.append(("torch eager", torch_worker.candidate(case, "eager")))
-        cands.append(("torch inductor", torch_worker.candidate(case, "inductor")))
+        n = list(shape) if shape is not None else None
+        cands.append(("torch eager", torch_worker.candidate(case, "eager", n)))
+        cands.append(("torch inductor", torch_worker.candidate(case, "inductor", n)))
     return interleaved(cands, budget=budget)
 
 
@@ -201,7 +232,8 @@ def main():
     ap.add_argument("--torch-python", help="an interpreter with torch, for torch eager / inductor")
     ap.add_argument("--threads", default=f"1,{os.cpu_count() or 1}", help="thread counts, comma-separated")
     ap.add_argument("--budget", type=float, default=2.0, help="seconds of timing per table")
-    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--cases", default=",".join(CASES), help="of " + ", ".join(CASES + MORE_CASES))
+    ap.add_argument("--shapes", default=None, help="rows x columns, comma-separated (default: the fixed shapes)")
     ap.add_argument("--json", help="write the results here")
     opts = ap.parse_args()
     threads = [int(t) for t in opts.threads.split(",")]
@@ -209,14 +241,15 @@ def main():
     ne, nb = numexpr_versions(), numba_versions()
     results = {"threads": threads, "cpu_count": os.cpu_count(), "numpy": np.__version__,
                "torch": torch_worker.info["torch"] if torch_worker else None, "tables": []}
+    shapes = ([tuple(int(v) for v in s.split("x")) for s in opts.shapes.split(",")] if opts.shapes else [None])
     try:
-        for case in opts.cases.split(","):
+        for case, shape in [(c, sh) for c in opts.cases.split(",") for sh in shapes]:
             for t in threads:
-                timed = bench_case(case, t, torch_worker, opts.budget, ne, nb)
-                results["tables"].append({"case": case, "threads": t, "times": timed})
+                timed = bench_case(case, t, torch_worker, opts.budget, ne, nb, shape)
+                size = shape_name(case, shape)
+                results["tables"].append({"case": case, "shape": size, "threads": t, "times": timed})
                 base = timed["llvm backend"][0]
-                print(f"\n{case}  ({'4096 x 1000' if case == 'cross_entropy' else '4096 x 1024'} float32, "
-                      f"{t} thread{'s' if t > 1 else ''})")
+                print(f"\n{case}  ({size} float32, {t} thread{'s' if t > 1 else ''})")
                 print(f"  {'':16s} {'best':>12s} {'median':>12s}  {'time / llvm':>12s}")
                 for name, (best, med) in timed.items():
                     print(f"  {name:16s} {fmt(best):>12s} {fmt(med):>12s}  {best / base:11.2f}x")
@@ -229,21 +262,27 @@ def main():
             json.dump(results, f, indent=1)
 
 
+def shape_name(case, shape):
+    if shape is None:
+        shape = CE_SHAPE if case == "cross_entropy" else SHAPE
+    return f"{shape[0]} x {shape[1]}"
+
+
 def markdown(results):
     """One table: a row per workload and thread count, best times, and each peer's time over
     the llvm backend's."""
     names = []
     for t in results["tables"]:
         names += [n for n in t["times"] if n not in names]
-    head = "| workload | threads | " + " | ".join(names) + " | " + " | ".join(
+    head = "| workload | shape | threads | " + " | ".join(names) + " | " + " | ".join(
         f"{n} / llvm" for n in names if n != "llvm backend") + " |"
-    lines = [head, "|" + " --- |" * (2 + 2 * len(names) - 1)]
+    lines = [head, "|" + " --- |" * (3 + 2 * len(names) - 1)]
     for t in results["tables"]:
         times = t["times"]
         base = times["llvm backend"][0]
         cells = [fmt(times[n][0]).strip() if n in times else "" for n in names]
         ratios = [f"{times[n][0] / base:.2f}" if n in times else "" for n in names if n != "llvm backend"]
-        lines.append(f"| {t['case']} | {t['threads']} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+        lines.append(f"| {t['case']} | {t.get('shape', '')} | {t['threads']} | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
     return "\n".join(lines)
 
 

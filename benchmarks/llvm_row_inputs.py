@@ -7,8 +7,12 @@ SHAPE = (4096, 1024)
 CE_SHAPE = (4096, 1000)
 
 
-def row_inputs(case):
-    if case == "softmax":
+def row_inputs(case, shape=None):
+    """The inputs of `case` at `shape` (rows, columns); None: the default shapes above."""
+    if shape is not None:
+        shape = tuple(shape)
+    SHAPE, CE_SHAPE = (shape, shape) if shape is not None else (globals()["SHAPE"], globals()["CE_SHAPE"])
+    if case in ("softmax", "log_softmax"):
         return [np.random.default_rng(1).standard_normal(SHAPE).astype(np.float32)]
     if case == "layernorm":
         rng = np.random.default_rng(4)

@@ -54,15 +54,22 @@ def _cross_entropy(x, t):
     return torch.nn.functional.nll_loss(x.log_softmax(1), t)
 
 
-_ROW_CASES = {"layernorm": _layernorm, "rmsnorm": _rmsnorm, "cross_entropy": _cross_entropy}
+def _log_softmax(x):
+    return x.log_softmax(1)
+
+
+_ROW_CASES = {"layernorm": _layernorm, "rmsnorm": _rmsnorm, "cross_entropy": _cross_entropy,
+              "log_softmax": _log_softmax}
 
 
 def _inputs(case, n):
-    if case in _ROW_CASES:
-        return [torch.from_numpy(a) for a in row_inputs(case)], _ROW_CASES[case]
+    if case in _ROW_CASES:       # n: None (the default shape) or [rows, columns]
+        return [torch.from_numpy(a) for a in row_inputs(case, n)], _ROW_CASES[case]
     if case == "expr":
         rng = np.random.default_rng(0)
         return [torch.from_numpy(rng.standard_normal(n).astype(np.float32)) for _ in range(3)], _expr
+    if case == "softmax" and n is not None:
+        return [torch.from_numpy(row_inputs(case, n)[0])], _softmax
     if case == "softmax":
         rng = np.random.default_rng(1)
         return [torch.from_numpy(rng.standard_normal((4096, 1024)).astype(np.float32))], _softmax
