@@ -22,6 +22,14 @@ def call(argc):
     return [Instr("CALL", argc)]
 
 
+def with_null(push_value):
+    """`push_value` (instructions that push one value) with the NULL that CALL expects
+    beside a callable loaded as LOAD_GLOBAL with its NULL bit does."""
+    if VERSION == (3, 13):
+        return push_value + [Instr("PUSH_NULL")]
+    return [Instr("PUSH_NULL")] + push_value
+
+
 def _nothing():
     return None
 

@@ -31,6 +31,7 @@ import weakref
 from bytecode import Bytecode, Instr, Label, CellVar, FreeVar, TryBegin, TryEnd
 
 from . import emit
+from .frame_view import GlobalLookup, FRAME_BUILTINS
 from .bytecode_check import verify
 from .bytecode_info import code_info, loop_ranges, _NO_FALLTHROUGH
 from .source import local_name
@@ -196,7 +197,7 @@ class _Builder:
         bc.cellvars = []
         bc.freevars = list(code.co_freevars)
         bc.flags = code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR)
-        self.items = _drop_dead_code(self.items)
+        self.items = _drop_dead_code(_frame_view_globals(self.items, code))
         bc.extend(self.items)
         # exception-table depths are the original's (every region comes from it), never recomputed
         new = bc.to_code(compute_exception_stack_depths=False)
@@ -209,6 +210,30 @@ class _Builder:
                                for inst, instr in zip(real, instrs)})
         _labels[new] = self.label
         return new
+
+
+def _frame_view_globals(items, code):
+    """`items` with each load of the global `locals` or `vars` done through a GlobalLookup
+    (see frame_view.py), so that the generated code, run plain, shows the original frame's
+    variables. The lookup is a call: the name is still resolved when the code runs."""
+    out = []
+    for item in items:
+        if not isinstance(item, Instr) or item.name != "LOAD_GLOBAL":
+            out.append(item)
+            continue
+        arg = item.arg
+        name = arg[1] if isinstance(arg, tuple) else arg      # 3.11+: (with NULL, name)
+        if name not in FRAME_BUILTINS:
+            out.append(item)
+            continue
+        with_null = isinstance(arg, tuple) and arg[0]
+        load = emit.push_callable(GlobalLookup(name, code)) + emit.call(0)
+        if with_null:
+            load = emit.with_null(load)
+        for instr in load:
+            instr.location = item.location
+        out += load
+    return out
 
 
 def _drop_dead_code(items):

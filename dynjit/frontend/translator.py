@@ -23,6 +23,7 @@ from .variables import (ConstantVariable, NULL, wrap, TensorVariable, TupleVaria
                         UserObjectVariable, NewObjectVariable, SuperVariable, ModuleVariable)
 from .variables.objects import class_attribute
 from .dynamic_marks import ConstraintViolationError
+from .frame_view import GlobalLookup
 from . import operators, trace_rules
 from .trace_rules import Action
 from .operators import BINARY_OPS
@@ -212,6 +213,8 @@ class InstructionTranslator:
     def call_function(self, fn, args, kwargs):
         if isinstance(fn, _NullType):
             raise AssertionError("calling NULL (internal error)")
+        if isinstance(getattr(fn, "value", None), GlobalLookup) and not args and not kwargs:
+            return self._global_value(fn.value.name)     # generated code's LOAD_GLOBAL locals/vars
         if fn.is_python_constant():
             target = fn.as_python_constant()
             if trace_rules.observes_lifetime(target):

@@ -13,11 +13,9 @@ import program_fuzz as pf  # noqa: E402
 
 # snippets that still find a bug, with the finding (see /tmp/findings_for_lead.md in the session)
 OPEN = {
-    "s_locals": "frontend: locals() leaves out cell variables (findings H3)",
 }
 # the snippets an open snippet is mixed with in its own sweep (what its bug needs to show)
 COMPANIONS = {
-    "s_locals": ("s_nonlocal_closure", "s_tensor_op"),
 }
 
 
