@@ -92,6 +92,7 @@ CONFIGS_2 = {
     "distillation": [(3, {}), (2, {"compile_mode": "model"})],
     "dqn": [(3, {}), (3, {"compile_mode": "model"})],
     "pinn_burgers": [(3, {"lbfgs_steps": 1}), (2, {"compile_mode": "model", "lbfgs_steps": 1})],
+    "training_recipe": [(4, {}), (3, {"compile_mode": "model"})],
 }
 
 # strict xfails of compiled runs, by (program, backend, kwargs): reason
@@ -131,6 +132,11 @@ _HOOK_BREAK = ("frontend: calling a module that has a forward hook (the teacher'
                "capture its output) is a graph break, and its children then compile as separate frames: "
                "16 graphs / 6 breaks in 3 steps (model mode 17 / 2); torch.compile inlines the hook: 3 / 3 (8 / 0)")
 
+_REBUILT_MODEL = ("frontend: a model rebuilt from a checkpoint (a new instance of the same structure, and a new "
+                  "closure over it) compiles again: 4 graphs / 2 breaks in 3 steps (model mode 2 / 0); "
+                  "torch.compile's cache is per code object and its guards take the parameters as inputs, so "
+                  "it reuses the graph: 2 / 1 (1 / 0)")
+
 # (program, steps, kwargs, torch.compile's graphs, its breaks), measured with
 # torch_graph_counts.py under torch 2.13; where dynjit makes more, a strict xfail says why
 GRAPH_COUNTS_2 = [
@@ -159,6 +165,9 @@ GRAPH_COUNTS_2 = [
     ("dqn", 3, {"compile_mode": "model"}, 3, 0),
     ("pinn_burgers", 3, {"lbfgs_steps": 1}, 6, 7),
     ("pinn_burgers", 3, {"compile_mode": "model", "lbfgs_steps": 1}, 2, 0),
+    pytest.param("training_recipe", 3, {}, 2, 1, marks=pytest.mark.xfail(strict=True, reason=_REBUILT_MODEL)),
+    pytest.param("training_recipe", 3, {"compile_mode": "model"}, 1, 0,
+                 marks=pytest.mark.xfail(strict=True, reason=_REBUILT_MODEL)),
 ]
 
 
