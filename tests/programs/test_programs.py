@@ -93,6 +93,7 @@ CONFIGS_2 = {
     "dqn": [(3, {}), (3, {"compile_mode": "model"})],
     "pinn_burgers": [(3, {"lbfgs_steps": 1}), (2, {"compile_mode": "model", "lbfgs_steps": 1})],
     "training_recipe": [(4, {}), (3, {"compile_mode": "model"})],
+    "gp_regression": [(4, {}), (3, {"compile_mode": "model"})],
 }
 
 # strict xfails of compiled runs, by (program, backend, kwargs): reason
@@ -168,6 +169,8 @@ GRAPH_COUNTS_2 = [
     pytest.param("training_recipe", 3, {}, 2, 1, marks=pytest.mark.xfail(strict=True, reason=_REBUILT_MODEL)),
     pytest.param("training_recipe", 3, {"compile_mode": "model"}, 1, 0,
                  marks=pytest.mark.xfail(strict=True, reason=_REBUILT_MODEL)),
+    ("gp_regression", 3, {}, 1, 1),
+    ("gp_regression", 3, {"compile_mode": "model"}, 1, 0),
 ]
 
 
