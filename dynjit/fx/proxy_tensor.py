@@ -44,7 +44,9 @@ class TensorMeta:
 
     @classmethod
     def of(cls, t):
-        return cls(t._data.shape, t.dtype, t.stride(), t._requires_grad)
+        # a sparse tensor (ops/sparse.py) has no strides
+        stride = t.stride() if type(t._data) is np.ndarray else None
+        return cls(t._data.shape, t.dtype, stride, t._requires_grad)
 
     def numel(self):
         n = 1

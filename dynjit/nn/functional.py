@@ -253,6 +253,13 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     bag of each index is computed with tensor ops, so a traced graph reads any offsets)."""
     if mode not in ("sum", "mean", "max"):
         raise ValueError("mode has to be one of sum, mean or max")
+    if (isinstance(weight, Tensor) and isinstance(input, Tensor) and weight.dtype.name == "int64"
+            and input.dtype.is_floating_point):
+        import warnings     # the old argument order, which PyTorch still takes
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
+                      "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
+                      "`embedding_bag(input, weight, ...)`.", stacklevel=2)
+        weight, input = input, weight
     if not isinstance(input, Tensor) or input.dtype.is_floating_point or input.dtype.name == "bool":
         raise RuntimeError("embedding_bag: Expected tensor for argument #1 'indices' to have an integer dtype "
                            f"(Long or Int); but got {getattr(input, 'dtype', type(input).__name__)} instead")
@@ -279,8 +286,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if per_sample_weights is not None and tuple(per_sample_weights.shape) != tuple(input.shape):
         raise ValueError(f"embedding_bag: If per_sample_weights ({tuple(per_sample_weights.shape)}) is not None, "
                          f"then it must have the same shape as the input ({tuple(input.shape)})")
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not supported by dynjit")
+    if scale_grad_by_freq:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq is not supported by dynjit")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
     starts = offsets[:-1] if include_last_offset else offsets
@@ -296,7 +303,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             padding_idx += weight.shape[0]
         keep = keep & (input != padding_idx)
     bag = _fn.where(keep, bag, 0)
-    rows = _op("index_select", weight, 0, input)
+    if sparse:      # weight's gradient is sparse: an entry per index, none for padding_idx
+        rows = _op("_embedding_sparse_rows", weight, input, padding_idx)
+    else:
+        rows = _op("index_select", weight, 0, input)
     mask = keep.unsqueeze(1).to(weight.dtype)
     if mode == "max":
         from .._dtype import finfo

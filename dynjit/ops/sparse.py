@@ -91,6 +91,10 @@ class SparseCOO:
         return self.values.itemsize
 
     @property
+    def strides(self):
+        raise RuntimeError("Sparse tensors do not have strides")
+
+    @property
     def __array_interface__(self):
         # numpy probes this when handed a SparseCOO: fail loudly, never build an object array
         raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")

@@ -238,3 +238,18 @@ def test_an_optimizer_without_sparse_support_raises_instead_of_computing():
     with pytest.raises(NotImplementedError, match="with arguments from the 'SparseCPU' backend"):
         torch.optim.Adam(emb.parameters()).step()
     assert torch.equal(emb.weight.detach(), before)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_sparse_embedding_bag_gradient_equals_the_dense_one(mode):
+    idx = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])
+    offsets = torch.tensor([0, 4, 6])
+    sparse = torch.nn.EmbeddingBag(10, 3, mode=mode, sparse=True)
+    dense = torch.nn.EmbeddingBag(10, 3, mode=mode)
+    with torch.no_grad():
+        dense.weight.copy_(sparse.weight)
+    g = rand(3, 3).float()
+    (sparse(idx, offsets) * g).sum().backward()
+    (dense(idx, offsets) * g).sum().backward()
+    assert sparse.weight.grad.is_sparse
+    np.testing.assert_allclose(sparse.weight.grad.to_dense().numpy(), dense.weight.grad.numpy(), rtol=1e-6)

@@ -220,3 +220,72 @@ def test_to_sparse_backward_strided_and_coo():
     # treats that as "not convertible")
     with pytest.raises(RuntimeError, match="compressed layouts"):
         self_strided.to_sparse_csr()
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_no_grad_copy_sparse
+@pytest.mark.filterwarnings("ignore:Argument order of nn.functional.embedding_bag was changed")
+def test_no_grad_copy_sparse():
+    class MyFunc(Function):
+        static_grad_ptr = None
+
+        @staticmethod
+        def forward(ctx, inp1, inp2):
+            return inp1 + inp2
+
+        @staticmethod
+        def backward(ctx, grad):
+            MyFunc.static_grad_ptr = grad._values().data_ptr()
+            return grad, grad
+
+    class NonContGradFunc(Function):
+        static_grad_ptr = None
+
+        @staticmethod
+        def forward(ctx, inp1, inp2):
+            return inp1 + inp2
+
+        @staticmethod
+        def backward(ctx, grad):
+            # a sparse gradient whose indices and values are not contiguous
+            v = torch.rand(1, 3)
+            i = torch.ones(1, 1, dtype=torch.long)
+            nv = v.expand(8, 3)
+            ni = i.expand(1, 8)
+            ngrad = torch.sparse_coo_tensor(ni, nv, (10, 3), dtype=torch.float32)
+            NonContGradFunc.static_grad_ptr = ngrad._values().data_ptr()
+            return ngrad, ngrad
+
+    a = torch.randn(10, 3, requires_grad=True)
+    b = torch.randn(10, 3, requires_grad=True)
+    input = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])
+    offsets = torch.tensor([0, 4])
+    import dynjit.nn.functional as F
+
+    # one of a, b takes the computed gradient without a copy
+    emb_matrix = MyFunc.apply(a, b)
+    loss = F.embedding_bag(emb_matrix, input, offsets, sparse=True).sum()
+    loss.backward(retain_graph=True)
+    p_g = MyFunc.static_grad_ptr
+    p_a = a.grad._values().data_ptr()
+    p_b = b.grad._values().data_ptr()
+    assert p_a != p_b
+    assert p_a == p_g or p_b == p_g
+    for i in range(10):
+        loss.backward(retain_graph=True)
+
+    # non-contiguous indices and values: both are copied
+    a.grad = b.grad = None
+    emb_matrix = NonContGradFunc.apply(a, b)
+    loss = F.embedding_bag(emb_matrix, input, offsets, sparse=True).sum()
+    loss.backward(retain_graph=True)
+    p_g = NonContGradFunc.static_grad_ptr
+    p_a = a.grad._values().data_ptr()
+    p_b = b.grad._values().data_ptr()
+    assert p_a != p_b
+    assert p_a != p_g
+    assert p_b != p_g
+    for i in range(10):
+        loss.backward(retain_graph=True)
+    # the gradients accumulated (sparse into sparse): only row 1 was ever given one
+    dense = a.grad.to_dense().numpy()
+    assert a.grad.is_sparse and np.all(dense[[0] + list(range(2, 10))] == 0) and np.all(dense[1] != 0)
