@@ -126,7 +126,11 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
     Every call with a new signature retraces (non-tensor arguments other than
     int and float are specialized; a number is specialized only where the trace
     reads its value). `compiled._cache` holds one entry per trace; each entry
-    keeps `fw_gm` / `bw_gm`.
+    keeps `fw_gm` / `bw_gm`. A call that misses only because tensor sizes changed is
+    traced with those sizes as symbols, and that trace serves every size its guards
+    admit (see dynjit/aot/symbolic.py); `dynamic=True` traces every size >= 2 of the
+    tensor arguments (after the `num_params_buffers` parameters and buffers) as a symbol
+    from the first call, equal sizes sharing one.
     """
     if not callable(fn):
         raise TypeError(f"aot_function needs a callable, got {type(fn).__name__}")
@@ -146,7 +150,9 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
     def symbolic_spec(key, leaves, spec):
         if not SYMBOLIC_SIZES or compiled._no_symbolic:
             return None
-        if compiled._dynamic_hint is not None:
+        if dynamic and not concrete_keys:
+            sym = _symbolic.spec_all_dynamic(leaves, num_params_buffers)
+        elif compiled._dynamic_hint is not None:
             sym = _symbolic.spec_from_hint(compiled._dynamic_hint, leaves)
         else:
             sym = _symbolic.spec_from_keys(key, concrete_keys, leaves, spec is not None)
@@ -306,7 +312,7 @@ def aot_module_simplified(mod, example_inputs, fw_compiler, bw_compiler=None,
     Returns a callable taking the same inputs."""
     options = dict(partition_fn=partition_fn, decompositions=decompositions,
                    keep_inference_input_mutations=keep_inference_input_mutations,
-                   inference_compiler=inference_compiler)
+                   inference_compiler=inference_compiler, dynamic=dynamic)
     n_state = 0
     if hasattr(mod, "named_parameters") and hasattr(mod, "named_buffers"):
         aot_mod = aot_module(mod, fw_compiler, bw_compiler, **options)

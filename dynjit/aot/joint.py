@@ -455,6 +455,7 @@ class _JointTrace:
         placeholder ("size", (leaf, dim)); then the inputs' symbolic shapes."""
         env = self.shape_env
         by_leaf = {src[1]: k for k, s in enumerate(env.symbols) for src in s.sources if src[0] == "leaf"}
+        by_value = {}        # duck sizing: size -> its symbol
         for i, v in enumerate(self.leaves):
             if not isinstance(v, Tensor) or traced[i] is None or not isinstance(traced[i], Tensor):
                 continue
@@ -465,6 +466,8 @@ class _JointTrace:
                 if d in dims and n >= 2:
                     j = self.symbolic.ties.get((i, d))
                     k = by_leaf.get(j) if j is not None else None
+                    if k is None and self.symbolic.duck:
+                        k = by_value.get(n)
                     if k is not None and env.symbols[k].hint == n:
                         env.symbols[k].sources.append(("dim", i, d))
                     else:
@@ -476,6 +479,7 @@ class _JointTrace:
                         self.grad_leaves.append(None)
                         self.ph_nodes.append(node)
                         self.size_nodes.append(node)
+                        by_value.setdefault(n, k)
                 polys.append(Poly.sym(k) if k is not None else Poly.const(n))
             if any(not p.is_const() for p in polys):
                 env.set_shape(traced[i], tuple(polys))

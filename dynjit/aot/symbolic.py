@@ -27,12 +27,14 @@ from ..tensor import Tensor
 
 class SymbolicSpec:
     """dims: {leaf: dims traced as symbols}; numbers: int leaves traced as symbols;
-    ties: {(leaf, dim): int leaf read from that size}."""
+    ties: {(leaf, dim): int leaf read from that size}; duck: sizes of equal value share one
+    symbol (a guard that they stay equal), as `dynamic=True` asks."""
 
-    def __init__(self, dims, numbers, ties=None):
+    def __init__(self, dims, numbers, ties=None, duck=False):
         self.dims = {i: frozenset(d) for i, d in dims.items() if d}
         self.numbers = frozenset(numbers)
         self.ties = dict(ties or {})
+        self.duck = duck
 
     def __bool__(self):
         return bool(self.dims or self.numbers)
@@ -56,6 +58,14 @@ def spec_from_hint(hint, leaves):
             dims[i] = {d for d, n in enumerate(v._data.shape) if n >= 2}
     ties = {(i, d): j for j, (i, d) in reads.items() if i in dims}
     return SymbolicSpec(dims, symbolic_numbers(leaves), ties)
+
+
+def spec_all_dynamic(leaves, first):
+    """`dynamic=True`: every size >= 2 of the contiguous tensor leaves from `first` on (the
+    leaves before it are parameters and buffers), duck-sized."""
+    dims = {i: {d for d, n in enumerate(v._data.shape) if n >= 2} for i, v in enumerate(leaves)
+            if i >= first and isinstance(v, Tensor) and _contiguous(v)}
+    return SymbolicSpec(dims, symbolic_numbers(leaves), duck=True)
 
 
 def spec_from_keys(key, previous, leaves, nested):

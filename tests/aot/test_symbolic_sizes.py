@@ -300,3 +300,42 @@ def test_symbolic_trace_with_a_number_input_and_random_inputs_to_the_probe():
         want = f(idx, 0.5)
         assert same(got, want, tol=1e-6)
     assert _traces(compiled) == 2
+
+
+# ports: 001_fdd911346beae147.txt TestAOTModuleSimplified.test_aot_module_simplified_dynamic
+def test_aot_module_simplified_dynamic():
+    from dynjit.aot import aot_module_simplified
+
+    class MockModule(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(20, 30)
+
+        def forward(self, x, y):
+            return (self.linear(x) + y,)
+
+    mod = MockModule()
+    x = dynjit.randn(128, 20, requires_grad=True)
+    y = dynjit.randn(128, 30, requires_grad=True)
+    inputs = [x, y]
+    compiled_f = aot_module_simplified(mod, inputs, nop, dynamic=True)
+
+    ref = mod(*inputs)
+    ref[0].sum().backward()
+    cloned_inputs = [t.detach().clone().requires_grad_(True) for t in inputs]
+    res = compiled_f(*cloned_inputs)
+    res[0].sum().backward()
+
+    # the batch size (128 in both inputs, one symbol) stays free; the feature sizes must
+    # match the linear layer's weight, so the trace guards them
+    entries = [v for k, v in compiled_f._cache.items() if k[0] == "symbolic"]
+    assert len(entries) == 1 and len(compiled_f._cache) == 1
+    env = entries[0].t.shape_env
+    assert env.describe_guards() == ["s1 == 20", "s2 == 30"]
+    assert same(ref[0], res[0], tol=1e-5)
+    assert same(inputs[0].grad, cloned_inputs[0].grad, tol=1e-5)
+    assert same(inputs[1].grad, cloned_inputs[1].grad, tol=1e-5)
+    # and the one trace serves another batch size
+    x2, y2 = dynjit.randn(7, 20, requires_grad=True), dynjit.randn(7, 30, requires_grad=True)
+    assert same(compiled_f(x2, y2)[0], mod(x2, y2)[0], tol=1e-5)
+    assert len(compiled_f._cache) == 1
