@@ -489,7 +489,8 @@ def inplace(op, args, kwargs):
     args = op.normalize(args, kwargs)
     self = args[0]
     fop = op.functional
-    if sparse_seen and fop.sparse is not fop and _sparse_route(fop, args) is not None:
+    # (an op with no sparse kernel is refused under the in-place op's own name: 'aten::exp_')
+    if sparse_seen and fop.sparse is not fop and _sparse_route(op if fop.sparse is None else fop, args) is not None:
         # x.add_(s): the routed op's result written into a dense x (copy_ records the history)
         if type(self._data) is not np.ndarray:
             raise RuntimeError(f"{op.name}: in-place ops on sparse tensors are not supported by dynjit")
