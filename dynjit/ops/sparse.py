@@ -551,6 +551,47 @@ def _sparse_to_dtype(self, dtype):
 _sparse_to_dtype.derivative(lambda grad: grad)
 
 
+def _zero_preserving(name):
+    """The sparse variant of the unary pointwise op `name`, which maps zero to zero (sin,
+    tanh, relu, sqrt, ...): the op on the coalesced values, PyTorch's dtype rule included.
+    Its gradient is the dense op's derivative on the values, at the input's entries."""
+    dense = registry[name]
+
+    def kernel(self):
+        c = self.coalesce()
+        make = _dispatch.Tensor._make
+        compute, result = _dispatch.pointwise_dtypes(dense, (make(c.values),))
+        with np.errstate(all="ignore"):
+            out = dense.kernel(c.values.astype(compute.np, copy=False))
+        return SparseCOO(c.indices, np.asarray(out).astype(result.np, copy=False), c.shape, True)
+
+    kernel.__name__ = f"_sparse_{name}"
+    op = sparse_op(f"_sparse_{name}", replaces=(name,))(kernel)
+    if dense.derivative_fn is None:
+        return op
+
+    @op.derivative
+    def _(grad, self, result):
+        indices = _indices(result)
+        size = tuple(self.shape)
+        saved = {"self": _sparse_values_at(self, indices, size), "result": _values(result),
+                 "grad": None}
+        saved["self_shape"] = tuple(saved["self"].shape)
+        got = dense.derivative_fn(_sparse_values_at(grad, indices, size),
+                                  *[saved[p] if p != "needs" else (True,) for p in dense.derivative_params])
+        if isinstance(got, tuple):
+            got = got[0]
+        return None if got is None else _sparse_coo_tensor(indices, got, size, True)
+    return op
+
+
+for _name in ("abs", "sin", "sinh", "tan", "tanh", "asin", "atan", "sqrt", "square", "expm1", "log1p",
+              "erf", "relu", "sign", "sgn", "trunc", "floor", "ceil", "frac", "signbit", "isnan", "isinf",
+              "conj"):
+    _zero_preserving(_name)
+del _name
+
+
 @sparse_op("_sparse_transpose", replaces=("transpose",))
 def _sparse_transpose(self, dim0, dim1):
     n = len(self.shape)

@@ -253,3 +253,17 @@ def test_sparse_embedding_bag_gradient_equals_the_dense_one(mode):
     (dense(idx, offsets) * g).sum().backward()
     assert sparse.weight.grad.is_sparse
     np.testing.assert_allclose(sparse.weight.grad.to_dense().numpy(), dense.weight.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["abs", "sin", "tanh", "sqrt", "square", "expm1", "log1p", "relu", "atan"])
+def test_gradcheck_unary_ops_on_sparse(name):
+    a = np.abs(RNG.standard_normal((3, 4))) + 0.1
+    a[0, 1] = a[2, 2] = 0.0
+    if name in ("abs", "sin", "tanh", "relu", "atan", "square", "expm1"):
+        a[1, 1] = -a[1, 1]
+    s = torch.tensor(a).to_sparse().requires_grad_()
+    fn = getattr(torch, name)
+    assert gradcheck(lambda s: fn(s).to_dense(), (s,), masked=True)
+    # dense inputs through a sparse intermediate: the gradient at the masked entries
+    x = rand(3, 4).abs().add(0.1).requires_grad_()
+    assert gradcheck(lambda x: fn(x.sparse_mask(MASK34)).to_dense(), (x,))

@@ -215,7 +215,8 @@ def test_sum_over_everything_is_dense_and_over_some_dims_is_sparse():
     ("exp", lambda s: torch.exp(s)),
     ("cumsum", lambda s: torch.cumsum(s, 0)),
     ("view", lambda s: s.view(-1)),
-    ("relu", lambda s: torch.relu(s)),
+    ("exp_", lambda s: s.exp_()),
+    ("softmax", lambda s: torch.softmax(s, 0)),
     ("max", lambda s: s.max()),
 ])
 def test_ops_without_a_sparse_kernel_raise_pytorchs_error(name, call):
@@ -230,3 +231,29 @@ def test_dense_results_are_untouched_once_sparse_tensors_exist():
     np.testing.assert_allclose((torch.tensor(a) + torch.tensor(b)).numpy(), a + b)
     np.testing.assert_allclose(torch.mm(torch.tensor(a), torch.tensor(b)).numpy(), a @ b)
     np.testing.assert_allclose(torch.tensor(a).sum().item(), a.sum())
+
+
+UNARY = {"abs": np.abs, "sin": np.sin, "sinh": np.sinh, "tan": np.tan, "tanh": np.tanh,
+         "asin": np.arcsin, "atan": np.arctan, "sqrt": np.sqrt, "square": np.square, "expm1": np.expm1,
+         "log1p": np.log1p, "relu": lambda a: np.maximum(a, 0), "sign": np.sign, "trunc": np.trunc,
+         "floor": np.floor, "ceil": np.ceil, "frac": lambda a: a - np.trunc(a), "isnan": np.isnan}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_ops_that_keep_zeros_act_on_the_values(name):
+    a = random_with_zeros((4, 5)) * 0.9
+    if name in ("sqrt", "log1p"):
+        a = np.abs(a)
+    u = torch.sparse_coo_tensor([[0, 0, 3], [1, 1, 4]], torch.tensor([0.25, 0.5, -0.75]), (4, 5))
+    for x, dense in ((torch.tensor(a).to_sparse(), a), (u, u.to_dense().numpy())):
+        r = getattr(torch, name)(x)
+        assert r.is_sparse and r.is_coalesced()
+        np.testing.assert_allclose(r.to_dense().numpy(), UNARY[name](dense), rtol=1e-6)
+        assert r.dtype is getattr(torch, name)(torch.tensor(dense)).dtype
+
+
+def test_unary_ops_follow_pytorchs_dtype_rule():
+    s = torch.tensor([[4, 0], [0, 9]]).to_sparse()
+    r = torch.sqrt(s)
+    assert r.dtype is torch.float32
+    np.testing.assert_allclose(r.to_dense().numpy(), [[2., 0.], [0., 3.]])
