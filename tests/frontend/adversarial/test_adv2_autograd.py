@@ -396,7 +396,27 @@ def make_args(call):
     return dynjit.ones(2, 3) * 0.1 * (call + 1), dynjit.ones(3, 3, requires_grad=True)
 '''
 
+PROGRAMS["function_with_list_and_number_arguments"] = '''
+import dynjit
+class Weighted(dynjit.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, ks, scale=1.0):
+        ctx.total = sum(ks) * scale
+        return x * ctx.total
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.total, None, None
+def main(x, ks, s):
+    y = Weighted.apply(x, ks, s)
+    y.sum().backward()
+    return y, x.grad
+def make_args(call):
+    return dynjit.arange(3, dtype=dynjit.float32).requires_grad_(), [[1, 2], [1, 2], [3, 4]][call], [1.0, 1.0, 2.0][call]
+'''
+
 XFAIL = {
+    "function_with_list_and_number_arguments": "frontend: an autograd.Function taking a list of numbers crashes "
+                                               "(forward() missing 'L_ks_0') once they are dynamic (findings R2-A1)",
     "function_setup_context_style": "frontend: an autograd.Function taking a number crashes (forward() missing "
                                     "'L_k_') once the number is dynamic (findings R2-A1)",
     "function_once_differentiable_and_python_outputs": "frontend: an autograd.Function taking a number crashes once "
