@@ -146,6 +146,7 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
 
     symbolic_entries = []      # SymbolicEntry: traces with symbolic sizes, tried in order
     concrete_keys = []         # the keys of the traces made with concrete sizes
+    symbolic_memo = {}         # (call key, int arguments) -> the symbolic entry that fits it
 
     def symbolic_spec(key, leaves, spec):
         if not SYMBOLIC_SIZES or compiled._no_symbolic:
@@ -231,10 +232,17 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
                 if entry is not None:
                     break
         if entry is None and symbolic_entries:
-            for sym_entry in symbolic_entries:
-                if sym_entry.fits(key, leaves):
-                    entry = sym_entry.compiled
-                    break
+            # the key holds every size; the int arguments a symbol may be read from do not
+            memo_key = (key, tuple(v for v in leaves if type(v) is int))
+            entry = symbolic_memo.get(memo_key)
+            if entry is None:
+                for sym_entry in symbolic_entries:
+                    if sym_entry.fits(key, leaves):
+                        entry = sym_entry.compiled
+                        if len(symbolic_memo) >= 1024:
+                            symbolic_memo.clear()
+                        symbolic_memo[memo_key] = entry
+                        break
         if entry is None:
             if _dispatch._modes:
                 # called while an outer trace records ops (make_fx, or an enclosing aot_function

@@ -127,6 +127,12 @@ class CompiledEntry:
         outs = next(n for n in reversed(t.gm.graph.nodes) if n.op == "output").args[0][:self.n_fw]
         self.unview = [j for j, n in enumerate(outs) if n is not None and n.op == "call_function"
                        and getattr(n.target, "kind", None) == VIEW]
+        # a symbolic trace: the leaves, then the sizes its symbols are read from
+        n = t.n_leaves
+        self.sizes_tail = None
+        if len(t.placeholders) > n and all(p == ("leaf", i) for i, p in enumerate(t.placeholders[:n])) \
+                and all(kind == "size" for kind, _ in t.placeholders[n:]):
+            self.sizes_tail = [i for _, i in t.placeholders[n:]]
         # nothing to check or write back, outputs straight from the graph
         self.fast = (not t.training and not t.mutation_ops and not t.copy_back and not self.unview
                      and not t.meta_mutations and not t.set_back and self.simple_out is not None
@@ -138,19 +144,27 @@ class CompiledEntry:
         return self.bw
 
     def __call__(self, leaves):
+        if self.fast and self.sizes_tail is not None:
+            leaves = list(leaves)
+            leaves += [leaves[i]._data.shape[d] for i, d in self.sizes_tail]
+            return self._fast_call(leaves)
         if self.fast and self.leaves_are_inputs:
-            prev = _grad_state.enabled
-            _grad_state.enabled = False
-            try:
-                fw_outs = self.fw(leaves) if self.fw_boxed else self.fw(*leaves)
-            finally:
-                _grad_state.enabled = prev if self.grad_mode_after is None else self.grad_mode_after
-            if not isinstance(fw_outs, (list, tuple)):
-                fw_outs = (fw_outs,)
-            if self.t.out_spec is None:
-                return fw_outs[self.simple_out[0]]
-            return tree_unflatten(self.t.out_spec, [fw_outs[j] for j in self.simple_out])
+            return self._fast_call(leaves)
         return self.call(leaves)
+
+    def _fast_call(self, leaves):
+        """No check, no write-back: the graph's outputs are the results."""
+        prev = _grad_state.enabled
+        _grad_state.enabled = False
+        try:
+            fw_outs = self.fw(leaves) if self.fw_boxed else self.fw(*leaves)
+        finally:
+            _grad_state.enabled = prev if self.grad_mode_after is None else self.grad_mode_after
+        if not isinstance(fw_outs, (list, tuple)):
+            fw_outs = (fw_outs,)
+        if self.t.out_spec is None:
+            return fw_outs[self.simple_out[0]]
+        return tree_unflatten(self.t.out_spec, [fw_outs[j] for j in self.simple_out])
 
     def call(self, leaves):
         t = self.t
