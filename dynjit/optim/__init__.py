@@ -11,8 +11,8 @@ from .nadam import NAdam
 from .radam import RAdam
 from .rmsprop import RMSprop
 from .lbfgs import LBFGS
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adadelta", "Adagrad", "Adamax", "NAdam", "RAdam", "RMSprop",
-           "LBFGS", "lr_scheduler"]
+           "LBFGS", "lr_scheduler", "swa_utils"]
 

@@ -124,3 +124,130 @@ def test_tensor_uniform_and_normal_in_place():
                                   dynjit.empty(5).normal_(generator=g2).numpy())
     with pytest.raises(Exception, match="not implemented for 'Long'"):
         dynjit.zeros(3, dtype=dynjit.int64).uniform_()
+
+
+# -- optim.swa_utils --------------------------------------------------------------------
+
+from dynjit.optim.swa_utils import (SWALR, AveragedModel, get_ema_avg_fn, get_ema_multi_avg_fn,  # noqa: E402
+                                    get_swa_multi_avg_fn, update_bn)
+
+
+def _bn_model():
+    return nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2)).double()
+
+
+def _snapshots(model, n, seed=0):
+    """n successive states of `model` (parameters moved by random steps, BatchNorm statistics
+    by a training-mode forward), as numpy copies after each."""
+    rng = np.random.RandomState(seed)
+    states = []
+    for _ in range(n):
+        with dynjit.no_grad():
+            for p in model.parameters():
+                p.add_(dynjit.tensor(rng.randn(*p.shape)))
+        model.train()
+        model(dynjit.tensor(rng.randn(5, 3)))
+        states.append({k: v.numpy().copy() for k, v in model.state_dict().items()})
+        yield states[-1]
+
+
+@pytest.mark.parametrize("kind", ["swa", "ema_multi", "ema_fn", "swa_multi"])
+@pytest.mark.parametrize("use_buffers", [False, True])
+def test_averaged_model_matches_the_running_average(kind, use_buffers):
+    decay = 0.8
+    fns = {"swa": {}, "ema_multi": {"multi_avg_fn": get_ema_multi_avg_fn(decay)},
+           "ema_fn": {"avg_fn": get_ema_avg_fn(decay)}, "swa_multi": {"multi_avg_fn": get_swa_multi_avg_fn()}}
+    model = _bn_model()
+    averaged = AveragedModel(model, use_buffers=use_buffers, **fns[kind])
+    if kind == "swa_multi" and use_buffers:     # num_batches_tracked averaged by addcdiv: PyTorch's error
+        snapshots = _snapshots(model, 2)
+        next(snapshots), averaged.update_parameters(model), next(snapshots)
+        with pytest.raises(RuntimeError, match="Integer division with addcdiv"):
+            averaged.update_parameters(model)
+        return
+    reference = None
+    for i, state in enumerate(_snapshots(model, 4)):
+        averaged.update_parameters(model)
+        if reference is None:
+            reference = {k: v.astype(np.float64) for k, v in state.items()}
+        else:
+            for k, v in state.items():
+                # swa_multi's lerp weight is PyTorch's 1 / (n_averaged + 1), a float32 tensor
+                w = (1 - decay) if kind.startswith("ema") else \
+                    float(np.float32(1 / (i + 1))) if kind == "swa_multi" else 1 / (i + 1)
+                reference[k] = reference[k] + w * (v - reference[k])
+                if v.dtype.kind == "i":        # written back into the integer buffer: truncated
+                    reference[k] = np.trunc(reference[k])
+    assert int(averaged.n_averaged) == 4
+    result = averaged.state_dict()
+    for k, v in reference.items():
+        got = result["module." + k].numpy()
+        if k.endswith("num_batches_tracked"):
+            # an integer buffer: the last model's when not averaged; else averaged and truncated
+            expected = state[k] if not use_buffers else v
+            assert int(got) == int(expected), (k, got, expected)
+        elif k.startswith("1.running") and not use_buffers:
+            np.testing.assert_allclose(got, state[k], rtol=1e-12)       # copied from the model
+        else:
+            np.testing.assert_allclose(got, v, rtol=1e-10, atol=1e-12, err_msg=k)
+
+
+def test_averaged_model_errors_and_forward():
+    model = _bn_model()
+    with pytest.raises(AssertionError, match="Only one of avg_fn and multi_avg_fn"):
+        AveragedModel(model, avg_fn=get_ema_avg_fn(), multi_avg_fn=get_ema_multi_avg_fn())
+    with pytest.raises(ValueError, match="Invalid decay value 1.5"):
+        get_ema_multi_avg_fn(1.5)
+    averaged = AveragedModel(model)
+    averaged.update_parameters(model)
+    model.eval(), averaged.eval()
+    x = dynjit.randn(4, 3, dtype=dynjit.float64)
+    np.testing.assert_array_equal(averaged(x).detach().numpy(), model(x).detach().numpy())
+    assert all(not p.requires_grad or p.grad is None for p in averaged.parameters())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_averaged_model_compiled_forward_like_plain(backend):
+    model = _bn_model()
+    averaged = AveragedModel(model, multi_avg_fn=get_ema_multi_avg_fn(0.5))
+    for _ in _snapshots(model, 3):
+        averaged.update_parameters(model)
+    averaged.eval()
+    compiled = dynjit.compile(averaged, backend=backend)
+    x = dynjit.randn(6, 3, dtype=dynjit.float64)
+    np.testing.assert_allclose(compiled(x).detach().numpy(), averaged(x).detach().numpy(), rtol=1e-12)
+
+
+def test_update_bn_recomputes_statistics_as_a_cumulative_average():
+    model = _bn_model()
+    list(_snapshots(model, 2))
+    model.eval()
+    data = np.random.RandomState(3).randn(12, 3)
+    loader = [(dynjit.tensor(data[i:i + 4]), dynjit.zeros(4)) for i in range(0, 12, 4)]
+    update_bn(loader, model)
+    with dynjit.no_grad():
+        hidden = [model[0](x).numpy() for x, _ in loader]
+    bn = model[1]
+    np.testing.assert_allclose(bn.running_mean.numpy(), np.mean([h.mean(0) for h in hidden], 0), rtol=1e-12)
+    np.testing.assert_allclose(bn.running_var.numpy(), np.mean([h.var(0, ddof=1) for h in hidden], 0), rtol=1e-12)
+    assert int(bn.num_batches_tracked) == 3 and bn.momentum == 0.1 and not model.training
+
+
+@pytest.mark.parametrize("strategy", ["cos", "linear"])
+@pytest.mark.parametrize("anneal_epochs", [0, 3])
+def test_swalr_anneals_to_the_swa_learning_rate(strategy, anneal_epochs):
+    params = [nn.Parameter(dynjit.zeros(1)), nn.Parameter(dynjit.zeros(1))]
+    optimizer = dynjit.optim.SGD([{"params": params[:1]}, {"params": params[1:], "lr": 0.5}], lr=0.1)
+    scheduler = SWALR(optimizer, swa_lr=[0.05, 0.01], anneal_epochs=anneal_epochs, anneal_strategy=strategy)
+    anneal = (lambda t: (1 - np.cos(np.pi * t)) / 2) if strategy == "cos" else (lambda t: t)
+    for step in range(1, 6):
+        optimizer.step()
+        scheduler.step()
+        t = min(1.0, step / max(1, anneal_epochs)) if anneal_epochs else 1.0
+        # the closed form: lr = swa_lr * alpha(t) + start_lr * (1 - alpha(t))
+        for lr, start, swa_lr in zip(scheduler.get_last_lr(), (0.1, 0.5), (0.05, 0.01)):
+            assert lr == pytest.approx(swa_lr * anneal(t) + start * (1 - anneal(t)), rel=1e-12)
+    with pytest.raises(ValueError, match="anneal_strategy must by one of 'cos' or 'linear'"):
+        SWALR(optimizer, 0.1, anneal_strategy="exp")
+    with pytest.raises(ValueError, match="swa_lr must have the same length as optimizer.param_groups"):
+        SWALR(optimizer, [0.1])

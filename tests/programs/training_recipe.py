@@ -5,9 +5,10 @@ and norm weights), a warmup-then-restarts schedule (`SequentialLR` of `LinearLR`
 (the loss divided by the accumulation count, `backward()` per micro-batch), `clip_grad_norm_`
 returning the total norm, an exponential moving average of the weights kept in a
 `copy.deepcopy` of the model and updated under `torch.no_grad()` with `lerp_` (buffers with
-`copy_`), and a checkpoint saved mid-training with `torch.save` to an `io.BytesIO` (model, EMA,
-optimizer, scheduler, step) and loaded with `torch.load` into freshly built objects, from
-which training resumes."""
+`copy_`), stochastic weight averaging over the second half (`optim.swa_utils.AveragedModel`,
+its BatchNorm statistics recomputed by `update_bn`), and a checkpoint saved mid-training with
+`torch.save` to an `io.BytesIO` (model, EMA, SWA model, optimizer, scheduler, step) and loaded
+with `torch.load` into freshly built objects, from which training resumes."""
 import copy
 import io
 
@@ -16,6 +17,7 @@ import numpy as np
 import dynjit as torch
 import dynjit.nn as nn
 import dynjit.nn.functional as F
+from dynjit.optim.swa_utils import AveragedModel, update_bn
 
 from tests.programs._state import dump_state, load_state
 
@@ -58,7 +60,7 @@ def build(init, lr, weight_decay, warmup, t_0):
     ema = copy.deepcopy(model)
     for p in ema.parameters():
         p.requires_grad_(False)
-    return model, optimizer, scheduler, ema
+    return model, optimizer, scheduler, ema, AveragedModel(model)
 
 
 @torch.no_grad()
@@ -74,12 +76,13 @@ def run(steps=20, backend=None, init=None, seed=0, micro_batch=16, accumulation=
     """Train for `steps` optimizer steps of `accumulation` micro-batches, checkpointing to
     memory and rebuilding everything halfway; returns (losses, state): per step the
     accumulated loss, the gradient norm before clipping and the learning rates of both
-    groups, then the held-out MSE of the model and of its EMA. With `backend`, the
+    groups, then the held-out MSE of the model, its EMA and its SWA average, and the number of
+    models averaged. With `backend`, the
     micro-batch step ("step") or the model ("model") runs under dynjit.compile."""
     torch.manual_seed(seed)
     x, y = make_data(512, seed=seed)
     x_val, y_val = make_data(128, seed=seed + 1)
-    model, optimizer, scheduler, ema = build(init, lr, weight_decay, warmup=3, t_0=4)
+    model, optimizer, scheduler, ema, swa_model = build(init, lr, weight_decay, warmup=3, t_0=4)
 
     def make_step(model):
         net = torch.compile(model, backend=backend) if backend and compile_mode == "model" else model
@@ -97,13 +100,15 @@ def run(steps=20, backend=None, init=None, seed=0, micro_batch=16, accumulation=
     for step in range(steps):
         if step == steps // 2 and step > 0:
             buffer = io.BytesIO()
-            torch.save({"model": model.state_dict(), "ema": ema.state_dict(), "optimizer": optimizer.state_dict(),
-                        "scheduler": scheduler.state_dict(), "step": step}, buffer)
+            torch.save({"model": model.state_dict(), "ema": ema.state_dict(), "swa": swa_model.state_dict(),
+                        "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "step": step},
+                       buffer)
             buffer.seek(0)
             checkpoint = torch.load(buffer)
-            model, optimizer, scheduler, ema = build(None, lr, weight_decay, warmup=3, t_0=4)
+            model, optimizer, scheduler, ema, swa_model = build(None, lr, weight_decay, warmup=3, t_0=4)
             model.load_state_dict(checkpoint["model"])
             ema.load_state_dict(checkpoint["ema"])
+            swa_model.load_state_dict(checkpoint["swa"])
             optimizer.load_state_dict(checkpoint["optimizer"])
             scheduler.load_state_dict(checkpoint["scheduler"])
             assert checkpoint["step"] == step
@@ -118,8 +123,12 @@ def run(steps=20, backend=None, init=None, seed=0, micro_batch=16, accumulation=
         optimizer.step()
         scheduler.step()
         update_ema(ema, model, ema_decay)
+        if step >= steps // 2:
+            swa_model.update_parameters(model)
         losses += [total, grad_norm.item()] + [group["lr"] for group in optimizer.param_groups]
-    model.eval(), ema.eval()
+    update_bn([x[i:i + 64] for i in range(0, len(x), 64)], swa_model)
+    model.eval(), ema.eval(), swa_model.eval()
     with torch.no_grad():
-        losses += [F.mse_loss(model(x_val), y_val).item(), F.mse_loss(ema(x_val), y_val).item()]
-    return losses, dump_state({"model": model, "ema": ema})
+        losses += [F.mse_loss(m(x_val), y_val).item() for m in (model, ema, swa_model)]
+    losses.append(float(swa_model.n_averaged.item()))
+    return losses, dump_state({"model": model, "ema": ema, "swa": swa_model})
