@@ -586,7 +586,21 @@ def make_args(call):
     return dynjit.ones(2), [{"a": 1, "b": 2}, {"a": 1, "b": 2}, {"z": 0}, {"q": 1, "p": 2, "r": 3}][call]
 '''
 
+PROGRAMS["dict_equality_with_unhashable_values_and_numeric_keys"] = '''
+import collections
+import dynjit
+def main(x, cfg):
+    r = (cfg == {"layers": [2, 3], "opt": {"lr": 0.1}}, {"k": [1]} == {"k": [1]}, {1: "a"} == {1.0: "a"},
+         {True: 1} == {1: 1}, collections.defaultdict(list, cfg) == cfg, [cfg] == [dict(cfg)])
+    return r, x * len(cfg)
+def make_args(call):
+    return dynjit.ones(2), [{"layers": [2, 3], "opt": {"lr": 0.1}}, {"layers": [2, 3], "opt": {"lr": 0.1}},
+                            {"layers": [2], "opt": {}}][call]
+'''
+
 XFAIL = {
+    "dict_equality_with_unhashable_values_and_numeric_keys": "frontend: {'k': [1]} == {'k': [1]} is False; "
+                                                             "{1: 'a'} == {1.0: 'a'} is False (findings R2-O5)",
     "dict_equality_ignores_insertion_order": "frontend: dict == dict compares insertion order ({'a': 1, 'b': 2} == "
                                              "{'b': 2, 'a': 1} is False) (findings R2-O5)",
     "ordereddict_equality_rules": "frontend: OrderedDict == dict compares order (findings R2-O5)",
