@@ -660,7 +660,35 @@ def make_args(call):
     return (dynjit.ones(2) * (call + 1),)
 '''
 
+PROGRAMS["three_arg_type_in_helper_with_bare_globals"] = '''
+import dynjit
+_NS = {}
+exec("def make(k):\\n    C = type('Dyn', (), {'k': k})\\n    return C().k, C.__name__, hasattr(C, '__module__')\\n", _NS)
+make = _NS["make"]
+def main(x, k):
+    return make(k), x * k
+def make_args(call):
+    return dynjit.ones(2), call
+'''
+
+PROGRAMS["bound_method_equality_of_user_objects"] = '''
+import dynjit
+class A:
+    def m(self):
+        return 1
+def main(x, a):
+    b = A()
+    return a.m == a.m, a.m != a.m, a.m == b.m, a.m is a.m, A.m == A.m, x * 2
+def make_args(call):
+    return dynjit.ones(2), A()
+'''
+
 XFAIL = {
+    "three_arg_type_in_helper_with_bare_globals": "frontend: type(name, bases, ns) in a function whose globals lack "
+                                                  "__name__ is an internal error (AttributeError: __module__) "
+                                                  "(findings R2-X1)",
+    "bound_method_equality_of_user_objects": "frontend: a.m == a.m is False for a user object's bound method "
+                                             "(findings R2-F2)",
     "eq_returning_non_bool_values": "frontend: [a] == [b] ignores the truthy non-bool result of a user __eq__ "
                                     "(findings R2-O1)",
     "namedtuple_methods_and_defaults": "frontend: tuple equality with the same tensor object inside gives False "
