@@ -44,7 +44,8 @@ from .linalg._aliases import (det, logdet, slogdet, inverse, cholesky, cholesky_
                               matrix_power, cross)
 from ._pairwise import cdist  # noqa: E402,F401
 from . import sparse  # noqa: E402,F401  (torch.sparse: sparse COO tensors, docs/sparse.md)
-from .sparse import sparse_coo_tensor, layout, strided, sparse_coo  # noqa: E402,F401
+from .sparse import (sparse_coo_tensor, layout, strided, sparse_coo, sparse_csr, sparse_csc,  # noqa: E402,F401
+                     sparse_bsr, sparse_bsc)
 from . import compiled_autograd  # noqa: E402,F401
 from .control_flow import cond  # noqa: E402,F401  (torch.cond; map is dynjit.control_flow.map)
 from .frontend import (compile, optimize, optimize_assert, disable, reset, graph_break, explain,  # noqa: E402

@@ -379,8 +379,9 @@ class Tensor:
                                "Use tensor.detach().numpy() instead.")
         if _data_reads:
             _data_reads[-1](self, "numpy")
-        if type(self._data) is _SparseCOO:
-            raise TypeError("can't convert sparse_coo layout tensor to numpy. Use Tensor.to_dense() first.")
+        if type(self._data) is not np.ndarray:      # a sparse tensor, of any layout
+            raise TypeError(f"can't convert {str.__str__(self.layout)} layout tensor to numpy. Use "
+                            "Tensor.to_dense() first.")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
@@ -433,7 +434,7 @@ class Tensor:
         return id(self)
 
     def __repr__(self):
-        if type(self._data) is _SparseCOO:
+        if type(self._data) is not np.ndarray:
             from .ops.sparse import sparse_repr
             return sparse_repr(self)
         from ._printing import tensor_repr

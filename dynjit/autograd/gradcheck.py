@@ -42,7 +42,7 @@ def _numerical_jacobian(fn, inputs, wrt, eps, reference=None):
         cols = []
         positions = None
         if _sparse.is_sparse_data(data):     # a sparse input: its specified values vary
-            positions = _sparse_value_positions(data)
+            positions = data.value_positions()
             data = data.values
         flat = data.flat     # writes through for non-contiguous inputs too
         steps = (eps, eps * 1j) if data.dtype.kind == "c" else (eps,)
@@ -64,13 +64,6 @@ def _numerical_jacobian(fn, inputs, wrt, eps, reference=None):
             continue
         jac.append([np.stack([c[j] for c in cols], axis=1) if cols else None for j in range(n_out)])
     return jac
-
-
-def _sparse_value_positions(coo):
-    """For each element of a sparse tensor's values, its row-major position in the dense tensor."""
-    inner = int(np.prod(coo.values.shape[1:], dtype=np.int64))
-    rows = coo.linear_indices()
-    return (rows[:, None] * inner + np.arange(inner)[None, :]).reshape(-1)
 
 
 def _scatter_columns(cols, j, positions, numel):
@@ -164,10 +157,7 @@ def _densify(inputs):
     out = []
     for t in inputs:
         if isinstance(t, Tensor) and _sparse.is_sparse_data(t._data):
-            dense = t._data.to_dense()
-            full = _sparse.SparseCOO.from_dense(np.ones(dense.shape, np.int8), t._data.sparse_dim)
-            t2 = Tensor._make(_sparse.SparseCOO(full.indices, _sparse._values_at(dense, full), dense.shape, True))
-            t = t2.requires_grad_(t._requires_grad)
+            t = Tensor._make(_sparse.densified(t._data)).requires_grad_(t._requires_grad)
         out.append(t)
     return tuple(out)
 

@@ -47,6 +47,9 @@ def accumulate_sparse(variable, grads):
     steal = (old is None and not _grad_state.enabled and type(grads[0]._data) is SparseCOO
              and _can_steal(grads, variable))
     g = grads[0]
+    if old is None and type(g._data) is not SparseCOO and type(g._data) is not np.ndarray:
+        variable._grad = g.clone()          # a compressed layout (CSR, ...): a copy
+        return
     if old is None:
         if _grad_state.enabled:
             variable._grad = g.clone()
@@ -62,6 +65,10 @@ def accumulate_sparse(variable, grads):
             variable._grad = Tensor._make(np.array(np.broadcast_to(g._data, variable._data.shape), copy=True))
         return
     old_sparse, new_sparse = type(old._data) is SparseCOO, type(g._data) is SparseCOO
+    if (type(old._data) is not np.ndarray and not old_sparse) or (type(g._data) is not np.ndarray
+                                                                   and not new_sparse):
+        variable._grad = old + g            # compressed layouts: the ops say what they support
+        return
     if _grad_state.enabled or old._requires_grad:
         variable._grad = g + old if old_sparse and not new_sparse else old + g
     elif old_sparse:

@@ -78,6 +78,7 @@ class OpDef:
     # What the op does with sparse operands (ops/sparse.py): None refuses them with PyTorch's
     # error, the op itself takes them, another op (same parameters) runs in its place.
     sparse = None
+    takes_compressed = False    # ... and whether that kernel also takes the compressed layouts (CSR, ...)
 
     def __init__(self, name, kernel, kind, dtype_rule=PROMOTE, tensor_lists=(),
                  differentiable=True, meta=None, nondiff_outputs=(), operands=None, variants="",

@@ -145,11 +145,28 @@ class SparseCOO:
             return np.zeros(self.nnz, np.int64)
         return np.ravel_multi_index(tuple(self.indices), self.shape[:sd])
 
+    def pattern(self):
+        """Which elements are specified (a bool array of the tensor's shape)."""
+        sd = self.sparse_dim
+        spec = np.zeros(self.shape[:sd], bool)
+        if self.nnz:
+            spec[tuple(self.indices)] = True
+        return np.broadcast_to(spec.reshape(spec.shape + (1,) * self.dense_dim), self.shape)
+
+    def value_positions(self):
+        """For each element of `values` (row-major), its row-major position in the dense tensor."""
+        inner = int(np.prod(self.values.shape[1:], dtype=np.int64))
+        return (self.linear_indices()[:, None] * inner + np.arange(inner)[None, :]).reshape(-1)
+
     @staticmethod
-    def from_dense(arr, sparse_dim=None):
+    def from_dense(arr, sparse_dim=None, mask=None):
         """PyTorch's to_sparse(sparse_dim): the entries (slices, for hybrid tensors) of `arr`
-        that are not all zero, coalesced."""
+        that are not all zero (or that `mask` specifies), coalesced."""
         arr = np.asarray(arr)
+        if mask is not None and sparse_dim is None:
+            sd = arr.ndim
+            where = np.nonzero(mask)
+            return SparseCOO(np.array(where, dtype=np.int64).reshape(sd, -1), arr[where], arr.shape, True)
         sd = arr.ndim if sparse_dim is None else sparse_dim
         if sd == 0:
             nz = bool(np.any(arr != 0))
@@ -167,39 +184,159 @@ class SparseCOO:
         return SparseCOO(self.indices, values, self.shape, self.coalesced)
 
 
+class SparseCompressed:
+    """The storage of a 2-D compressed sparse tensor (PyTorch's CSR, CSC, BSR, BSC layouts):
+    compressed indices (one run per row, or column), plain indices (the column, or row, of
+    each stored element or block), values ((nnz,) or, blocked, (nnz, *blocksize))."""
+    __slots__ = ("layout", "compressed_indices", "plain_indices", "values", "shape", "blocksize")
+    _is_tensor_data = True
+
+    def __init__(self, layout, compressed_indices, plain_indices, values, shape, blocksize):
+        self.layout = layout
+        self.compressed_indices = compressed_indices
+        self.plain_indices = plain_indices
+        self.values = values
+        self.shape = tuple(int(n) for n in shape)
+        self.blocksize = tuple(blocksize)
+        if not _dispatch.sparse_seen:
+            _dispatch.sparse_seen = True
+
+    dtype = SparseCOO.dtype
+    ndim = SparseCOO.ndim
+    size = SparseCOO.size
+    itemsize = SparseCOO.itemsize
+    strides = SparseCOO.strides
+    __array_interface__ = SparseCOO.__array_interface__
+
+    @property
+    def nnz(self):
+        return self.plain_indices.shape[0]
+
+    @property
+    def row_major(self):
+        return self.layout in (sparse_csr, sparse_bsr)
+
+    def _block_coords(self):
+        counts = np.diff(self.compressed_indices)
+        compressed = np.repeat(np.arange(len(counts)), counts)
+        return (compressed, self.plain_indices) if self.row_major else (self.plain_indices, compressed)
+
+    def _blocked_view(self, arr):
+        (bh, bw), (r, c) = self.blocksize, self.shape
+        return arr.reshape(r // bh, bh, c // bw, bw)
+
+    def to_dense(self):
+        out = np.zeros(self.shape, dtype=self.values.dtype)
+        rows, cols = self._block_coords()
+        self._blocked_view(out)[rows, :, cols, :] = self.values.reshape((self.nnz,) + self.blocksize)
+        return out
+
+    def pattern(self):
+        out = np.zeros(self.shape, bool)
+        rows, cols = self._block_coords()
+        self._blocked_view(out)[rows, :, cols, :] = True
+        return out
+
+    def value_positions(self):
+        positions = np.arange(self.size).reshape(self.shape)
+        rows, cols = self._block_coords()
+        return self._blocked_view(positions)[rows, :, cols, :].reshape(-1)
+
+    @staticmethod
+    def from_dense(arr, layout, blocksize=None, mask=None):
+        arr = np.asarray(arr)
+        blocked = layout in (sparse_bsr, sparse_bsc)
+        name = f"dense_to_{str.__str__(layout)}"
+        if arr.ndim != 2:
+            raise RuntimeError(f"{name}: dynjit's compressed sparse tensors are 2-D (no batch or dense "
+                               f"dimensions), got a {arr.ndim}-D tensor")
+        if blocked:
+            if blocksize is None:
+                raise RuntimeError(f"{name}: blocksize must be given for the {str.__str__(layout)} layout")
+            blocksize = (blocksize, blocksize) if isinstance(blocksize, int) else tuple(blocksize)
+            if arr.shape[0] % blocksize[0] or arr.shape[1] % blocksize[1]:
+                raise RuntimeError(f"{name}: tensor sparse size ({arr.shape[0]},{arr.shape[1]}) must be "
+                                   f"divisible by given blocksize ({blocksize[0]},{blocksize[1]})")
+        else:
+            blocksize = (1, 1)
+        mask = arr != 0 if mask is None else np.asarray(mask, bool)
+        bh, bw = blocksize
+        nbr, nbc = arr.shape[0] // bh, arr.shape[1] // bw
+        blocks = mask.reshape(nbr, bh, nbc, bw).any(axis=(1, 3))
+        row_major = layout in (sparse_csr, sparse_bsr)
+        if row_major:
+            rows, cols = np.nonzero(blocks)
+            compressed, plain, n = rows, cols, nbr
+        else:
+            cols, rows = np.nonzero(blocks.T)
+            compressed, plain, n = cols, rows, nbc
+        counts = np.bincount(compressed, minlength=n)
+        ci = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        values = arr.reshape(nbr, bh, nbc, bw)[rows, :, cols, :]
+        if not blocked:
+            values = values.reshape(-1)
+        return SparseCompressed(layout, ci, plain.astype(np.int64), values.copy(), arr.shape, blocksize)
+
+
+SPARSE_TYPES = (SparseCOO, SparseCompressed)
+
+
 def is_sparse_data(x):
-    return type(x) is SparseCOO
+    """Whether `x` (a tensor's _data) is the storage of a sparse tensor, of any layout."""
+    return type(x) is SparseCOO or type(x) is SparseCompressed
 
 
 def layout_of(data):
-    return sparse_coo if type(data) is SparseCOO else strided
+    t = type(data)
+    if t is SparseCOO:
+        return sparse_coo
+    return data.layout if t is SparseCompressed else strided
+
+
+def densified(data):
+    """The same sparse tensor with every element specified (zeros where it had none): PyTorch's
+    non-masked semantics in gradcheck."""
+    dense = data.to_dense()
+    full = np.ones(dense.shape, bool)
+    if type(data) is SparseCOO:
+        f = SparseCOO.from_dense(full, data.sparse_dim)
+        return SparseCOO(f.indices, _values_at(dense, f), dense.shape, True)
+    return SparseCompressed.from_dense(dense, data.layout, data.blocksize, full)
 
 
 # -- dispatch ------------------------------------------------------------------------------
 
-def could_not_run(op):
+def could_not_run(op, backend="SparseCPU"):
     return NotImplementedError(
-        f"Could not run 'aten::{op.name}' with arguments from the 'SparseCPU' backend. This could "
+        f"Could not run 'aten::{op.name}' with arguments from the '{backend}' backend. This could "
         "be because the operator doesn't exist for this backend, or was omitted during the "
         "selective/custom build process (if using custom build).")
 
 
-def _has_sparse(op, args):
+def _sparse_kind(op, args):
+    """None (no sparse operand), SparseCOO, or SparseCompressed (some operand is compressed)."""
+    found = None
     for i, a in enumerate(args):
-        if type(getattr(a, "_data", None)) is SparseCOO:
-            return True
-        if op.tensor_lists and i in op.tensor_lists and isinstance(a, (list, tuple)):
-            if any(type(getattr(t, "_data", None)) is SparseCOO for t in a):
-                return True
-    return False
+        items = a if op.tensor_lists and i in op.tensor_lists and isinstance(a, (list, tuple)) else (a,)
+        for t in items:
+            d = getattr(t, "_data", None)
+            if type(d) is SparseCompressed:
+                return SparseCompressed
+            if type(d) is SparseCOO:
+                found = SparseCOO
+    return found
 
 
 def route(op, args):
     """The op to run for `op(*args)` when an operand is sparse (see the module docstring);
-    None when no operand is sparse. Raises PyTorch's error when `op` has no sparse kernel."""
-    if not _has_sparse(op, args):
+    None when no operand is sparse. Raises PyTorch's error when `op` has no sparse kernel
+    (for the compressed layouts: no kernel that takes them)."""
+    kind = _sparse_kind(op, args)
+    if kind is None:
         return None
     target = op.sparse
+    if kind is SparseCompressed and (target is None or not target.takes_compressed):
+        raise could_not_run(op, "SparseCsrCPU")
     if target is None:
         raise could_not_run(op)
     return target
@@ -208,27 +345,43 @@ def route(op, args):
 _dispatch.install_sparse_router(route)
 
 
-def sparse_op(name, *, replaces=(), **options):
-    """Declare an op whose kernel takes sparse values; `replaces`: ops (with the same
-    parameters) that run this one when one of their operands is sparse."""
+def sparse_op(name, *, replaces=(), compressed=False, **options):
+    """Declare an op whose kernel takes sparse COO values (and, with `compressed=True`, the
+    compressed layouts' too); `replaces`: ops (with the same parameters) that run this one
+    when one of their operands is sparse."""
     def deco(kernel):
         options.setdefault("complex_ok", True)
+        if not compressed:
+            kernel = _refusing_compressed(name, kernel)
         op = register(name, OTHER, **options)(kernel)
         op.sparse = op
+        op.takes_compressed = compressed
         for other in replaces:
             registry[other].sparse = op
         return op
     return deco
 
 
+def _refusing_compressed(name, kernel):
+    import functools
+
+    @functools.wraps(kernel)
+    def checked(*args):
+        if any(type(a) is SparseCompressed for a in args):
+            raise could_not_run(registry[name], "SparseCsrCPU")
+        return kernel(*args)
+    return checked
+
+
 # Ops whose kernel does not look at its operand's values: they work on sparse tensors as they are.
 registry["detach"].sparse = registry["detach"]
+registry["detach"].takes_compressed = True
 
 
 # -- helpers for kernels -------------------------------------------------------------------
 
 def _dense(x):
-    return x.to_dense() if type(x) is SparseCOO else x
+    return x.to_dense() if is_sparse_data(x) else x
 
 
 def _values_at(dense, coo):
@@ -316,7 +469,7 @@ def _sparse_values_at(self, indices, size):
     return _values_at(self, target)
 
 
-@sparse_op("_to_dense")
+@sparse_op("_to_dense", compressed=True)
 def to_dense(self, dtype=None, masked_grad=True):
     out = _dense(self)
     if dtype is not None:
@@ -328,9 +481,55 @@ def to_dense(self, dtype=None, masked_grad=True):
 def _(grad, self, masked_grad):
     if self.layout is strided:
         return grad
+    if self.layout is not sparse_coo:       # compressed: through COO, back to self's layout
+        if masked_grad:
+            grad = sparse_mask(grad, to_layout(self, sparse_coo, None, False))
+        return to_layout(grad, self.layout, self._data.blocksize, False)
     if masked_grad:
         return sparse_mask(grad, self)
     return to_sparse(grad, self.sparse_dim())
+
+
+_COMPRESSED_NAMES = {sparse_csr: "SparseCsr", sparse_csc: "SparseCsc", sparse_bsr: "SparseBsr",
+                     sparse_bsc: "SparseBsc"}
+
+
+@sparse_op("_to_layout", compressed=True)
+def to_layout(self, layout, blocksize=None, check=True):
+    """Conversion between layouts (to_dense, to_sparse, to_sparse_csr, ..., to_sparse_bsc),
+    keeping which elements are specified. `check=False` (backward) lifts PyTorch's refusal
+    to turn a block layout into CSR or CSC."""
+    target = LAYOUTS[str.__str__(layout)] if isinstance(layout, str) else layout
+    source = layout_of(self)
+    if target is strided:
+        return _dense(self)
+    if check and source in (sparse_bsr, sparse_bsc) and target in (sparse_csr, sparse_csc):
+        name = str.__str__(target)
+        raise RuntimeError(f"sparse_compressed_to_{name}: expected SparseCsr or SparseCsc layout but "
+                           f"got {_COMPRESSED_NAMES[source]}")
+    if type(self) is SparseCompressed and blocksize is None:
+        blocksize = self.blocksize if target in (sparse_bsr, sparse_bsc) else None
+    if source is target and (blocksize is None or type(self) is not SparseCompressed
+                             or tuple(self.blocksize) == _pair(blocksize)):
+        return self
+    if type(self) is SparseCOO and self.dense_dim and target is not sparse_coo:
+        raise RuntimeError("to_sparse: dynjit converts COO tensors without dense dimensions only "
+                           "to compressed layouts")
+    dense = _dense(self)
+    mask = None if type(self) is np.ndarray else self.pattern()
+    if target is sparse_coo:
+        return SparseCOO.from_dense(dense, None, mask)
+    return SparseCompressed.from_dense(dense, target, blocksize, mask)
+
+
+def _pair(b):
+    return (b, b) if isinstance(b, int) else tuple(b)
+
+
+@to_layout.derivative
+def _(grad, self):
+    blocksize = self._data.blocksize if type(self._data) is SparseCompressed else None
+    return to_layout(grad, self.layout, blocksize, False)
 
 
 @sparse_op("_to_sparse")
@@ -360,6 +559,31 @@ def coalesce(self):
 coalesce.derivative(lambda grad: grad)
 
 
+@sparse_op("_compressed_part", differentiable=False, compressed=True)
+def _compressed_part(self, name):
+    """crow_indices / col_indices / ccol_indices / row_indices / values of a compressed tensor."""
+    if type(self) is not SparseCompressed:
+        raise RuntimeError(f"{name} expected sparse compressed tensor layout but got {_layout_word(self)}")
+    rows = self.row_major
+    if name in ("crow_indices", "ccol_indices"):
+        if rows != (name == "crow_indices"):
+            raise RuntimeError(f"{name} expected sparse {'row' if name[0] == 'c' and name[1] == 'r' else 'column'} "
+                               f"compressed tensor layout but got {_COMPRESSED_NAMES[self.layout]}")
+        return self.compressed_indices
+    if name in ("col_indices", "row_indices"):
+        if rows != (name == "col_indices"):
+            raise RuntimeError(f"{name} expected sparse {'row' if name == 'col_indices' else 'column'} "
+                               f"compressed tensor layout but got {_COMPRESSED_NAMES[self.layout]}")
+        return self.plain_indices
+    return self.values
+
+
+def _layout_word(x):
+    if type(x) is SparseCompressed:
+        return _COMPRESSED_NAMES[x.layout]
+    return "Sparse" if type(x) is SparseCOO else "Strided"
+
+
 @sparse_op("_values", differentiable=False)
 def _values(self):
     _need_sparse(self, "_values")
@@ -374,7 +598,7 @@ def _indices(self):
 
 def _need_sparse(x, what):
     if type(x) is not SparseCOO:
-        raise RuntimeError(f"{what} expected sparse coordinate tensor layout but got Strided")
+        raise RuntimeError(f"{what} expected sparse coordinate tensor layout but got {_layout_word(x)}")
 
 
 def _need_coalesced(x, what):
@@ -531,8 +755,11 @@ def _sparse_neg(self):
 _sparse_neg.derivative(lambda grad: -grad)
 
 
-@sparse_op("_sparse_clone", replaces=("clone",))
+@sparse_op("_sparse_clone", replaces=("clone",), compressed=True)
 def _sparse_clone(self, memory_format=None):
+    if type(self) is SparseCompressed:
+        return SparseCompressed(self.layout, self.compressed_indices.copy(), self.plain_indices.copy(),
+                                self.values.copy(), self.shape, self.blocksize)
     return SparseCOO(self.indices.copy(), self.values.copy(), self.shape, self.coalesced)
 
 
@@ -671,13 +898,17 @@ def _(grad, self, mat2, needs):
             mm(t(self), grad) if needs[1] else None)
 
 
-@sparse_op("_sparse_sum", replaces=("sum",))
+@sparse_op("_sparse_sum", replaces=("sum",), compressed=True)
 def _sparse_sum(self, dim=None, keepdim=False, dtype=None):
     """sum of a sparse tensor: a dense number over every dimension, else a sparse tensor
     (PyTorch's torch.sparse.sum)."""
     values = self.values if dtype is None else self.values.astype(_dtype.to_dtype(dtype).np)
     if values.dtype.kind in "biu" and dtype is None:
         values = values.astype(np.int64)
+    if type(self) is SparseCompressed:
+        if dim is not None:
+            raise RuntimeError("sum: dynjit sums compressed sparse tensors over every dimension only")
+        return np.asarray(values.sum())
     n = len(self.shape)
     dims = range(n) if dim is None or dim == () or dim == [] else (
         [dim] if isinstance(dim, int) else list(dim))
@@ -764,12 +995,17 @@ def sparse_repr(t):
     if coo.values.dtype != _dtype.get_default_dtype().np and coo.values.dtype.kind not in "iub" \
             and coo.values.dtype.kind != "c":
         suffix.append(f"dtype=dynjit.{_dtype.dtype_of_np(coo.values.dtype).name}")
-    suffix.append("layout=dynjit.sparse_coo")
+    suffix.append(f"layout={layout_of(coo)!r}")
     fn = t._grad_fn
     if fn is not None:
         suffix.append(f"grad_fn=<{fn.name()}>")
     elif t._requires_grad:
         suffix.append("requires_grad=True")
-    body = (part("indices", coo.indices).replace("\n", "\n" + pad) + ",\n" + pad
-            + part("values", coo.values).replace("\n", "\n" + pad) + ",\n" + pad + ", ".join(suffix))
-    return "tensor(" + body + ")"
+    if type(coo) is SparseCompressed:
+        c, p_ = (("crow_indices", "col_indices") if coo.row_major else ("ccol_indices", "row_indices"))
+        parts = [(c, coo.compressed_indices), (p_, coo.plain_indices), ("values", coo.values)]
+    else:
+        parts = [("indices", coo.indices), ("values", coo.values)]
+    body = (",\n" + pad).join(part(name, arr).replace("\n", "\n" + pad) for name, arr in parts)
+    body = "\n".join(line if line.strip() else "" for line in body.split("\n"))
+    return "tensor(" + body + ",\n" + pad + ", ".join(suffix) + ")"

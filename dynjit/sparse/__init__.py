@@ -4,12 +4,14 @@ The storage and the ops live in dynjit/ops/sparse.py (registered ops, one dispat
 this module is the API over them: `dynjit.sparse_coo_tensor`, `dynjit.sparse.mm`,
 `dynjit.sparse.sum`, and the Tensor methods PyTorch gives sparse tensors
 (`to_sparse`, `to_dense`, `coalesce`, `is_coalesced`, `_nnz`, `sparse_dim`,
-`dense_dim`, `_indices`/`_values`, `indices`/`values`, `sparse_mask`). See
-docs/sparse.md.
+`dense_dim`, `_indices`/`_values`, `indices`/`values`, `sparse_mask`), and the 2-D
+compressed layouts' conversions (`to_sparse_csr`, `_csc`, `_bsr`, `_bsc`, `to_sparse(layout=)`)
+and parts (`crow_indices`, ...). See docs/sparse.md.
 """
 from ..ops.registry import registry as _ops
 from ..ops.sparse import (SparseCOO, layout, strided, sparse_coo, sparse_csr, sparse_csc,  # noqa: F401
-                          sparse_bsr, sparse_bsc, sparse_repr)
+                          sparse_bsr, sparse_bsc, sparse_repr, is_sparse_data,
+                          _COMPRESSED_NAMES)
 from ..tensor import Tensor, as_tensor
 from .. import _dtype
 
@@ -65,7 +67,7 @@ def sum(input, dim=None, dtype=None):   # noqa: A001  (PyTorch's name)
 # -- Tensor methods ------------------------------------------------------------------------
 
 def _to_dense(self, dtype=None, *, masked_grad=True):
-    if not _is_sparse(self):
+    if not is_sparse_data(self._data):
         return self if dtype is None else self.to(dtype)     # a strided tensor is its own dense form
     return _ops["_to_dense"](self, dtype, masked_grad)
 
@@ -73,27 +75,40 @@ def _to_dense(self, dtype=None, *, masked_grad=True):
 def _to_sparse(self, *args, layout=None, blocksize=None, dense_dim=None):
     sparse_dim = args[0] if args else None
     if layout is not None and layout != sparse_coo:
-        raise RuntimeError(f"to_sparse: dynjit has no {layout} layout (only dynjit.sparse_coo)")
+        if sparse_dim is not None or dense_dim:
+            raise RuntimeError("to_sparse: sparse_dim and dense_dim are for the sparse_coo layout")
+        return _ops["_to_layout"](self, layout, blocksize, True)
     if blocksize is not None:
-        raise RuntimeError("to_sparse: blocksize is for the block layouts (sparse_bsr, sparse_bsc), "
-                           "which dynjit does not have")
+        raise RuntimeError("to_sparse: blocksize is for the block layouts (sparse_bsr, sparse_bsc)")
     if dense_dim is not None:
         sparse_dim = self.dim() - dense_dim
     if _is_sparse(self) and sparse_dim is None:
         return self
+    if is_sparse_data(self._data):           # a compressed tensor
+        return _ops["_to_layout"](self, sparse_coo, None, True)
     return _ops["_to_sparse"](self, sparse_dim)
 
 
-def _compressed(name):
-    def method(self, *args, **kwargs):
-        raise RuntimeError(f"{name}: dynjit has sparse COO tensors only (no compressed layouts)")
+def _compressed(layout):
+    def method(self, *args, dense_dim=None):
+        if dense_dim:
+            raise RuntimeError("dynjit's compressed sparse tensors have no dense dimensions")
+        return _ops["_to_layout"](self, layout, args[0] if args else None, True)
+    method.__name__ = f"to_{str.__str__(layout)}"
+    return method
+
+
+def _part(name):
+    def method(self):
+        return _ops["_compressed_part"](self, name)
     method.__name__ = name
     return method
 
 
 def _need_sparse(self, what):
     if not _is_sparse(self):
-        raise RuntimeError(f"{what} expected sparse coordinate tensor layout but got Strided")
+        got = "Strided" if not is_sparse_data(self._data) else _COMPRESSED_NAMES[self.layout]
+        raise RuntimeError(f"{what} expected sparse coordinate tensor layout but got {got}")
 
 
 def _coalesce(self):
@@ -115,7 +130,8 @@ def _coalesced_(self, coalesced):
 
 
 def _nnz(self):
-    _need_sparse(self, "_nnz")
+    if not is_sparse_data(self._data):
+        _need_sparse(self, "_nnz")
     return self._data.nnz
 
 
@@ -133,6 +149,12 @@ def _sparse_mask(self, mask):
     return _ops["_sparse_mask"](self, mask)
 
 
+def _values_method(self):
+    if is_sparse_data(self._data) and not _is_sparse(self):      # compressed: the stored values
+        return _ops["_compressed_part"](self, "values")
+    return _ops["_sparse_values"](self)
+
+
 def _method(op_name):
     def method(self):
         return _ops[op_name](self)
@@ -143,12 +165,14 @@ def _method(op_name):
 for _name, _fn in {
         "to_dense": _to_dense, "to_sparse": _to_sparse,
         "to_sparse_coo": lambda self: _to_sparse(self),
-        "to_sparse_csr": _compressed("to_sparse_csr"), "to_sparse_csc": _compressed("to_sparse_csc"),
-        "to_sparse_bsr": _compressed("to_sparse_bsr"), "to_sparse_bsc": _compressed("to_sparse_bsc"),
+        "to_sparse_csr": _compressed(sparse_csr), "to_sparse_csc": _compressed(sparse_csc),
+        "to_sparse_bsr": _compressed(sparse_bsr), "to_sparse_bsc": _compressed(sparse_bsc),
+        "crow_indices": _part("crow_indices"), "col_indices": _part("col_indices"),
+        "ccol_indices": _part("ccol_indices"), "row_indices": _part("row_indices"),
         "coalesce": _coalesce, "is_coalesced": _is_coalesced, "_coalesced_": _coalesced_,
         "_nnz": _nnz, "sparse_dim": _sparse_dim, "dense_dim": _dense_dim,
         "_values": _method("_values"), "_indices": _method("_indices"),
-        "values": _method("_sparse_values"), "indices": _method("_sparse_indices"),
+        "values": _values_method, "indices": _method("_sparse_indices"),
         "sparse_mask": _sparse_mask}.items():
     _fn.__qualname__ = f"Tensor.{_name}"
     setattr(Tensor, _name, _fn)

@@ -187,39 +187,62 @@ def test_gradcheck_sparse_output_is_refused_even_without_raise_exception(fast_mo
                   fast_mode=fast_mode)
 
 
-# The sparse_coo instance of TestProfiler.test_gradcheck_input (parametrized over layouts;
-# the compressed ones need layouts dynjit does not have, so its row stays todo).
-@pytest.mark.parametrize("fast_mode,masked", list(itertools.product((True, False), repeat=2)))
-def test_gradcheck_input_sparse_coo(fast_mode, masked):
-    def fn(sparse):
-        return torch.sum(sparse)
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_input
+@pytest.mark.parametrize("layout", [torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr,
+                                    torch.sparse_bsc])
+def test_gradcheck_input(layout):
+    if layout in {torch.sparse_bsr, torch.sparse_bsc}:
+        blocksize = (2, 2)
+        size = (4, 8)
+    else:
+        blocksize = None
+        size = (2, 2)
 
-    assert gradcheck(fn, torch.rand((2, 2), dtype=torch.double).to_sparse(layout=torch.sparse_coo,
-                                                                          blocksize=None).requires_grad_(),
-                     masked=masked, check_batched_grad=False, fast_mode=fast_mode)
+    def check(fast_mode, masked):
+        def fn(sparse):
+            return torch.sum(sparse)
+
+        gradcheck(fn, torch.rand(size, dtype=torch.double).to_sparse(layout=layout, blocksize=blocksize)
+                  .requires_grad_(), masked=masked, check_batched_grad=False, fast_mode=fast_mode)
+
+    for fast_mode, masked in itertools.product(*[(True, False)] * 2):
+        check(fast_mode=fast_mode, masked=masked)
 
 
-# The strided and sparse_coo part of TestAutograd.test_to_sparse_backward (the seed also
-# converts to and from CSR, CSC, BSR and BSC, which dynjit does not have; its row stays todo).
-def test_to_sparse_backward_strided_and_coo():
-    to_attr_names = ("to_dense", "to_sparse")
+# ports: 002_7f98adb56adba91b.txt TestAutograd.test_to_sparse_backward
+def test_to_sparse_backward():
+    to_attr_names = ("to_dense", "to_sparse", "to_sparse_csr", "to_sparse_csc", "to_sparse_bsr", "to_sparse_bsc")
+    to_params = ((), (), (), (), (2,), (2,))
+    to_attr_names_params = dict(zip(to_attr_names, to_params))
+
+    def check_inversion_possible(t, layout1, layout1_params, layout2, layout2_params):
+        l = (layout1, layout2)
+        p = (layout1_params, layout2_params)
+        for l1, l2, p1, p2 in ((*l, *p), (*l[::-1], *p[::-1])):
+            try:
+                to_l1 = getattr(t, l1)(*p1)
+                getattr(to_l1, l2)(*p2)
+            except RuntimeError:
+                return False
+        return True
+
     self_strided = torch.rand(4, 4, dtype=torch.double) + 1
     grad_strided = torch.rand(4, 4, dtype=torch.double) + 1
     checked = 0
     for from_to_attr in to_attr_names:
-        self_from = getattr(self_strided, from_to_attr)().requires_grad_(True)
+        from_params = to_attr_names_params[from_to_attr]
+        self_from = getattr(self_strided, from_to_attr)(*from_params).requires_grad_(True)
         for to_to_attr in to_attr_names[1:]:
-            self_to = getattr(self_from, to_to_attr)()
-            grad_to = getattr(grad_strided, to_to_attr)()
-            grad_res = torch.autograd.grad(self_to, self_from, grad_to)[0]
-            assert grad_res.layout == self_from.layout
-            assert torch.equal(grad_res.to_dense(), grad_strided)
-            checked += 1
-    assert checked == 2
-    # the compressed layouts are refused with a RuntimeError (the seed's check_inversion_possible
-    # treats that as "not convertible")
-    with pytest.raises(RuntimeError, match="compressed layouts"):
-        self_strided.to_sparse_csr()
+            to_params = to_attr_names_params[to_to_attr]
+            if check_inversion_possible(self_strided, from_to_attr, from_params, to_to_attr, to_params):
+                self_to = getattr(self_from, to_to_attr)(*to_params)
+                grad_to = getattr(grad_strided, to_to_attr)(*to_params)
+                grad_res = torch.autograd.grad(self_to, self_from, grad_to)[0]
+                assert grad_res.layout == self_from.layout
+                assert torch.equal(grad_res.to_dense(), grad_strided)
+                checked += 1
+    # the pairs PyTorch 2.13 converts both ways: every one but CSR/CSC <-> BSR/BSC
+    assert checked == 22
 
 
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_no_grad_copy_sparse
