@@ -177,7 +177,7 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
             else:
                 try:
                     probe = trace_function(fn, _symbolic.probe_leaves(env, leaves, values), spec, training,
-                                           keep_inference_input_mutations, decompositions)
+                                           keep_inference_input_mutations, decompositions, log=False)
                     if not _symbolic.agrees_with_concrete(traced, probe, values):
                         why = "it differs from a concrete trace at other sizes"
                 except Exception as e:
@@ -186,9 +186,11 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
             compiled._no_symbolic = True
             _log.debug("AOT trace of %s: sizes stay concrete: %s", name, why)
             return None
-        _log.debug("AOT trace of %s: symbolic sizes %s, guards %s", name,
-                   ", ".join(f"{s.name}={s.sources}" for s in traced.shape_env.symbols),
-                   traced.shape_env.describe_guards())
+        if _log.isEnabledFor(logging.DEBUG):
+            env = traced.shape_env
+            _log.debug("AOT trace of %s with symbolic sizes: %s; guards: %s", name,
+                       ", ".join(f"{s.name} = {_symbolic.describe_sources(s.sources)}" for s in env.symbols),
+                       ", ".join(env.describe_guards()) or "none")
         return traced
 
     def compile_for(key, leaves, spec):

@@ -215,13 +215,13 @@ _log = logging.getLogger("dynjit.dynamic")
 
 @_isolated
 def trace_function(fn, leaves, spec, training=True, keep_inference_input_mutations=False,
-                   decompositions=None, symbolic=None):
+                   decompositions=None, symbolic=None, log=True):
     """Trace fn(*tree_unflatten(spec, leaves)) into a TracedFunction (see the module docstring).
 
     `training`: trace the backward too when an output needs a gradient (a trace
     whose outputs need none is an inference graph either way). `symbolic`: a
     `SymbolicSpec` of the sizes to trace as symbols (see symbolic.py); the trace raises
-    NotSymbolic where it cannot."""
+    NotSymbolic where it cannot. `log`: log the numbers it specialized (DYNJIT_LOGS=dynamic)."""
     if symbolic is not None:
         return _JointTrace(fn, leaves, spec, training, keep_inference_input_mutations, decompositions,
                            trace_numbers=True, symbolic=symbolic).run()
@@ -241,7 +241,7 @@ def trace_function(fn, leaves, spec, training=True, keep_inference_input_mutatio
         _random.set_rng_state(state)
         tr = _JointTrace(fn, leaves, spec, training, keep_inference_input_mutations, decompositions).run()
         tr.specialized = {i: failure for i in numbers}
-    if tr.specialized and _log.isEnabledFor(logging.DEBUG):
+    if log and tr.specialized and _log.isEnabledFor(logging.DEBUG):
         name = getattr(fn, "__qualname__", type(fn).__name__)
         for i, why in sorted(tr.specialized.items()):
             _log.debug("AOT trace of %s specialized number argument %d = %r: %s", name, i, leaves[i], why)

@@ -40,6 +40,12 @@ class SymbolicSpec:
         return bool(self.dims or self.numbers)
 
 
+def describe_sources(sources):
+    """'argument 1 = size 0 of argument 0' for a symbol's sources (argument = leaf index)."""
+    return " = ".join(f"size {src[2]} of argument {src[1]}" if src[0] == "dim" else f"argument {src[1]}"
+                      for src in sources)
+
+
 def symbolic_numbers(leaves):
     return [i for i, v in enumerate(leaves) if type(v) is int and v >= 2]
 
