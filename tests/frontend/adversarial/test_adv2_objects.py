@@ -683,7 +683,26 @@ def make_args(call):
     return dynjit.ones(2), A()
 '''
 
+PROGRAMS["sequence_equality_calls_user_eq"] = '''
+import dynjit
+LOG = []
+class V:
+    def __init__(self, v):
+        self.v = v
+    def __eq__(self, o):
+        LOG.append(("eq", self.v))
+        return isinstance(o, V) and self.v == o.v
+    __hash__ = object.__hash__
+def main(x, a, b):
+    r = ([V(a)] == [V(b)], (V(a), 1) == (V(b), 1), [V(a), V(a)] != [V(b), V(a)], [[V(a)]] == [[V(b)]])
+    return r, list(LOG), x * a
+def make_args(call):
+    return dynjit.ones(2), [1, 1, 2][call], [1, 1, 3][call]
+'''
+
 XFAIL = {
+    "sequence_equality_calls_user_eq": "frontend: [V(1)] == [V(1)] never calls V.__eq__ and gives False "
+                                       "(findings R2-O1)",
     "three_arg_type_in_helper_with_bare_globals": "frontend: type(name, bases, ns) in a function whose globals lack "
                                                   "__name__ is an internal error (AttributeError: __module__) "
                                                   "(findings R2-X1)",
