@@ -15,6 +15,7 @@ __all__ = [
     "linear", "bilinear", "relu", "relu_", "relu6", "leaky_relu", "elu", "gelu", "silu", "mish",
     "sigmoid", "tanh", "softplus", "softsign", "hardtanh", "threshold", "logsigmoid", "softmax",
     "log_softmax", "softmin", "dropout", "layer_norm", "batch_norm", "embedding", "embedding_bag", "one_hot",
+    "hardsigmoid", "hardswish", "selu", "celu", "prelu", "glu", "softshrink", "hardshrink", "tanhshrink",
     "normalize", "pad", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss",
     "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
     "cosine_similarity", "pairwise_distance", "interpolate", "upsample", "upsample_nearest",
@@ -104,6 +105,73 @@ def softsign(input):
 
 def logsigmoid(input):
     return -_op("softplus", -input, 1, 20)
+
+
+def hardsigmoid(input, inplace=False):
+    """0 at or below -3, 1 at or above 3, x / 6 + 1/2 between (gradient 1/6 strictly inside)."""
+    out = _fn.where(input <= -3, 0.0, _fn.where(input >= 3, 1.0, (input + 3) / 6)).to(input.dtype)
+    return _inplace(input, out) if inplace else out
+
+
+def hardswish(input, inplace=False):
+    """x * hardsigmoid(x); PyTorch's gradient: 0 at or below -3, (2x + 3) / 6 between, 1 at or above 3."""
+    out = _fn.where(input <= -3, input * 0, _fn.where(input < 3, input * (input + 3) / 6, input)).to(input.dtype)
+    return _inplace(input, out) if inplace else out
+
+
+def selu(input, inplace=False):
+    """scale * elu(x, alpha) with the self-normalizing constants of Klambauer et al."""
+    out = _op("elu", input, 1.6732632423543772848170429916717) * 1.0507009873554804934193349852946
+    return _inplace(input, out) if inplace else out
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    out = _fn.where(input > 0, input, _op("elu", input / alpha, 1.0) * alpha)
+    return _inplace(input, out) if inplace else out
+
+
+def prelu(input, weight):
+    """x where x > 0, else weight * x; a weight of several values is per channel (dim 1)."""
+    if weight.numel() != 1:
+        channels = input.shape[1] if input.ndim >= 2 else input.shape[0] if input.ndim == 1 else 1
+        if input.ndim == 0 or weight.numel() != channels:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{weight.numel()} and channel size = {channels}.")
+        if input.ndim >= 2:
+            weight = weight.reshape((channels,) + (1,) * (input.ndim - 2))
+    return _fn.where(input > 0, input, weight * input)
+
+
+def glu(input, dim=-1):
+    """a * sigmoid(b), a and b the two halves of `input` along `dim`."""
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    size = input.shape[dim]
+    if size % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.ndim} is size {size}")
+    a, b = input.chunk(2, dim)
+    return a * _op("sigmoid", b)
+
+
+def softshrink(input, lambd=0.5):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    if lambd < 0:
+        from .._dtype import finfo, scalar_type_name
+        raise RuntimeError(f"lambda must be in range [0, {finfo(input.dtype).max:g}] for input dtype "
+                           f"{scalar_type_name(input.dtype)}, but found {lambd:g}")
+    return _fn.where(input > lambd, input - lambd, _fn.where(input < -lambd, input + lambd, input * 0))
+
+
+def hardshrink(input, lambd=0.5):
+    """x where |x| > lambd, else 0."""
+    return _fn.where((input > lambd) | (input < -lambd), input, 0.0).to(input.dtype)
+
+
+def tanhshrink(input):
+    return input - _op("tanh", input)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):

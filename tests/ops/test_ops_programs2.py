@@ -251,3 +251,98 @@ def test_swalr_anneals_to_the_swa_learning_rate(strategy, anneal_epochs):
         SWALR(optimizer, 0.1, anneal_strategy="exp")
     with pytest.raises(ValueError, match="swa_lr must have the same length as optimizer.param_groups"):
         SWALR(optimizer, [0.1])
+
+
+# -- activations: Hardsigmoid, Hardswish, SELU, CELU, PReLU, GLU, Softshrink, Hardshrink, Tanhshrink
+
+SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+ACTIVATIONS = {   # name: (function, numpy formula, numpy derivative)
+    "hardsigmoid": (F.hardsigmoid, lambda x: np.clip(x + 3, 0, 6) / 6,
+                    lambda x: np.where((x > -3) & (x < 3), 1 / 6, 0)),
+    "hardswish": (F.hardswish, lambda x: x * np.clip(x + 3, 0, 6) / 6,
+                  lambda x: np.where(x <= -3, 0, np.where(x < 3, (2 * x + 3) / 6, 1))),
+    "selu": (F.selu, lambda x: SELU_SCALE * np.where(x > 0, x, SELU_ALPHA * (np.exp(x) - 1)),
+             lambda x: SELU_SCALE * np.where(x > 0, 1, SELU_ALPHA * np.exp(x))),
+    "celu": (lambda x: F.celu(x, 0.7), lambda x: np.where(x > 0, x, 0.7 * (np.exp(x / 0.7) - 1)),
+             lambda x: np.where(x > 0, 1, np.exp(x / 0.7))),
+    "softshrink": (lambda x: F.softshrink(x, 0.5), lambda x: np.where(x > 0.5, x - 0.5, np.where(x < -0.5, x + 0.5, 0)),
+                   lambda x: np.where(np.abs(x) > 0.5, 1, 0)),
+    "hardshrink": (lambda x: F.hardshrink(x, 0.5), lambda x: np.where(np.abs(x) > 0.5, x, 0),
+                   lambda x: np.where(np.abs(x) > 0.5, 1, 0)),
+    "tanhshrink": (F.tanhshrink, lambda x: x - np.tanh(x), lambda x: np.tanh(x) ** 2),
+}
+# the kinks are included: PyTorch's one-sided derivative there is what the formulas give
+POINTS = np.array([-4.0, -3.0, -2.5, -0.5, 0.0, 0.3, 0.5, 0.6, 2.9, 3.0, 3.5])
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_activation_values_and_derivatives(name):
+    fn, formula, derivative = ACTIVATIONS[name]
+    x = dynjit.tensor(POINTS, requires_grad=True)
+    y = fn(x)
+    y.sum().backward()
+    np.testing.assert_allclose(y.detach().numpy(), formula(POINTS), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(x.grad.numpy(), derivative(POINTS), rtol=1e-12, atol=1e-15)
+    smooth = dynjit.tensor(np.random.RandomState(0).uniform(-4, 4, 20), requires_grad=True)  # away from kinks
+    assert gradcheck(fn, (smooth,))
+
+
+def test_prelu_per_channel_and_its_module():
+    rng = np.random.RandomState(1)
+    x_np, w_np = rng.randn(2, 3, 4), np.array([0.1, 0.2, 0.3])
+    x, w = dynjit.tensor(x_np, requires_grad=True), dynjit.tensor(w_np, requires_grad=True)
+    expected = np.where(x_np > 0, x_np, w_np[None, :, None] * x_np)
+    np.testing.assert_allclose(F.prelu(x, w).detach().numpy(), expected, rtol=1e-12)
+    assert gradcheck(F.prelu, (x, w))
+    layer = nn.PReLU(3).double()
+    assert np.all(layer.weight.detach().numpy() == 0.25) and repr(layer) == "PReLU(num_parameters=3)"
+    layer(x).sum().backward()
+    np.testing.assert_allclose(layer.weight.grad.numpy(), np.where(x_np > 0, 0, x_np).sum((0, 2)), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="Found parameter numbers = 3 and channel size = 5"):
+        F.prelu(dynjit.ones(2, 5), dynjit.ones(3))
+
+
+def test_glu_halves_and_errors():
+    x_np = np.random.RandomState(2).randn(3, 6)
+    x = dynjit.tensor(x_np, requires_grad=True)
+    np.testing.assert_allclose(nn.GLU(dim=1)(x).detach().numpy(), x_np[:, :3] * _sigmoid(x_np[:, 3:]), rtol=1e-12)
+    assert gradcheck(lambda t: F.glu(t, 0 if t.shape[0] % 2 == 0 else 1), (x,))
+    with pytest.raises(RuntimeError, match="Halving dimension must be even, but dimension 1 is size 5"):
+        F.glu(dynjit.ones(2, 5))
+
+
+def test_activation_errors_and_reprs():
+    with pytest.raises(RuntimeError, match=r"lambda must be in range \[0, 3.40282e\+38\] for input dtype Float, "
+                                           "but found -1"):
+        F.softshrink(dynjit.ones(2), -1.0)
+    assert [repr(m) for m in (nn.Hardswish(), nn.CELU(0.5), nn.Softshrink(0.3), nn.GLU(), nn.SELU(inplace=True))] \
+        == ["Hardswish()", "CELU(alpha=0.5)", "Softshrink(0.3)", "GLU(dim=-1)", "SELU(inplace=True)"]
+    x = dynjit.tensor([-4.0, 1.0, 4.0])
+    assert F.hardswish(x, inplace=True) is x
+    np.testing.assert_allclose(x.numpy(), [0.0, 2.0 / 3.0, 4.0], rtol=1e-7)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_activations_compiled_like_plain(backend):
+    model = nn.Sequential(nn.Linear(4, 8), nn.Hardswish(), nn.Linear(8, 8), nn.PReLU(8), nn.Linear(8, 8), nn.SELU(),
+                          nn.Linear(8, 8), nn.CELU(0.5), nn.Linear(8, 8), nn.GLU(), nn.Softshrink(0.1),
+                          nn.Hardshrink(0.05), nn.Tanhshrink(), nn.Linear(4, 1), nn.Hardsigmoid())
+
+    def step(x):
+        model.zero_grad()
+        out = model(x)
+        out.sum().backward()
+        return out.detach(), [p.grad.clone() for p in model.parameters()]
+
+    x = dynjit.randn(16, 4) * 3
+    expected = step(x)
+    got = dynjit.compile(step, backend=backend)(x)
+    np.testing.assert_allclose(got[0].numpy(), expected[0].numpy(), rtol=1e-5, atol=1e-6)
+    for a, b in zip(got[1], expected[1]):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-6)

@@ -3,7 +3,8 @@ from .module import Module
 from .linear import Identity, Linear, Bilinear
 from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict
 from .activation import (ReLU, ReLU6, LeakyReLU, ELU, GELU, SiLU, Mish, Sigmoid, Tanh, Softplus,
-                         Hardtanh, Threshold, LogSigmoid, Softmax, LogSoftmax, Softmin, MultiheadAttention)
+                         Hardtanh, Threshold, LogSigmoid, Softmax, LogSoftmax, Softmin, MultiheadAttention,
+                         Hardsigmoid, Hardswish, SELU, CELU, PReLU, GLU, Softshrink, Hardshrink, Tanhshrink)
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout
 from .flatten import Flatten, Unflatten
 from .normalization import LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm
@@ -27,7 +28,8 @@ __all__ = ["Module", "Identity", "Linear", "Bilinear", "Sequential", "ModuleList
            "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "PixelShuffle", "PixelUnshuffle",
            "PairwiseDistance", "CosineSimilarity", "Transformer", "TransformerEncoder", "TransformerDecoder",
            "TransformerEncoderLayer", "TransformerDecoderLayer", "TripletMarginLoss", "MarginRankingLoss",
-           "CosineEmbeddingLoss"]
+           "CosineEmbeddingLoss", "Hardsigmoid", "Hardswish", "SELU", "CELU", "PReLU", "GLU", "Softshrink",
+           "Hardshrink", "Tanhshrink", "EmbeddingBag"]
 from .conv import *  # noqa: E402,F401,F403
 from .pooling import *  # noqa: E402,F401,F403
 from .rnn import *  # noqa: E402,F401,F403

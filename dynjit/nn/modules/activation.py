@@ -137,6 +137,82 @@ class LogSigmoid(Module):
         return F.logsigmoid(input)
 
 
+class Hardsigmoid(ReLU):
+    def forward(self, input):
+        return F.hardsigmoid(input, self.inplace)
+
+
+class Hardswish(ReLU):
+    def forward(self, input):
+        return F.hardswish(input, self.inplace)
+
+
+class SELU(ReLU):
+    def forward(self, input):
+        return F.selu(input, self.inplace)
+
+
+class CELU(ELU):
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
+
+
+class PReLU(Module):
+    """x where x > 0, else a * x, with a learned slope `a` (one, or one per channel)."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(_fn.empty(num_parameters, **_factory_kwargs(device, dtype)))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        from ...autograd.grad_mode import no_grad
+        with no_grad():
+            self.weight.fill_(self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class GLU(Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Softshrink(Module):
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)
+
+    def extra_repr(self):
+        return str(self.lambd)
+
+
+class Hardshrink(Softshrink):
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+
+class Tanhshrink(Module):
+    def forward(self, input):
+        return F.tanhshrink(input)
+
+
 class Softmax(Module):
     def __init__(self, dim=None):
         super().__init__()
