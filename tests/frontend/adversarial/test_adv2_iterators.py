@@ -315,8 +315,6 @@ def make_args(call):
 
 PROGRAMS["compiled_function_is_a_generator_function"] = '''
 import dynjit
-SEEN = []
-PENDING = []
 def main(x, n):
     for i in range(n):
         yield x * i
