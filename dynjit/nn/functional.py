@@ -37,6 +37,14 @@ def _inplace(input, result):
     return input.copy_(result)
 
 
+def _inplace_source(input, inplace):
+    """What an in-place composite computes from: a copy of `input` when autograd records it,
+    so the values its backward saved are not the ones the write overwrites (PyTorch's
+    in-place activations backpropagate; without the copy the backward raised "modified by
+    an inplace operation")."""
+    return input.clone() if inplace and input.requires_grad else input
+
+
 # -- linear ----------------------------------------------------------------------
 
 def linear(input, weight, bias=None):
@@ -83,7 +91,8 @@ def silu(input, inplace=False):
 
 
 def mish(input, inplace=False):
-    out = input * _op("tanh", _op("softplus", input, 1, 20))
+    source = _inplace_source(input, inplace)
+    out = source * _op("tanh", _op("softplus", source, 1, 20))
     return _inplace(input, out) if inplace else out
 
 
@@ -115,13 +124,14 @@ def hardsigmoid(input, inplace=False):
 
 def hardswish(input, inplace=False):
     """x * hardsigmoid(x); PyTorch's gradient: 0 at or below -3, (2x + 3) / 6 between, 1 at or above 3."""
-    out = _fn.where(input <= -3, input * 0, _fn.where(input < 3, input * (input + 3) / 6, input)).to(input.dtype)
+    x = _inplace_source(input, inplace)
+    out = _fn.where(x <= -3, x * 0, _fn.where(x < 3, x * (x + 3) / 6, x)).to(input.dtype)
     return _inplace(input, out) if inplace else out
 
 
 def selu(input, inplace=False):
     """scale * elu(x, alpha) with the self-normalizing constants of Klambauer et al."""
-    out = _op("elu", input, 1.6732632423543772848170429916717) * 1.0507009873554804934193349852946
+    out = _op("elu", _inplace_source(input, inplace), 1.6732632423543772848170429916717) * 1.0507009873554804934193349852946
     return _inplace(input, out) if inplace else out
 
 
@@ -129,7 +139,8 @@ def celu(input, alpha=1.0, inplace=False):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    out = _fn.where(input > 0, input, _op("elu", input / alpha, 1.0) * alpha)
+    x = _inplace_source(input, inplace)
+    out = _fn.where(x > 0, x, _op("elu", x / alpha, 1.0) * alpha)
     return _inplace(input, out) if inplace else out
 
 
@@ -1107,7 +1118,7 @@ def _feature_dropout(input, p, training, inplace, batched):
     lead = 2 if batched else 1
     mask_shape = tuple(input.shape[:lead]) + (1,) * (input.ndim - lead)
     keep = dispatch(_R["native_dropout"], (_fn.ones(mask_shape, dtype=input.dtype), p, True), {})[0]
-    out = input * keep
+    out = _inplace_source(input, inplace) * keep
     return _inplace(input, out) if inplace else out
 
 
@@ -1169,7 +1180,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     keep = dispatch(_R["bernoulli"], (_fn.ones(tuple(input.shape), dtype=input.dtype), 1 - p), {})
     a = ((1 - p) * (1 + p * _SELU_ALPHA_PRIME ** 2)) ** -0.5
     b = -a * _SELU_ALPHA_PRIME * p
-    out = (input * keep + _SELU_ALPHA_PRIME * (1 - keep)) * a + b
+    out = (_inplace_source(input, inplace) * keep + _SELU_ALPHA_PRIME * (1 - keep)) * a + b
     return _inplace(input, out) if inplace else out
 
 

@@ -346,3 +346,22 @@ def test_activations_compiled_like_plain(backend):
     np.testing.assert_allclose(got[0].numpy(), expected[0].numpy(), rtol=1e-5, atol=1e-6)
     for a, b in zip(got[1], expected[1]):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("hardswish", F.hardswish), ("hardsigmoid", F.hardsigmoid), ("selu", F.selu), ("celu", F.celu),
+    ("mish", F.mish), ("alpha_dropout", lambda x, inplace: F.alpha_dropout(x, 0.3, True, inplace)),
+    ("dropout2d", lambda x, inplace: F.dropout2d(x, 0.3, True, inplace))])
+def test_inplace_activation_backpropagates_like_out_of_place(name, fn):
+    """In place on an intermediate result (as nn.Hardswish(inplace=True) in MobileNetV3): the
+    backward must see the values before the write (it raised "modified by an inplace operation")."""
+    grads = []
+    for inplace in (False, True):
+        dynjit.manual_seed(7)       # the same dropout masks in both runs
+        x = dynjit.tensor(np.linspace(-4, 4, 18).reshape(2, 9, 1), requires_grad=True)
+        y = x * 1.5
+        z = fn(y, inplace=inplace)
+        assert (z is y) == inplace
+        (z * dynjit.arange(18.0).reshape(2, 9, 1)).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12)
