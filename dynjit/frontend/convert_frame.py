@@ -9,6 +9,7 @@ instruction natively and resuming the rest of the frame in a resume function
 that goes through the JIT again (see resume.py).
 """
 import inspect
+import ast
 import linecache
 import logging
 import types
@@ -23,7 +24,7 @@ from ..compiler.registry import call_backend, contract_error
 from ..exc import Unsupported, BreakKind
 from ..fx.graph_module import GraphModule
 from ..utils import counters, forget_source_with
-from . import resume
+from . import resume, tracebacks
 from .bytecode_info import live_after, code_info
 from .codegen import generate, signature_source
 from .guards import namespace, weakly_held
@@ -158,7 +159,7 @@ def _trace_into(output, fn, bound, backend, stop_at, break_exc, hook, dynamic, d
     if compiled is not None:
         # the backend's callable is checked on its first call (then called directly)
         ns["___graph"] = check_outputs_once(backend, compiled, len(outs), ns, "___graph")
-    exec(compile(src, f"<dynjit-transformed {fn.__qualname__}>", "exec"), ns)
+    exec(_compile_as(src, code), ns)
     transformed = ns["___transformed"]
     transformed.__defaults__ = fn.__defaults__
     transformed.__kwdefaults__ = fn.__kwdefaults__
@@ -176,6 +177,22 @@ def _trace_into(output, fn, bound, backend, stop_at, break_exc, hook, dynamic, d
     entry.break_fn = break_fn
     entry.dynamic = output.dynamic and not output.shape_specialized
     return entry
+
+
+def _compile_as(src, code):
+    """The transformed function's source compiled so that its frame reads as the original's:
+    `code`'s name, qualified name and file, every line the `def` line. Code that walks the
+    stack (logging's caller, warnings' stacklevel, inspect) then meets the user's function,
+    not a generated one; tracebacks still know it for dynjit's."""
+    tree = ast.parse(src)
+    for node in ast.walk(tree):
+        if "lineno" in node._attributes:
+            node.lineno = node.end_lineno = code.co_firstlineno
+    module = compile(tree, code.co_filename, "exec")
+    fn_code = next(c for c in module.co_consts if isinstance(c, types.CodeType))
+    renamed = fn_code.replace(co_name=code.co_name, co_qualname=code.co_qualname)
+    tracebacks.mark_generated(renamed)
+    return module.replace(co_consts=tuple(renamed if c is fn_code else c for c in module.co_consts))
 
 
 def check_outputs_once(backend, compiled, n_outputs, namespace, name):
@@ -306,7 +323,8 @@ def _break_call(fn, tx, output, exc, hook):
                           "other than a grad mode (the frame runs plain)")
     consumed = resume.consumed_by(inst)
     stack = list(stack)
-    if getattr(exc, "_in_inlined_call", False) and inst.opname in ("CALL", "CALL_KW", "CALL_FUNCTION_EX"):
+    if getattr(exc, "_in_inlined_call", False) and inst.opname in ("CALL", "CALL_KW", "CALL_FUNCTION_EX") \
+            and not getattr(exc, "callee_runs_plain", False):
         base = len(stack) - consumed
         for k in (base, base + 1):
             if stack[k] is not NULL:

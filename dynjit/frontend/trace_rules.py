@@ -71,18 +71,55 @@ TENSOR_HOOK_METHODS = frozenset({"register_hook", "register_post_accumulate_grad
 _WEAKREF_MODULES = ("weakref", "_weakref", "_weakrefset")
 
 
-def observes_lifetime(fn):
-    """Whether calling `fn` makes when an object dies observable: a class whose instances have
-    `__del__`, or a weak reference (weakref.ref, proxy, finalize, WeakMethod, the weak
-    containers). The trace creates objects lazily, or never when they do not escape, and a
-    graph break hands the live ones to the resume function, which holds them past the user's
-    `del`; so such a frame runs plain, where objects die when plain Python says."""
+def _frame_readers():
+    """The functions that read the Python call stack: under compile it holds dynjit's generated
+    functions, so what they return (frame names, line numbers, locals) would differ."""
+    import inspect
+    import sys
+    import traceback
+    readers = [sys._getframe, inspect.currentframe, inspect.stack, inspect.trace, inspect.getouterframes,
+               traceback.extract_stack, traceback.format_stack, traceback.print_stack, traceback.walk_stack]
+    if hasattr(sys, "_getframemodulename"):
+        readers.append(sys._getframemodulename)
+    return readers
+
+
+def reads_call_stack(fn, args=(), kwargs=None):
+    """Whether calling `fn` with `args`/`kwargs` (trackers) reads the Python call stack (see
+    frame_plain_reason): a frame reader, or warnings.warn attributing the warning to a caller
+    (stacklevel above 1)."""
+    import warnings
+    if fn is warnings.warn:
+        level = (kwargs or {}).get("stacklevel", args[2] if len(args) > 2 else None)
+        if level is None:
+            return False
+        return not level.is_python_constant() or level.as_python_constant() != 1
+    return _in(fn, _frame_readers())
+
+
+def frame_plain_reason(fn, inlined=False, args=(), kwargs=None):
+    """Why calling `fn` makes the whole frame run plain, or None. Two kinds of call cannot be
+    split into traced and native parts that agree with plain Python:
+    - those that make when an object dies observable: a class whose instances have `__del__`,
+      or a weak reference (weakref.ref, proxy, finalize, WeakMethod, the weak containers).
+      The trace creates objects lazily, or never when they do not escape, and a graph break
+      hands the live ones to the code that resumes, which holds them past the user's `del`;
+    - those that read the call stack (sys._getframe, inspect.currentframe, inspect.stack,
+      traceback.extract_stack, ...) in the frame being compiled, which would see dynjit's
+      generated functions as its callers. Called from an inlined function (`inlined`), they
+      break the graph instead (the translator's call_function): the outermost inlined call
+      then runs plain, natively, from the break code, which carries the caller's name and
+      line numbers."""
     module = getattr(fn, "__module__", None)
     if module in _WEAKREF_MODULES:
-        return True
+        return "a weak reference, whose death plain Python makes observable"
     if isinstance(fn, type):
-        return any("__del__" in vars(klass) for klass in fn.__mro__[:-1])
-    return False
+        if any("__del__" in vars(klass) for klass in fn.__mro__[:-1]):
+            return f"creating a {fn.__name__}, whose __del__ runs when plain Python says"
+        return None
+    if not inlined and reads_call_stack(fn, args, kwargs):
+        return f"{callable_name(fn)}() reads the call stack (here: dynjit's generated frames)"
+    return None
 
 
 def lookup(fn):

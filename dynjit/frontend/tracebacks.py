@@ -12,6 +12,7 @@ every frame, when debugging dynjit itself.
 """
 import os
 import types
+import weakref
 
 from .. import config, _jit_callback
 from . import resume
@@ -19,13 +20,19 @@ from . import resume
 _FRONTEND_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _MACHINERY_FILES = frozenset({os.path.abspath(_jit_callback.__file__)})
 _GENERATED_PREFIX = "<dynjit-"
+_generated_codes = weakref.WeakSet()     # generated code that carries the user's names
+
+
+def mark_generated(code):
+    """`code` is dynjit's, though it carries the user's name and file (a transformed function)."""
+    _generated_codes.add(code)
 
 
 def _is_machinery(tb):
     code = tb.tb_frame.f_code
     filename = code.co_filename
     if filename.startswith(_GENERATED_PREFIX) or filename.startswith(_FRONTEND_DIR) \
-            or filename in _MACHINERY_FILES:
+            or filename in _MACHINERY_FILES or code in _generated_codes:
         return True
     original, offsets = resume.origin(code)
     # an instruction a graph break added (no original instruction): the resume call, ...

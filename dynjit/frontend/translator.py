@@ -215,13 +215,16 @@ class InstructionTranslator:
             raise AssertionError("calling NULL (internal error)")
         if isinstance(getattr(fn, "value", None), GlobalLookup) and not args and not kwargs:
             return self._global_value(fn.value.name)     # generated code's LOAD_GLOBAL locals/vars
-        if fn.is_python_constant():
-            target = fn.as_python_constant()
-            if trace_rules.observes_lifetime(target):
-                frame_runs_plain(BreakKind.UNSUPPORTED_VALUE,
-                                 f"calling {trace_rules.callable_name(target)}, whose objects' death "
-                                 "plain Python makes observable (__del__ or a weak reference): "
-                                 "the frame runs plain")
+        target = fn.as_python_constant() if fn.is_python_constant() else getattr(fn, "fn", None)
+        if target is not None:
+            why = trace_rules.frame_plain_reason(target, self.parent is not None, args, kwargs)
+            if why is not None:
+                frame_runs_plain(BreakKind.UNSUPPORTED_VALUE, f"{why} (the frame runs plain)")
+            if self.parent is not None and trace_rules.reads_call_stack(target, args, kwargs):
+                e = Unsupported(BreakKind.UNSUPPORTED_VALUE, f"{trace_rules.callable_name(target)}() reads "
+                                "the call stack (the call that reached it runs plain)")
+                e.callee_runs_plain = True      # not through the JIT: no frames of dynjit's below it
+                raise e
         return fn.call(self, list(args), dict(kwargs))
 
     def inline_call(self, fn_var, args, kwargs):

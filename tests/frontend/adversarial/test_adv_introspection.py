@@ -163,7 +163,6 @@ def make_args(call):
 '''
 
 XFAIL = {
-    'frame_introspection': "frontend: frames show co_name '___transformed' and shifted line numbers (findings M2)",
 }
 
 
