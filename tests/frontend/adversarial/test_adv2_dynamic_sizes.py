@@ -48,10 +48,18 @@ PROGRAMS["chunks_summed_in_python_loop"] = _prog("""    total = x.new_zeros(2)
         count += 1
     return total, count""")
 
+PROGRAMS["chunk_and_split_by_python_int_argument"] = '''
+import dynjit
+def main(x, k):
+    return len(x.chunk(k)), len(x.split(k)), x.split(k)[-1], len(dynjit.zeros(k).unbind(0))
+def make_args(call):
+    return dynjit.arange(8, dtype=dynjit.float32), [2, 2, 3, 4, 5, 6][call]
+'''
+
 _D1 = ("frontend: the number of outputs of chunk/split/unbind is fixed by the first dynamic-size trace without a "
        "guard: wrong counts or IndexError for later sizes (findings R2-D1)")
 XFAIL = {name: _D1 for name in (
-    "chunk_count_follows_size", "chunk_by_size_itself", "split_fixed_size_count", "split_by_half_size",
+    "chunk_count_follows_size", "chunk_and_split_by_python_int_argument", "chunk_by_size_itself", "split_fixed_size_count", "split_by_half_size",
     "unbind_rows_count", "unbind_transposed_columns", "functional_chunk_four", "flatten_split_five",
     )}
 
