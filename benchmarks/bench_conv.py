@@ -19,6 +19,11 @@ SHAPES = [
     ("depthwise 3x3 64 32x32 b32", (32, 64, 32, 32), (64, 1, 3, 3), 1, 1, 64),
     ("depthwise s2 3x3 64 32x32 b32", (32, 64, 32, 32), (64, 1, 3, 3), 2, 1, 64),
     ("grouped g4 3x3 64 16x16 b32", (32, 64, 16, 16), (64, 16, 3, 3), 1, 1, 4),
+    ("mobilenet dw 3x3 64 56x56 b8", (8, 64, 56, 56), (64, 1, 3, 3), 1, 1, 64),
+    ("mobilenet dw s2 3x3 64 56x56 b8", (8, 64, 56, 56), (64, 1, 3, 3), 2, 1, 64),
+    ("grouped g4 3x3 64 56x56 b8", (8, 64, 56, 56), (64, 16, 3, 3), 1, 1, 4),
+    ("resnext g32 3x3 128 28x28 b8", (8, 128, 28, 28), (128, 4, 3, 3), 1, 1, 32),
+    ("grouped g2 s2 3x3 64->128 28x28 b8", (8, 64, 28, 28), (128, 32, 3, 3), 2, 1, 2),
     ("late 3x3 128->128 7x7 b32", (32, 128, 7, 7), (128, 128, 3, 3), 1, 1, 1),
     ("cnn_classifier conv2 8->16 14x14 b64", (64, 8, 14, 14), (16, 8, 3, 3), 1, 1, 1),
 ]
@@ -46,6 +51,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--only", default=None, help="run the shapes whose name contains this")
     args = p.parse_args(argv)
     if args.threads:
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -65,6 +71,8 @@ def main(argv=None):
           f"{'dj/np':>7s} {'dj/torch':>8s}")
     rng = np.random.default_rng(0)
     for name, xs, ws, stride, padding, groups in SHAPES:
+        if args.only and args.only not in name:
+            continue
         xn = rng.standard_normal(xs, dtype=np.float32)
         wn = rng.standard_normal(ws, dtype=np.float32)
         x = dynjit.tensor(xn, requires_grad=True)
@@ -101,7 +109,7 @@ def main(argv=None):
             rows["fwd+bwd"].append(None)
         for kind, (dj, npy, tt) in rows.items():
             def ms(v):
-                return f"{v * 1e3:10.1f}" if v is not None else f"{'-':>10s}"
+                return f"{v * 1e3:10.2f}" if v is not None else f"{'-':>10s}"
 
             def ratio(v):
                 return f"{dj / v:7.2f}" if v else f"{'-':>7s}"

@@ -162,17 +162,52 @@ def current_modes():
 
 def _unwrap(op, args):
     """numpy values for the kernel, plus the tensor inputs (in param order)."""
+    lists = op.tensor_lists
+    if not lists:
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        if not tensors:
+            return list(args), tensors
+        return [a._data if isinstance(a, Tensor) else a for a in args], tensors
     vals = list(args)
     tensors = []
-    lists = op.tensor_lists
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
             vals[i] = a._data
             tensors.append(a)
-        elif lists and i in lists:
+        elif i in lists:
             vals[i] = [t._data if isinstance(t, Tensor) else t for t in a]
             tensors.extend(t for t in a if isinstance(t, Tensor))
     return vals, tensors
+
+
+# numpy's floating-point error state is a context variable (numpy >= 2): a kernel runs with
+# the current state's errors ignored, as under np.errstate(all="ignore"), but without making
+# an errstate object and its state per call (half the cost of a small op's kernel call).
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _np_error_state, _make_extobj
+except ImportError:         # numpy 1.x: np.errstate itself
+    _np_error_state = None
+_quiet_state = (None, None)     # (a numpy error state, the same with every error ignored)
+
+
+def _run_quiet(kernel, vals):
+    """kernel(*vals) under np.errstate(all="ignore")."""
+    global _quiet_state
+    if _np_error_state is None:
+        with np.errstate(all="ignore"):
+            return kernel(*vals)
+    current = _np_error_state.get()
+    known = _quiet_state
+    if known[0] is current:
+        quiet = known[1]
+    else:       # built from the current state: keeps its buffer size and error callback
+        quiet = _make_extobj(all="ignore")
+        _quiet_state = (current, quiet)
+    token = _np_error_state.set(quiet)
+    try:
+        return kernel(*vals)
+    finally:
+        _np_error_state.reset(token)
 
 
 def pointwise_dtypes(op, args):
@@ -297,15 +332,61 @@ def _as_array(x, np_dtype):
     return x
 
 
+def _run_pointwise(op, args, vals):
+    """A pointwise op's kernel on `vals` (args with tensors unwrapped), its output an array
+    in the op's result dtype. The common case, operands of one plain dtype (and Python
+    numbers that keep it), computes in that dtype; the dtype rule runs only when they differ."""
+    np_dtype = None
+    uniform = True
+    scalar = 0   # highest category among Python scalar operands (1 int, 2 float)
+    for i in op.operands:
+        a = vals[i]
+        if type(a) is np.ndarray:
+            if np_dtype is None:
+                np_dtype = a.dtype
+                if np_dtype.kind == "c" or np_dtype.metadata is not None:
+                    uniform = False     # complex and bfloat16 take the checked path
+            elif a.dtype is not np_dtype:
+                # (numpy's dtype objects of plain arrays are singletons; a bfloat16 tag
+                # makes another object that compares equal to float32's)
+                uniform = False
+        elif type(a) is float:
+            scalar = 2
+        elif type(a) is int:
+            scalar = scalar or 1
+        elif a is not None:
+            uniform = False
+    if scalar and uniform and np_dtype is not None:
+        # a scalar keeps the tensor's dtype unless it is of a higher category
+        kind = np_dtype.kind
+        uniform = kind == "f" or (scalar == 1 and kind in "iu")
+    rule = op.dtype_rule
+    # no tensor operand (where(cond, 1.0, 0)): the scalars promote as wrapped numbers,
+    # which only result_type knows (numpy would compute 1.0 and 0 in float64)
+    checked = False
+    if uniform and np_dtype is not None and (rule is PROMOTE or rule is REAL or (
+            (rule is FLOAT or rule is REAL_FLOAT) and np_dtype.kind == "f")):
+        want = np_dtype         # computed and returned in the operands' own dtype
+    elif uniform and rule is BOOL:
+        want = _NP_BOOL
+    else:
+        compute, result = pointwise_dtypes(op, args)
+        _convert_operands(op, vals, compute)
+        want = result.np
+        checked = True          # (a bfloat16 result is rounded by _as_array)
+    if scalar:
+        _fit_int_scalars(op, vals)
+    out = op.kernel(*vals)
+    if checked or type(out) is not np.ndarray or out.dtype is not want:     # (identity: see above)
+        out = _as_array(out, want)
+    return out
+
+
 def run_kernel(op, args):
     """Run the numpy kernel; return (outputs as arrays or a tuple/list of them, tensors)."""
     vals, tensors = _unwrap(op, args)
-    if op.kind == POINTWISE:
-        compute, result = pointwise_dtypes(op, args)
-        _convert_operands(op, vals, compute)
-        _fit_int_scalars(op, vals)
-        out = op.kernel(*vals)
-        return _as_array(out, result.np), tensors
+    if op.kind is POINTWISE:
+        return _run_pointwise(op, args, vals), tensors
     special = False         # a complex or bfloat16 operand (one pass; rare)
     for t in tensors:
         d = t._data.dtype
@@ -316,16 +397,17 @@ def run_kernel(op, args):
             break
     if special and not op.complex_ok:
         check_complex_operands(op, tensors)
-    with np.errstate(all="ignore"):
-        out = op.kernel(*vals)
-    if op.kind is not VIEW and not op.aliases_input and (
+    if op.kind is VIEW:         # (no arithmetic: no floating-point errors to silence)
+        return op.kernel(*vals), tensors
+    out = _run_quiet(op.kernel, vals)
+    if not op.aliases_input and (
             special or ("dtype" in op.index and _dtype_argument(op, args) is _dtype.bfloat16)):
         out = round_bfloat16_outputs(op, args, tensors, out)
     return out, tensors
 
 
 def _wrap(op, out, tensors):
-    if isinstance(out, np.ndarray):
+    if type(out) is np.ndarray or isinstance(out, np.ndarray):
         return Tensor._make(out)
     if isinstance(out, (tuple, list)):
         items = [_wrap(op, o, tensors) for o in out]
@@ -340,67 +422,18 @@ def _wrap(op, out, tensors):
 def eager(op, args, kwargs):
     if kwargs or len(args) != op.nparams:
         args = op.normalize(args, kwargs)
+    if sparse_seen and op.sparse is not op:
+        routed = _sparse_route(op, args)
+        if routed is not None:
+            return routed.impl(routed, args, {})
     if op.kind is POINTWISE:
-        # The hot path: one pass to unwrap, and the dtype rule only when operands differ.
-        vals = [a._data if isinstance(a, Tensor) else a for a in args]
-        np_dtype = None
-        uniform = True
-        scalar = 0   # highest category among Python scalar operands (1 int, 2 float)
-        for i in op.operands:
-            a = vals[i]
-            if type(a) is np.ndarray:
-                if np_dtype is None:
-                    np_dtype = a.dtype
-                    if np_dtype.kind == "c" or np_dtype.metadata is not None:
-                        uniform = False     # complex and bfloat16 take the checked path
-                elif a.dtype is not np_dtype:
-                    # (numpy's dtype objects of plain arrays are singletons; a bfloat16 tag
-                    # makes another object that compares equal to float32's)
-                    uniform = False
-            elif type(a) is float:
-                scalar = 2
-            elif type(a) is int:
-                scalar = scalar or 1
-            elif a is not None:
-                uniform = False
-        if scalar and uniform and np_dtype is not None:
-            # a scalar keeps the tensor's dtype unless it is of a higher category
-            kind = np_dtype.kind
-            uniform = kind == "f" or (scalar == 1 and kind in "iu")
-        rule = op.dtype_rule
-        # no tensor operand (where(cond, 1.0, 0)): the scalars promote as wrapped numbers,
-        # which only result_type knows (numpy would compute 1.0 and 0 in float64)
-        checked = False
-        if uniform and np_dtype is not None and (rule is PROMOTE or rule is REAL or (
-                (rule is FLOAT or rule is REAL_FLOAT) and np_dtype.kind == "f")):
-            want = np_dtype         # computed and returned in the operands' own dtype
-        elif uniform and rule is BOOL:
-            want = _NP_BOOL
-        else:
-            if sparse_seen and op.sparse is not op:     # (a sparse operand is never uniform)
-                routed = _sparse_route(op, args)
-                if routed is not None:
-                    return routed.impl(routed, args, {})
-            compute, result = pointwise_dtypes(op, args)
-            _convert_operands(op, vals, compute)
-            want = result.np
-            checked = True          # (a bfloat16 result is rounded by _as_array)
-        if scalar:
-            _fit_int_scalars(op, vals)
-        out = op.kernel(*vals)
-        if checked or type(out) is not np.ndarray or out.dtype is not want:     # (identity: see above)
-            out = _as_array(out, want)
-        result = Tensor._make(out)
+        result = Tensor._make(_run_pointwise(op, args, [a._data if isinstance(a, Tensor) else a for a in args]))
         if grad_state.enabled and op.backward_cls is not None:
             for a in args:
                 if isinstance(a, Tensor) and a._requires_grad:
                     record(op, args, [t for t in args if isinstance(t, Tensor)], result)
                     break
         return result
-    if sparse_seen and op.sparse is not op:
-        routed = _sparse_route(op, args)
-        if routed is not None:
-            return routed.impl(routed, args, {})
     out, tensors = run_kernel(op, args)
     result = _wrap(op, out, tensors)
     if op.kind is VIEW:

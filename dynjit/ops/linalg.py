@@ -58,7 +58,8 @@ def _check_matmul(a, b, name):
 @register("matmul", EXTERN, variants="function, method", tags=(AUTOCAST_LOWER_PRECISION,))
 def matmul(self, other):
     a, b = np.asarray(self), np.asarray(other)
-    _check_matmul(a, b, "matmul")
+    if a.dtype is not b.dtype or a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        _check_matmul(a, b, "matmul")       # (two matrices that fit, of one dtype, pass it)
     return np.matmul(a, b)
 
 
@@ -102,8 +103,9 @@ def _check_ndim(name, ndim, a, b):
 @register("mm", EXTERN, variants="function, method", tags=(AUTOCAST_LOWER_PRECISION,))
 def mm(self, mat2):
     a, b = np.asarray(self), np.asarray(mat2)
-    _check_ndim("mm", 2, a, b)
-    _check_matmul(a, b, "mm")
+    if a.dtype is not b.dtype or a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        _check_ndim("mm", 2, a, b)          # (two matrices that fit, of one dtype, pass both)
+        _check_matmul(a, b, "mm")
     return a @ b
 
 

@@ -65,7 +65,7 @@ from it (no layer keeps its own list of op names)::
 """
 import inspect
 
-from .dispatch import dispatch, install
+from .dispatch import dispatch, install, _modes
 from .vocab import (POINTWISE, REDUCTION, VIEW, INPLACE, EXTERN, FACTORY, OTHER, KINDS,  # noqa: F401
                     PROMOTE, FLOAT, BOOL, KEEP, REAL, REAL_FLOAT, FUNCTION, METHOD, VARIANTS, RANDOM,
                     NONE_DIM_REDUCES_ALL, COMPUTE_BOUND, AUTOCAST_LOWER_PRECISION, AUTOCAST_FP32, TAGS)
@@ -149,7 +149,9 @@ class OpDef:
         return f"dynjit.ops.{self.name}"
 
     def __call__(self, *args, **kwargs):
-        return dispatch(self, args, kwargs)
+        if _modes.items:            # (dispatch's own test, saving a call when no mode is active)
+            return dispatch(self, args, kwargs)
+        return self.impl(self, args, kwargs)
 
     # -- declaration helpers -------------------------------------------------
     def derivative(self, fn):
