@@ -167,7 +167,11 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
             traced = trace_function(fn, leaves, spec, training, keep_inference_input_mutations,
                                     decompositions, symbolic=sym)
         except Exception as e:
-            traced, why = None, f"the symbolic trace raised {type(e).__name__}: {e}"
+            # the function's own error raises again from the concrete trace; only if that one
+            # succeeds are symbolic sizes given up for this function
+            _log.debug("AOT trace of %s: the symbolic trace raised %s: %s", name, type(e).__name__, e)
+            compiled._symbolic_raised = True
+            return None
         if traced is not None:
             env = traced.shape_env
             values = _symbolic.probe_point(env)
@@ -201,6 +205,7 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
         if compiled._aot_id is None:
             compiled._aot_id = next(AOT_COUNTER)
         sym = symbolic_spec(key, leaves, spec)
+        compiled._symbolic_raised = False
         if sym is not None:
             with suspended_hooks():
                 traced = trace_symbolic(key, leaves, spec, sym, training)
@@ -211,9 +216,12 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
                 symbolic_entries.append(sym_entry)
                 cache[("symbolic", len(symbolic_entries))] = entry
                 return entry
-        concrete_keys.append(key)
         with suspended_hooks():     # the user's saved-tensor hooks see the compiled graph run, not its trace
             traced = trace_function(fn, leaves, spec, training, keep_inference_input_mutations, decompositions)
+        concrete_keys.append(key)
+        if compiled._symbolic_raised:
+            compiled._symbolic_raised = False
+            compiled._no_symbolic = True
         if traced.specialized:
             indices = tuple(sorted(traced.specialized))
             groups = specialized.setdefault(key, [])
@@ -267,6 +275,7 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
     compiled._cache = cache
     compiled._symbolic_entries = symbolic_entries
     compiled._no_symbolic = False
+    compiled._symbolic_raised = False    # the last symbolic trace raised (see compile_for)
     compiled._dynamic_hint = None  # (tensor leaves, {int leaf: (tensor leaf, dim)}): see symbolic.py
     compiled._warned = False
     compiled._aot_id = None

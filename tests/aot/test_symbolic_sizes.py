@@ -339,3 +339,57 @@ def test_aot_module_simplified_dynamic():
     x2, y2 = dynjit.randn(7, 20, requires_grad=True), dynjit.randn(7, 30, requires_grad=True)
     assert same(compiled_f(x2, y2)[0], mod(x2, y2)[0], tol=1e-5)
     assert len(compiled_f._cache) == 1
+
+
+def test_an_unused_output_gets_zero_gradients_of_each_calls_size():
+    # the backward is given zeros for an output the loss does not use: of this call's shape,
+    # not of the traced one
+    def f(x):
+        return x * 2, x.sum(1) * 3
+
+    compiled = aot_function(f, nop)
+    for n in (2, 3, 4, 6, 9):
+        x = dynjit.randn(n, 5, requires_grad=True)
+        a, _ = compiled(x)
+        a.sum().backward()
+        assert same(x.grad, dynjit.full((n, 5), 2.0))
+        x.grad = None
+        _, b = compiled(x)
+        b.sum().backward()
+        assert same(x.grad, dynjit.full((n, 5), 3.0))
+    assert _traces(compiled) == 2
+
+
+def test_two_inputs_whose_sizes_must_match_share_a_symbol():
+    def f(x, y):
+        return (x + y).relu()
+
+    compiled = aot_function(f, nop)
+    for n in (2, 3, 4, 5):
+        x, y = dynjit.randn(n, 3), dynjit.randn(n, 3)
+        assert same(compiled(x, y), f(x, y))
+    assert _traces(compiled) == 2
+    assert compiled._symbolic_entries[0].env.describe_guards() == ["s1 == s0"]
+    x, y = dynjit.randn(6, 3), dynjit.randn(7, 3)
+    with pytest.raises(RuntimeError) as eager:
+        f(x, y)
+    with pytest.raises(RuntimeError) as got:
+        compiled(x, y)
+    assert str(got.value) == str(eager.value)
+
+
+def test_a_call_that_raises_does_not_end_symbolic_sizes():
+    def f(x, y):
+        return x @ y
+
+    compiled = aot_function(f, nop)
+    w = dynjit.randn(3, 2)
+    compiled(dynjit.randn(2, 3), w)
+    compiled(dynjit.randn(4, 3), w)         # symbolic from here
+    with pytest.raises(RuntimeError):
+        compiled(dynjit.randn(5, 4), w)     # the user's error: eager's message, from a trace
+    for n in (6, 7, 8):
+        x = dynjit.randn(n, 3)
+        assert same(compiled(x, w), f(x, w))
+    assert not compiled._no_symbolic
+    assert _traces(compiled) == 2
