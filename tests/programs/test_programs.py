@@ -94,7 +94,12 @@ CONFIGS_2 = {
     "pinn_burgers": [(3, {"lbfgs_steps": 1}), (2, {"compile_mode": "model", "lbfgs_steps": 1})],
     "training_recipe": [(4, {}), (3, {"compile_mode": "model"})],
     "gp_regression": [(4, {}), (3, {"compile_mode": "model"})],
+    "mobilenet_v3": [(2, {}), (2, {"compile_mode": "model"})],
 }
+
+# llvm compiles MobileNetV3's training step (depthwise convs, squeeze-excitation, 5 blocks of
+# BatchNorm forward and backward) for about 40 s on a loaded machine: run with -m slow
+SLOW_2 = {("mobilenet_v3", "llvm", ()), ("mobilenet_v3", "llvm", (("compile_mode", "model"),))}
 
 # strict xfails of compiled runs, by (program, backend, kwargs): reason
 XFAIL_2 = {}
@@ -110,6 +115,7 @@ EXPECTED_ERROR_2 = {("pinn_burgers", b, (("compile_mode", "model"), ("lbfgs_step
 def _case_2(name, steps, kwargs, backend):
     key = (name, backend, tuple(sorted(kwargs.items())))
     marks = [pytest.mark.xfail(strict=True, reason=XFAIL_2[key])] if key in XFAIL_2 else []
+    marks += [pytest.mark.slow] if key in SLOW_2 else []
     return pytest.param(name, steps, kwargs, backend, marks=marks,
                         id=f"{name}-{'-'.join(map(str, kwargs.values())) or 'default'}-{backend}")
 
@@ -171,6 +177,8 @@ GRAPH_COUNTS_2 = [
                  marks=pytest.mark.xfail(strict=True, reason=_REBUILT_MODEL)),
     ("gp_regression", 3, {}, 1, 1),
     ("gp_regression", 3, {"compile_mode": "model"}, 1, 0),
+    ("mobilenet_v3", 3, {}, 1, 1),
+    ("mobilenet_v3", 3, {"compile_mode": "model"}, 2, 0),
 ]
 
 
