@@ -188,7 +188,13 @@ def tanhshrink(input):
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError("hardtanh: min_val cannot be greater than max_val")
-    return _op("clamp_" if inplace else "clamp", input, min_val, max_val)
+    if not (input.requires_grad and input.dtype.is_floating_point):
+        return _op("clamp_" if inplace else "clamp", input, min_val, max_val)
+    # clamp's values, with PyTorch's hardtanh gradient: none at the bounds themselves (clamp's
+    # gradient passes there), so relu6 at exactly 0 or 6 gets 0 as in PyTorch
+    x = _inplace_source(input, inplace)
+    out = _fn.where(x <= min_val, min_val, _fn.where(x >= max_val, max_val, x)).to(input.dtype)
+    return _inplace(input, out) if inplace else out
 
 
 def threshold(input, threshold, value, inplace=False):

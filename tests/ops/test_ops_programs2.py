@@ -365,3 +365,16 @@ def test_inplace_activation_backpropagates_like_out_of_place(name, fn):
         (z * dynjit.arange(18.0).reshape(2, 9, 1)).sum().backward()
         grads.append(x.grad.numpy())
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_hardtanh_and_relu6_have_no_gradient_at_their_bounds(inplace):
+    """PyTorch's hardtanh backward passes the gradient strictly inside (min_val, max_val):
+    relu6 at exactly 0 or 6 gets 0 (clamp's gradient, which passes at the bounds, gave 1)."""
+    points = np.array([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 6.0, 7.0])
+    for fn, low, high in ((F.hardtanh, -1.0, 1.0), (F.relu6, 0.0, 6.0)):
+        x = dynjit.tensor(points, requires_grad=True)
+        y = fn(x * 1.0, inplace=inplace)
+        y.sum().backward()
+        np.testing.assert_array_equal(y.detach().numpy(), np.clip(points, low, high))
+        np.testing.assert_array_equal(x.grad.numpy(), ((points > low) & (points < high)).astype(float))
