@@ -15,7 +15,8 @@ An op without a rule raises NotImplementedError naming it.
 import numpy as np
 
 from ..ops.dispatch import DispatchMode
-from ..ops.registry import POINTWISE, REDUCTION, INPLACE, FACTORY, NONE_DIM_REDUCES_ALL, RANDOM, registry
+from ..ops.registry import (POINTWISE, REDUCTION, INPLACE, FACTORY, NONE_DIM_REDUCES_ALL, RANDOM, BATCHED_MATRICES,
+                            registry)
 from ..tensor import Tensor
 
 R = registry
@@ -77,6 +78,8 @@ class VmapMode(DispatchMode):
             return op(*args, **kwargs)
         args = op.normalize(tuple(args), kwargs)
         rule = _RULES.get(op.name)
+        if rule is None and BATCHED_MATRICES in op.tags:
+            rule = _batched_matrices
         if rule is None:
             rule = _KIND_RULES.get(op.kind)
         if rule is None:
@@ -164,6 +167,20 @@ def _pointwise(mode, op, args):
     new = [(_pad_to(a._bt_value, a._data.ndim, rank) if mode.is_batched(a) else a)
            for a in args]
     return _out(mode, op(*new))
+
+
+def _batched_matrices(mode, op, args):
+    """Ops over batches of matrices whose leading dims broadcast (linalg): the operands'
+    logical dims are lined up as for pointwise ops, and every output has the vmap batch in
+    front."""
+    result = _pointwise(mode, op, args)
+    size = mode.level.batch_size
+    for out in (result if isinstance(result, (tuple, list)) else (result,)):
+        value = out._bt_value if isinstance(out, Tensor) and mode.is_batched(out) else None
+        if value is not None and (value._data.ndim == 0 or value._data.shape[0] != size):
+            raise NotImplementedError(f"vmap: dynjit.ops.{op.name} gives an output without the batch "
+                                      f"dimension here (shape {list(value._data.shape)})")
+    return result
 
 
 def _inplace(mode, op, args):

@@ -10,7 +10,7 @@ eigen vector is refused.
 """
 import numpy as np
 
-from .registry import register, registry, EXTERN
+from .registry import register, registry, EXTERN, BATCHED_MATRICES
 from .._dtype import scalar_type_name
 from .linalg_common import (LinAlgError, check_input, check_matrix, as_dtype, real_of, batch_prefix, first_failure,
                             mH, identity, diag_embed, tril, is_complex, safe_div)
@@ -41,7 +41,7 @@ _EIG_PHASE = (": The eigenvectors in the complex case are specified up to multip
 
 # -- SVD ------------------------------------------------------------------------------
 
-@register("linalg_svd", EXTERN, complex_ok=True)
+@register("linalg_svd", EXTERN, tags=(BATCHED_MATRICES,), complex_ok=True)
 def linalg_svd(A, full_matrices=True):
     a = np.asarray(A)
     check_input("linalg.svd", a, "linalg_svd", square=False)
@@ -135,7 +135,7 @@ def _check_uplo(UPLO):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
 
 
-@register("linalg_eigh", EXTERN, complex_ok=True)
+@register("linalg_eigh", EXTERN, tags=(BATCHED_MATRICES,), complex_ok=True)
 def linalg_eigh(A, UPLO="L"):
     a = np.asarray(A)
     _check_eigh_input(a)
@@ -202,7 +202,7 @@ def eig_backward(gL, gV, L, V, hermitian):
 
 # -- general eigendecomposition -------------------------------------------------------------
 
-@register("linalg_eig", EXTERN, complex_ok=True)
+@register("linalg_eig", EXTERN, tags=(BATCHED_MATRICES,), complex_ok=True)
 def linalg_eig(A):
     a = np.asarray(A)
     _check_eig_input(a)
@@ -244,7 +244,7 @@ def _parse_qr_mode(mode):
     return mode != "r", mode != "complete"      # compute_q, reduced
 
 
-@register("linalg_qr", EXTERN, complex_ok=True)
+@register("linalg_qr", EXTERN, tags=(BATCHED_MATRICES,), complex_ok=True)
 def linalg_qr(A, mode="reduced"):
     a = np.asarray(A)
     check_input("linalg.qr", a, "geqrf", square=False)
@@ -352,7 +352,8 @@ def _cholesky_error(shape, info):
                       f"{order} is not positive-definite).")
 
 
-@register("linalg_cholesky_ex", EXTERN, complex_ok=True, nondiff_outputs=(1,))
+@register("linalg_cholesky_ex", EXTERN, tags=(BATCHED_MATRICES,), complex_ok=True,
+          nondiff_outputs=(1,))
 def linalg_cholesky_ex(A, upper=False, check_errors=False):
     a = np.asarray(A)
     check_input("linalg.cholesky", a, "cholesky")

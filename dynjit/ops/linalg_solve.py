@@ -13,7 +13,7 @@ the exponential of [[A^H, G], [0, A^H]].
 import numpy as np
 
 from .. import _dtype
-from .registry import register, registry, EXTERN
+from .registry import register, registry, EXTERN, BATCHED_MATRICES
 from .linalg_common import (LinAlgError, check_input, check_matrix, as_dtype, real_of, batch_prefix,
                             first_failure, lu_zero_pivot, mH, tril, triu)
 from . import linalg_common as _rt
@@ -27,7 +27,7 @@ def _singular_message(name, shape, info):
             "could not be completed because the input matrix is singular.")
 
 
-@register("linalg_inv_ex", EXTERN, complex_ok=True, nondiff_outputs=(1,))
+@register("linalg_inv_ex", EXTERN, tags=(BATCHED_MATRICES,), complex_ok=True, nondiff_outputs=(1,))
 def linalg_inv_ex(A, check_errors=False):
     a = np.asarray(A)
     check_input("linalg.inv", a)
@@ -93,7 +93,7 @@ def _solve_shapes(name, a_shape, b_shape, left):
     return tuple(batch) + tuple(b_shape[-2:])
 
 
-@register("linalg_solve", EXTERN, complex_ok=True)
+@register("linalg_solve", EXTERN, tags=(BATCHED_MATRICES,), complex_ok=True)
 def linalg_solve(A, B):
     a, b = np.asarray(A), np.asarray(B)
     check_input("linalg.solve", a, "lu")
@@ -127,7 +127,7 @@ def _(grad, A, result, needs):
 
 # -- triangular solve -------------------------------------------------------------------
 
-@register("linalg_solve_triangular", EXTERN, complex_ok=True)
+@register("linalg_solve_triangular", EXTERN, tags=(BATCHED_MATRICES,), complex_ok=True)
 def linalg_solve_triangular(A, B, upper, left=True, unitriangular=False):
     a, b = np.asarray(A), np.asarray(B)
     _check_triangular_dtypes(a, b)
@@ -194,7 +194,7 @@ def _(grad, A, result, upper, left, unitriangular, needs):
 
 # -- determinants -----------------------------------------------------------------------
 
-@register("linalg_det", EXTERN, complex_ok=True)
+@register("linalg_det", EXTERN, tags=(BATCHED_MATRICES,), complex_ok=True)
 def linalg_det(A):
     a = np.asarray(A)
     check_input("linalg.det", a, "lu")
@@ -234,7 +234,7 @@ def _prod_others(S):
     return before * after
 
 
-@register("linalg_slogdet", EXTERN, complex_ok=True, nondiff_outputs=())
+@register("linalg_slogdet", EXTERN, tags=(BATCHED_MATRICES,), complex_ok=True)
 def linalg_slogdet(A):
     a = np.asarray(A)
     check_input("linalg.slogdet", a, "lu")
@@ -275,7 +275,7 @@ def _pinv_check(A):
                            "dimensions of float, double, cfloat or cdouble types")
 
 
-@register("linalg_pinv", EXTERN, complex_ok=True)
+@register("linalg_pinv", EXTERN, tags=(BATCHED_MATRICES,), complex_ok=True)
 def linalg_pinv(A, atol=None, rtol=None, hermitian=False):
     a = np.asarray(A)
     _pinv_check(a)
@@ -355,7 +355,7 @@ def _expm(a):
     return R.astype(a.dtype)
 
 
-@register("linalg_matrix_exp", EXTERN, complex_ok=True)
+@register("linalg_matrix_exp", EXTERN, tags=(BATCHED_MATRICES,), complex_ok=True)
 def linalg_matrix_exp(A):
     a = np.asarray(A)
     check_input("linalg.matrix_exp", a, "linalg_matrix_exp")

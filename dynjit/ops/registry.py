@@ -36,7 +36,8 @@ from it (no layer keeps its own list of op names)::
 - `inplace=True`: the op has an in-place variant `<name>_` (kind INPLACE, a
   Tensor method) that runs the op and writes the result into `self`;
   `op.inplace` and `op.inplace.functional` link the pair.
-- `tags`: facts that passes read (TAGS below): RANDOM, NONE_DIM_REDUCES_ALL, COMPUTE_BOUND.
+- `tags`: facts that passes read (TAGS below): RANDOM, NONE_DIM_REDUCES_ALL, COMPUTE_BOUND,
+  BATCHED_MATRICES (vmap batches the op by aligning its arguments' leading dims).
 - `varargs`: the list parameter that the method also takes spread out
   (`x.view(2, 3)` for `x.view((2, 3))`).
 - `wraps_scalar`: the parameter that PyTorch's schema types `Tensor` and that
@@ -68,7 +69,8 @@ import inspect
 from .dispatch import dispatch, install, _modes
 from .vocab import (POINTWISE, REDUCTION, VIEW, INPLACE, EXTERN, FACTORY, OTHER, KINDS,  # noqa: F401
                     PROMOTE, FLOAT, BOOL, KEEP, REAL, REAL_FLOAT, FUNCTION, METHOD, VARIANTS, RANDOM,
-                    NONE_DIM_REDUCES_ALL, COMPUTE_BOUND, AUTOCAST_LOWER_PRECISION, AUTOCAST_FP32, TAGS)
+                    NONE_DIM_REDUCES_ALL, COMPUTE_BOUND, AUTOCAST_LOWER_PRECISION, AUTOCAST_FP32,
+                    BATCHED_MATRICES, TAGS)
 
 registry = {}
 

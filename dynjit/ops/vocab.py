@@ -30,4 +30,7 @@ COMPUTE_BOUND = "compute_bound"  # costs far more than reading its result: saved
 # (matrix products, convolution) or in float32 (losses, prod)
 AUTOCAST_LOWER_PRECISION = "autocast_lower_precision"
 AUTOCAST_FP32 = "autocast_fp32"
-TAGS = (RANDOM, NONE_DIM_REDUCES_ALL, COMPUTE_BOUND, AUTOCAST_LOWER_PRECISION, AUTOCAST_FP32)
+# every tensor argument is a batch of matrices (or vectors) whose leading dims broadcast, and
+# every output carries that batch in front (the linalg decompositions and solvers): vmap batches it
+BATCHED_MATRICES = "batched_matrices"
+TAGS = (RANDOM, NONE_DIM_REDUCES_ALL, COMPUTE_BOUND, AUTOCAST_LOWER_PRECISION, AUTOCAST_FP32, BATCHED_MATRICES)
