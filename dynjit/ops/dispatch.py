@@ -104,13 +104,15 @@ def install_tensor_class(cls):
 # a sparse tensor exists, so that programs without any pay nothing for the layout check.
 sparse_seen = False
 _sparse_route = None
+_sparse_inplace = None
 
 
-def install_sparse_router(route):
+def install_sparse_router(route, inplace):
     """`route(op, args)`: the op to run instead of `op` when an operand is sparse (None when
-    none is); it raises PyTorch's error for ops without a sparse kernel."""
-    global _sparse_route
-    _sparse_route = route
+    none is); it raises PyTorch's error for ops without a sparse kernel. `inplace(op, args)`
+    runs the in-place op `op` on a sparse `self`."""
+    global _sparse_route, _sparse_inplace
+    _sparse_route, _sparse_inplace = route, inplace
 
 
 def install_autograd(make_backward_class, rebase_view):
@@ -526,7 +528,7 @@ def inplace(op, args, kwargs):
     if sparse_seen and fop.sparse is not fop and _sparse_route(op if fop.sparse is None else fop, args) is not None:
         # x.add_(s): the routed op's result written into a dense x (copy_ records the history)
         if type(self._data) is not np.ndarray:
-            raise RuntimeError(f"{op.name}: in-place ops on sparse tensors are not supported by dynjit")
+            return _sparse_inplace(op, args)
         return self.copy_(fop(*args))
     needs_grad = grad_state.enabled and fop.backward_cls is not None and any(
         isinstance(a, Tensor) and a._requires_grad for a in args)

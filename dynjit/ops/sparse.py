@@ -342,7 +342,34 @@ def route(op, args):
     return target
 
 
-_dispatch.install_sparse_router(route)
+def inplace(op, args):
+    """The in-place op `op` (s.mul_(2), s.add_(t), s.zero_()) on a sparse `self`: the
+    functional op's result becomes self's storage (layout and dtype kept), as PyTorch's sparse
+    in-place kernels leave it. Autograd does not follow in-place changes of sparse tensors."""
+    self = args[0]
+    needs_grad = _dispatch.grad_state.enabled and any(getattr(a, "_requires_grad", False) for a in args)
+    _dispatch.check_inplace_allowed(self, needs_grad, op.name)      # a leaf that requires grad ...
+    if needs_grad:
+        raise RuntimeError(f"{op.name}: dynjit does not record in-place ops on sparse tensors for autograd; "
+                           "use the out-of-place op")
+    if self._is_inference and not _dispatch.grad_state.inference:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed. "
+                           "You can make a clone to get a normal tensor before doing inplace update.")
+    result = op.functional(*args)._data
+    if layout_of(result) is not layout_of(self._data):
+        raise RuntimeError(f"{op.name}: the result's layout ({layout_of(result)!r}) differs from the "
+                           f"sparse tensor's ({layout_of(self._data)!r})")
+    if result.values.dtype != self._data.values.dtype:
+        if _dtype.dtype_of_np(result.values.dtype)._category > _dtype.dtype_of_np(self._data.values.dtype)._category:
+            raise RuntimeError(f"result type {_dtype.dtype_of_np(result.values.dtype).name} can't be cast to "
+                               f"the desired output type {self.dtype.name}")
+        result = result.with_values(result.values.astype(self._data.values.dtype))
+    self._data = result
+    self._version_counter[0] += 1
+    return self
+
+
+_dispatch.install_sparse_router(route, inplace)
 
 
 def sparse_op(name, *, replaces=(), compressed=False, **options):
@@ -745,6 +772,16 @@ def _sparse_div(self, other):
 @_sparse_div.derivative
 def _(grad, other):
     return grad / other, None
+
+
+@sparse_op("_sparse_zero", replaces=("zero",))
+def _sparse_zero(self):
+    """zero of a sparse tensor: no entries (PyTorch's sparse zero_ leaves nnz 0)."""
+    return SparseCOO(np.zeros((self.sparse_dim, 0), np.int64),
+                     np.zeros((0,) + self.values.shape[1:], self.values.dtype), self.shape, True)
+
+
+_sparse_zero.derivative(lambda grad: None)
 
 
 @sparse_op("_sparse_neg", replaces=("neg",))

@@ -267,3 +267,21 @@ def test_gradcheck_unary_ops_on_sparse(name):
     # dense inputs through a sparse intermediate: the gradient at the masked entries
     x = rand(3, 4).abs().add(0.1).requires_grad_()
     assert gradcheck(lambda x: fn(x.sparse_mask(MASK34)).to_dense(), (x,))
+
+
+@pytest.mark.parametrize("options", [dict(momentum=0.9), dict(momentum=0.9, dampening=0.1),
+                                     dict(momentum=0.5, nesterov=True), dict(maximize=True)])
+def test_sgd_with_momentum_steps_with_a_sparse_gradient_like_with_the_dense_one(options):
+    idx = torch.tensor([0, 3, 3, 7])
+    sparse = torch.nn.Embedding(8, 2, sparse=True)
+    dense = torch.nn.Embedding(8, 2)
+    with torch.no_grad():
+        dense.weight.copy_(sparse.weight)
+    for model in (sparse, dense):
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, **options)
+        for _ in range(3):
+            opt.zero_grad()
+            (model(idx) ** 2).sum().backward()
+            opt.step()
+    assert sparse.weight.grad.is_sparse
+    np.testing.assert_allclose(sparse.weight.detach().numpy(), dense.weight.detach().numpy(), rtol=1e-5)

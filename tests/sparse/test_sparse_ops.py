@@ -257,3 +257,23 @@ def test_unary_ops_follow_pytorchs_dtype_rule():
     r = torch.sqrt(s)
     assert r.dtype is torch.float32
     np.testing.assert_allclose(r.to_dense().numpy(), [[2., 0.], [0., 3.]])
+
+
+def test_in_place_ops_on_a_sparse_tensor():
+    a = random_with_zeros((3, 4))
+    s = torch.tensor(a).to_sparse()
+    v = s._version
+    assert s.mul_(3) is s and s.is_sparse and s._version == v + 1
+    np.testing.assert_allclose(s.to_dense().numpy(), 3 * a)
+    b = random_with_zeros((3, 4))
+    s.add_(torch.tensor(b).to_sparse(), alpha=2)
+    np.testing.assert_allclose(s.to_dense().numpy(), 3 * a + 2 * b)
+    s.zero_()
+    assert s._nnz() == 0 and not s.to_dense().numpy().any()
+    with pytest.raises(NotImplementedError, match="Could not run 'aten::exp_' with arguments from the 'SparseCPU'"):
+        s.exp_()
+    with pytest.raises(RuntimeError, match="result type float32 can't be cast to the desired output type int64"):
+        torch.ones(2, 2, dtype=torch.long).to_sparse().mul_(1.5)
+    leaf = torch.ones(2, 2).to_sparse().requires_grad_()
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
+        leaf.mul_(2)
