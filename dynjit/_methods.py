@@ -456,9 +456,8 @@ Tensor.not_equal_ = Tensor.ne_
 
 
 def _gather(self, dim, index, *, sparse_grad=False):
-    """sparse_grad=True asks PyTorch for a sparse COO gradient; dynjit has strided tensors
-    only and gives the equal dense gradient (`.to_dense()` of it is itself)."""
-    return dispatch(R["gather"], (self, dim, index), {})
+    """sparse_grad=True gives self a sparse COO gradient, as PyTorch does."""
+    return dispatch(R["_gather_sparse_grad" if sparse_grad else "gather"], (self, dim, index), {})
 
 
 Tensor.gather = _gather

@@ -53,11 +53,10 @@ def div(input, other, *, rounding_mode=None, out=None):
 
 
 def gather(input, dim, index, *, sparse_grad=False, out=None):
-    """torch.gather. sparse_grad=True asks PyTorch for a sparse COO gradient; dynjit has
-    strided tensors only and gives the equal dense gradient."""
+    """torch.gather. sparse_grad=True gives input a sparse COO gradient, as PyTorch does."""
     if out is not None:
         return _with_out(R["gather"], (input, dim, index), {}, out)
-    return dispatch(R["gather"], (input, dim, index), {})
+    return dispatch(R["_gather_sparse_grad" if sparse_grad else "gather"], (input, dim, index), {})
 
 
 def unsafe_split(input, split_size, dim=0):

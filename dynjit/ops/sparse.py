@@ -984,6 +984,32 @@ def _sparse_sum_backward(grad, self, dim):
     return SparseCOO(c.indices, _values_at(full, c).astype(self.values.dtype, copy=False), c.shape, True)
 
 
+@sparse_op("_gather_sparse_grad")
+def _gather_sparse_grad(self, dim, index):
+    """gather(self, dim, index, sparse_grad=True): gather, with a sparse COO gradient."""
+    return registry["gather"].kernel(self, dim, index)
+
+
+@_gather_sparse_grad.derivative
+def _(grad, self_shape, dim, index):
+    return _gather_sparse_backward(grad, dim, index, self_shape), None, None
+
+
+@sparse_op("_gather_sparse_backward", differentiable=False)
+def _gather_sparse_backward(grad, dim, index, size):
+    """PyTorch's _gather_sparse_backward: one entry per element of `index`, at the position it
+    gathered from, holding that element's gradient (uncoalesced)."""
+    idx = np.asarray(index).astype(np.int64)
+    g = np.asarray(_dense(grad)).reshape(-1)
+    size = tuple(size)
+    if len(size) == 0:
+        return SparseCOO(np.zeros((0, g.size), np.int64), g.copy(), size)
+    d = dim % len(size)
+    grids = list(np.indices(idx.shape).reshape(idx.ndim, -1)) if idx.ndim else [np.zeros(1, np.int64)]
+    grids[d] = idx.reshape(-1)
+    return SparseCOO(np.array(grids, dtype=np.int64).reshape(len(size), -1), g.copy(), size)
+
+
 @sparse_op("_embedding_sparse_rows")
 def _embedding_sparse_rows(weight, indices, padding_idx=None):
     """Rows of the dense `weight` at `indices` (flat), whose gradient is sparse, as

@@ -1,6 +1,5 @@
-"""Seed tests that wait on small ops or arguments: gather's sparse_grad (dynjit has only
-strided tensors; the gradient is the equal dense one, and .to_dense() of a strided tensor
-is itself, as in PyTorch), in-place comparisons (eq_, ...), nextafter (values against
+"""Seed tests that wait on small ops or arguments: gather's sparse_grad (a sparse COO
+gradient, equal to the dense one), in-place comparisons (eq_, ...), nextafter (values against
 numpy, bfloat16 on its own spacing, PyTorch 2.13's derivative), set_ on a parameter."""
 import numpy as np
 import pytest
@@ -36,7 +35,8 @@ def _test_sparse_gather(size_x, size_ind, dim):
             target = list(pos)
             target[dim % x.dim()] = ind_np[pos]
             expected[tuple(target)] += g[pos]
-    np.testing.assert_allclose(x.grad.numpy().reshape(expected.shape), expected, rtol=1e-6)
+    assert x.grad.is_sparse
+    np.testing.assert_allclose(x.grad.to_dense().numpy().reshape(expected.shape), expected, rtol=1e-6)
 
 
 # ports: 002_7f98adb56adba91b.txt TestAutograd.test_sparse_gather_dim0

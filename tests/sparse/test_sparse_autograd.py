@@ -285,3 +285,19 @@ def test_sgd_with_momentum_steps_with_a_sparse_gradient_like_with_the_dense_one(
             opt.step()
     assert sparse.weight.grad.is_sparse
     np.testing.assert_allclose(sparse.weight.detach().numpy(), dense.weight.detach().numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_gather_with_sparse_grad_gives_pytorchs_sparse_gradient(dim):
+    x = rand(3, 4).requires_grad_()
+    index = torch.tensor(RNG.integers(0, x.shape[dim], (3, 4)) if dim == 0 else RNG.integers(0, 4, (3, 4)))
+    g = RNG.standard_normal((3, 4))
+    torch.gather(x, dim, index, sparse_grad=True).backward(torch.tensor(g))
+    assert x.grad.is_sparse and x.grad._nnz() == 12 and not x.grad.is_coalesced()
+    want = np.zeros((3, 4))
+    for pos in np.ndindex(3, 4):
+        target = list(pos)
+        target[dim % 2] = index.numpy()[pos]
+        want[tuple(target)] += g[pos]
+    np.testing.assert_allclose(x.grad.to_dense().numpy(), want)
+    assert gradcheck(lambda x: x.gather(dim, index, sparse_grad=True), (x.detach().requires_grad_(),))

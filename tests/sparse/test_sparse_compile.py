@@ -97,3 +97,19 @@ def test_an_op_without_a_sparse_kernel_raises_the_same_error_compiled(backend):
         fn(torch.ones(2, 2))
     with pytest.raises(NotImplementedError, match="Could not run 'aten::exp' with arguments from the 'SparseCPU'"):
         torch.compile(fn, backend=backend)(torch.ones(2, 2))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gather_with_sparse_grad_compiled_equals_plain(backend):
+    index = torch.tensor([[0, 2], [1, 1]])
+
+    def fn(x):
+        return (torch.gather(x, 1, index, sparse_grad=True) ** 2).sum()
+
+    x = torch.randn(2, 3, requires_grad=True)
+    fn(x).backward()
+    want = x.grad.to_dense().clone()
+    x.grad = None
+    torch.compile(fn, backend=backend)(x).backward()
+    assert x.grad.is_sparse
+    np.testing.assert_allclose(x.grad.to_dense().numpy(), want.numpy(), rtol=1e-6)
