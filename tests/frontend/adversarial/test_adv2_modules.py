@@ -353,7 +353,24 @@ def make_args(call):
     return (dynjit.ones(2, 2) * (call + 1),)
 '''
 
+PROGRAMS["deepcopy_module_inside_compiled"] = '''
+import copy
+import dynjit
+nn = dynjit.nn
+def main(m, x):
+    m2 = copy.deepcopy(m)
+    with dynjit.no_grad():
+        m2.weight.add_(1)
+    return m(x).detach(), m2(x).detach(), m2.weight is m.weight, m2.in_features
+def make_args(call):
+    dynjit.manual_seed(call)
+    return nn.Linear(2, 2), dynjit.ones(1, 2)
+'''
+
 XFAIL = {
+    "deepcopy_module_inside_compiled": "frontend: copy.deepcopy(module) in compiled code is an internal error while "
+                                       "compiling copy._reconstruct (AttributeError: no attribute 'in_features') "
+                                       "(findings R2-X3)",
     "module_setattr_tensor_vs_parameter": "frontend: after self.t = tensor in a traced forward, "
                                           "'t' in self.__dict__ reads False (findings R2-M1)",
 }
