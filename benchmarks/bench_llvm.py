@@ -254,7 +254,7 @@ def bench_call_cost(budget):
     """One call of a compiled graph on 8 elements: guards, allocation, ctypes call, Tensor wrap."""
     a = dynjit.randn(8)
     fn = compile_graph(make_fx(lambda a: (a * 2).exp() + 1)(a), [a])
-    kernel = fn.__globals__["_k0"]
+    kernel, sizes = fn.__globals__["_k0"], fn.__globals__["_sz0"]
     data, out = a._data, np.empty(8, np.float32)
 
     def many(f, k=1000):
@@ -263,7 +263,7 @@ def bench_call_cost(budget):
                 f()
         return go
     timed = interleaved([("llvm compiled call", local(many(lambda: fn(a)))),
-                         ("bare ctypes kernel call", local(many(lambda: kernel(data, out, 0, 0, 0)))),
+                         ("bare ctypes kernel call", local(many(lambda: kernel(data, out, sizes, 0, 8, 0)))),
                          ("dynjit eager (3 ops)", local(many(lambda: (a * 2).exp() + 1))),
                          ("numpy (3 ops)", local(many(lambda: np.exp(data * 2) + 1)))], budget)
     timed = {name: (best / 1000, med / 1000) for name, (best, med) in timed.items()}
