@@ -2,9 +2,11 @@
 on what kind of value each operand is. The first row that matches, and whose handler does
 not decline (NotImplemented), decides; no row is a graph break."""
 import operator
+from collections import OrderedDict
 
 from .exc import unimplemented, fold, BreakKind, DataDependent
 from .variables import ConstantVariable, TensorVariable, ListVariable, TupleVariable, wrap
+from .variables.containers import DictVariable, equal_as_contains
 from .variables.objects import UserObjectVariable, NewObjectVariable, class_attribute
 from .variables.symbolic import ARITHMETIC, UNARY_ARITHMETIC, SymNumberVariable
 
@@ -114,13 +116,34 @@ def _user_dunders(tx, fn, a, b):
     if sym is None:
         return NotImplemented
     _, dunder, rdunder = BINARY_OPS[sym]
-    result = _call_dunder(tx, a, dunder, [b])
-    if result is None and fn in INPLACE_FALLBACK:
-        _, dunder, rdunder = BINARY_OPS[INPLACE_FALLBACK[fn]]
+    if fn in INPLACE_FALLBACK:          # a += b: __iadd__, then as a + b
         result = _call_dunder(tx, a, dunder, [b])
-    if result is None and rdunder is not None:
-        result = _call_dunder(tx, b, rdunder, [a])
-    return NotImplemented if result is None else result
+        if result is not None:
+            return result
+        _, dunder, rdunder = BINARY_OPS[INPLACE_FALLBACK[fn]]
+    order = [(a, dunder, b), (b, rdunder, a)]
+    if rdunder is not None and _reflected_first(a, b, fn, rdunder):
+        order.reverse()
+    for obj, name, other in order:
+        if name is not None:
+            result = _call_dunder(tx, obj, name, [other])
+            if result is not None:
+                return result
+    return NotImplemented
+
+
+_COMPARISONS = frozenset({operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge})
+
+
+def _reflected_first(a, b, fn, rdunder):
+    """Whether Python tries the right operand's reflected method first: its type is a proper
+    subclass of the left's, and (for arithmetic) overrides that method."""
+    ta, tb = a.python_type(), b.python_type()
+    if ta is None or tb is None or ta is tb or not issubclass(tb, ta):
+        return False
+    if fn in _COMPARISONS:
+        return True
+    return getattr(tb, rdunder, None) is not getattr(ta, rdunder, None)
 
 
 def _call_dunder(tx, obj, name, args):
@@ -151,6 +174,61 @@ def _symbolic_arithmetic(tx, fn, a, b):
     return NotImplemented if result is None else result
 
 
+def _sequence_items(tx, v):
+    """The element trackers of a list or tuple tracker or constant, or None."""
+    if isinstance(v, (ListVariable, TupleVariable)):
+        return v.items
+    if v.is_python_constant() and isinstance(v.as_python_constant(), (list, tuple)):
+        return [wrap(tx, item) for item in v.as_python_constant()]
+    return None
+
+
+def is_sequence_like(v):
+    return is_sequence(v) or (v.is_python_constant() and isinstance(v.as_python_constant(), (list, tuple)))
+
+
+def _sequence_equal(tx, fn, a, b):
+    """`a == b` / `a != b` for lists and tuples as Python computes it: lengths first, then
+    element by element, each pair equal if it is one object or if `==` is true (a user's
+    __eq__ runs, a tensor's truth is data-dependent), stopping at the first unequal pair."""
+    kinds = (issubclass(a.python_type(), list), issubclass(b.python_type(), list))
+    if kinds[0] != kinds[1]:
+        return NotImplemented       # a list and a tuple: never equal
+    xs, ys = _sequence_items(tx, a), _sequence_items(tx, b)
+    equal = len(xs) == len(ys) and all(equal_as_contains(tx, x, y) for x, y in zip(xs, ys))
+    return ConstantVariable(equal if fn is operator.eq else not equal)
+
+
+def is_dict_like(v):
+    return isinstance(v, DictVariable) or (v.is_python_constant() and isinstance(v.as_python_constant(), dict))
+
+
+def _dict_items(tx, v):
+    if isinstance(v, DictVariable):
+        return v.items
+    return {k: wrap(tx, value) for k, value in v.as_python_constant().items()}
+
+
+def _dict_equal(tx, fn, a, b):
+    """`a == b` / `a != b` for dicts as Python computes it: the same length, and every key of
+    `a` found in `b` (by hash and ==) with a value that is the same object or `==`; order
+    counts only between two OrderedDicts."""
+    xs, ys = _dict_items(tx, a), _dict_items(tx, b)
+    equal = len(xs) == len(ys)
+    if equal and issubclass(a.python_type(), OrderedDict) and issubclass(b.python_type(), OrderedDict):
+        equal = fold(lambda p, q: list(p) == list(q), xs, ys)
+    if equal:
+        for key, value in xs.items():
+            if not fold(operator.contains, ys, key):
+                equal = False
+                break
+            other = ys[key]
+            if not equal_as_contains(tx, value, other):
+                equal = False
+                break
+    return ConstantVariable(equal if fn is operator.eq else not equal)
+
+
 # (operators or ANY_OP, left operand kind, right operand kind, handler), tried in order
 BINARY_RULES = (
     (ANY_OP, is_tensor, is_tensor_operand, _record),
@@ -162,6 +240,8 @@ BINARY_RULES = (
     ({operator.add, operator.iadd}, is_list, is_list, _concat_list),
     ({operator.add}, is_plain_tuple, is_plain_tuple, _concat_tuple),
     ({operator.mul}, is_sequence, is_constant, _repeat),
+    ({operator.eq, operator.ne}, is_sequence_like, is_sequence_like, _sequence_equal),
+    ({operator.eq, operator.ne}, is_dict_like, is_dict_like, _dict_equal),
     ({operator.eq, operator.ne}, without_eq, without_eq, _identity),
     (ANY_OP, anything, anything, _user_dunders),
 )

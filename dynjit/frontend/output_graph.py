@@ -191,6 +191,7 @@ class OutputGraph:
 
     def record(self, fn, args, kwargs):
         """Run `fn` on the example values and record a call_function node for it."""
+        _refuse_out(fn, kwargs)
         ex_args = [self._unwrap(a, "example") for a in args]
         ex_kwargs = {k: self._unwrap(v, "example") for k, v in kwargs.items()}
         value = self._run(fn, ex_args, ex_kwargs)
@@ -214,6 +215,7 @@ class OutputGraph:
         return wrap_result(_Tx(self), node, value)
 
     def record_method(self, name, self_var, args, kwargs):
+        _refuse_out(name, kwargs)
         ex_self = self_var.example
         ex_args = [self._unwrap(a, "example") for a in args]
         ex_kwargs = {k: self._unwrap(v, "example") for k, v in kwargs.items()}
@@ -265,6 +267,14 @@ class _EffectObserver(DispatchMode):
             except Exception:       # the op itself raises it, as the user sees it
                 pass
         return op(*args, **kwargs)
+
+
+def _refuse_out(fn, kwargs):
+    """An op writing into `out=` runs natively: it returns the caller's tensor itself, which
+    it may resize (a graph's outputs are new tensors)."""
+    out = kwargs.get("out")
+    if out is not None and not (out.is_python_constant() and out.as_python_constant() is None):
+        unimplemented(BreakKind.MUTATION, f"{getattr(fn, '__name__', fn)}(..., out=) writes into a tensor it is given")
 
 
 class _Tx:

@@ -66,6 +66,10 @@ TENSOR_METADATA_METHODS = frozenset({"size", "dim", "numel", "stride", "is_conti
                                      "element_size", "nelement", "ndimension", "is_complex"})
 TENSOR_STATE_METHODS = frozenset({"backward", "retain_grad", "requires_grad_"})
 TENSOR_HOOK_METHODS = frozenset({"register_hook", "register_post_accumulate_grad_hook"})
+# in-place changes of a tensor's shape, strides or storage: they run natively, where the
+# caller's tensor object is the one changed (a graph's outputs are new tensors)
+TENSOR_METADATA_INPLACE = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_", "squeeze_",
+                                     "resize_", "resize_as_", "set_", "as_strided_", "detach_"})
 
 
 _WEAKREF_MODULES = ("weakref", "_weakref", "_weakrefset")
@@ -232,6 +236,8 @@ def tensor_method(name):
         return Rule(Action.HANDLED, "hook on an input tensor")
     if name in TENSOR_STATE_METHODS:
         return _break(BreakKind.MUTATION, f"Tensor.{name}() inside a compiled function")
+    if name in TENSOR_METADATA_INPLACE:
+        return _break(BreakKind.MUTATION, f"Tensor.{name}() changes a tensor's shape or storage in place")
     return Rule(Action.GRAPH, "tensor method")
 
 

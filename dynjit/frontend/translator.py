@@ -253,20 +253,13 @@ class InstructionTranslator:
         child = InstructionTranslator(code, f_globals, f_locals, cells, self.output, parent=self,
                                       globals_source=g_src, fn_var=fn_var)
         if code.co_flags & CO_GENERATOR:
-            # Run to completion at trace time. That is only what eager does if the body has
-            # no effects: eager runs it lazily, and a consumer may stop early.
             if _has_handlers(code):
                 # its except/finally/with exit runs when plain Python closes it: maybe later,
                 # maybe never (a consumer that stops early); a graph break would hand the
                 # generator to the resume function, which holds it past the user's last reference
                 frame_runs_plain(BreakKind.UNSUPPORTED_BYTECODE, "a generator with a try or with block (it "
                                  "runs lazily in eager, and its cleanup when it is closed)")
-            effects, nodes = self.output.side_effects.count, len(self.output.graph.nodes)
-            child.yields = []
-            child.run()
-            if self.output.side_effects.count != effects or _mutates_tensors(self.output.graph, nodes):
-                unimplemented(BreakKind.UNSUPPORTED_BYTECODE, "a generator with side effects (it runs lazily in eager)")
-            return IteratorVariable(child.yields, generator=True)
+            return GeneratorVariable(child)
         if code.co_flags & (inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
             unimplemented(BreakKind.UNSUPPORTED_BYTECODE, "async functions")
         return child.run()
@@ -895,6 +888,35 @@ class _NullType:
 
 
 _RETURN = object()
+
+
+class GeneratorVariable(IteratorVariable):
+    """A generator made by a call in traced code. Its body runs when it is first consumed, not
+    when it is made: what it reads then (a variable of the enclosing function rebound
+    meanwhile) is what plain Python reads. It runs to completion at that point, which is what
+    plain Python does only if the body has no effects (a consumer may stop early): one with
+    effects is a graph break."""
+
+    def __init__(self, child):
+        super().__init__([], generator=True)
+        self._child = child
+
+    @property
+    def items(self):
+        child, self._child = self._child, None
+        if child is not None:
+            output = child.output
+            effects, nodes = output.side_effects.count, len(output.graph.nodes)
+            child.yields = []
+            child.run()
+            if output.side_effects.count != effects or _mutates_tensors(output.graph, nodes):
+                unimplemented(BreakKind.UNSUPPORTED_BYTECODE, "a generator with side effects (it runs lazily in eager)")
+            self._items = child.yields
+        return self._items
+
+    @items.setter
+    def items(self, value):
+        self._items = value
 
 
 def _has_handlers(code):

@@ -36,10 +36,14 @@ def test_every_tensor_method_has_a_rule():
     assert rules["size"].action is Action.FOLD and rules["stride"].action is Action.FOLD
     assert rules["backward"].kind is BreakKind.MUTATION and rules["requires_grad_"].kind is BreakKind.MUTATION
     assert rules["register_hook"].action is Action.HANDLED
+    # in-place ops on values are graph ops; in-place changes of shape or storage run natively
     inplace = [n for n in names if n.endswith("_") and n != "requires_grad_"]
-    assert inplace and all(rules[n].action is Action.GRAPH for n in inplace)
+    metadata = [n for n in inplace if n in trace_rules.TENSOR_METADATA_INPLACE]
+    assert {"t_", "unsqueeze_", "resize_", "set_"} <= set(metadata)
+    assert all(rules[n].kind is BreakKind.MUTATION for n in metadata)
+    assert inplace and all(rules[n].action is Action.GRAPH for n in inplace if n not in metadata)
     assert {n for n, r in rules.items() if r.action is Action.BREAK} <= (
-        trace_rules.TENSOR_DATA_METHODS | trace_rules.TENSOR_STATE_METHODS)
+        trace_rules.TENSOR_DATA_METHODS | trace_rules.TENSOR_STATE_METHODS | trace_rules.TENSOR_METADATA_INPLACE)
 
 
 def _user_function(x):

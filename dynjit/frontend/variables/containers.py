@@ -593,14 +593,10 @@ class LazyIteratorVariable(IteratorVariable):
         return rest
 
     def reconstruct(self, cg):
-        rest = self.iterate(None)
-        self._step, self._done = _after(rest), False      # the rest stays available to the trace
-        return "iter([" + ", ".join(cg.value(v) for v in rest) + "])"
-
-
-def _after(items):
-    it = iter(items)
-    return lambda: next(it, None)
+        # a map/filter/zip object is lazy: computing its rest now would run the mapped function
+        # before the caller asks (or when it never does), and give a list iterator
+        unimplemented(BreakKind.FRAME_STRUCTURE, "a map, filter, zip, enumerate or reversed object outlives the "
+                      "trace (returned, stored, or live at a graph break): the frame runs plain")
 
 
 def lazy_zip(tx, args, strict):

@@ -125,6 +125,11 @@ class TensorVariable(VariableTracker):
     def getattr(self, tx, name):
         if name == "shape":
             return self.shape_var(tx)
+        if name == "is_leaf" and self.source is not None:
+            # an input: a leaf or not as the caller's tensor is (its example is always a leaf)
+            is_leaf = tx.output.real_value(self.source).is_leaf
+            tx.output.guards.constant(AttrSource(self.source, "is_leaf"), is_leaf)
+            return ConstantVariable(is_leaf)
         if name in STATIC_ATTRS and hasattr(self.example, name):
             return ConstantVariable(getattr(self.example, name))
         if name == "real" and not self.example.is_complex():
