@@ -157,6 +157,10 @@ GRAPH_COUNTS_2 = [
     ("realnvp_flow", 3, {}, 5, 5),
     ("realnvp_flow", 3, {"compile_mode": "model"}, 7, 6),
     ("neural_ode", 3, {}, 3, 3),
+    pytest.param("neural_ode", 3, {"compile_mode": "model"}, 8, 0, marks=pytest.mark.xfail(
+        strict=True, reason="frontend: the dynamics' `self.nfe += 1` counter recompiles ODEFunc.forward on every "
+                            "call (torch.compile's does too) until cache_size_limit; dynjit then runs it plain but "
+                            "compiles the Sequential inside on its own: 10 graphs to torch.compile's 8")),
     ("mixture_of_experts", 3, {}, 1, 1),
     ("mixture_of_experts", 3, {"compile_mode": "model"}, 2, 0),
     ("simclr_contrastive", 3, {}, 1, 1),
