@@ -22,7 +22,12 @@ backward), so one trace serves all its values, unless the function needs its
 value while tracing (an `if` on it, `range(n)`, `math.sqrt(n)`): then that
 trace is kept for that value only, and another value traces again (see
 `dynjit.fx.traced_number`). The compilers then receive graphs some of whose
-placeholders are Python numbers (their example input is the number). Tensors the function reads that are not arguments
+placeholders are Python numbers (their example input is the number). Sizes
+can be symbols too (dynjit/aot/symbolic.py): a graph of the dynjit.compile
+frontend, a call that misses only because tensor sizes changed, or
+`dynamic=True`, is traced once with its sizes as symbols, and that trace
+serves every size its guards admit; its graphs take each symbol as a number
+placeholder (`Sym(s0)`). Tensors the function reads that are not arguments
 (globals, closures) stay live references; those that require grad become
 extra graph inputs so that gradients reach them; writing into them in place
 is an error.

@@ -7,7 +7,9 @@ arguments, the nesting of containers, grad mode, and which tensor arguments
 share memory. An int or float argument is a graph input (a traced number, see
 dynjit.fx.traced_number): the key holds only its type, and a trace that read
 its value (specialized it) is found under `specialized_key`, which adds the
-values of the arguments it specialized. `call_key` builds that key on every call, so it is written for
+values of the arguments it specialized. A trace with symbolic sizes is found by
+`dynjit.aot.symbolic.symbolic_key` (this key with those sizes left out) and its
+guards. `call_key` builds that key on every call, so it is written for
 speed: the common call (tensors and scalars, no kwargs, no aliasing) takes
 one pass over the arguments.
 """
