@@ -41,7 +41,7 @@ from . import distributions  # noqa: E402,F401  (torch.distributions: Categorica
 from . import linalg  # noqa: E402,F401  (torch.linalg)
 from .linalg._aliases import (det, logdet, slogdet, inverse, cholesky, cholesky_solve,  # noqa: E402,F401
                               cholesky_inverse, triangular_solve, svd, qr, pinverse, matrix_exp,
-                              matrix_power, cross)
+                              matrix_power, cross, lu_unpack)
 from ._pairwise import cdist  # noqa: E402,F401
 from . import sparse  # noqa: E402,F401  (torch.sparse: sparse COO tensors, docs/sparse.md)
 from .sparse import (sparse_coo_tensor, layout, strided, sparse_coo, sparse_csr, sparse_csc,  # noqa: E402,F401

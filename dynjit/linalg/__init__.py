@@ -1,8 +1,10 @@
 """`dynjit.linalg`: torch.linalg under its names, signatures, defaults and return types.
 
 - Decompositions: `svd` (full_matrices), `svdvals`, `eigh`, `eigvalsh`, `eig`, `eigvals`
-  (complex results), `qr` (mode 'reduced', 'complete', 'r'), `cholesky`, `cholesky_ex`.
-- Solvers and inverses: `solve` (left=), `solve_triangular`, `lstsq`, `inv`, `inv_ex`, `pinv`.
+  (complex results), `qr` (mode 'reduced', 'complete', 'r'), `cholesky`, `cholesky_ex`, `lu`,
+  `lu_factor`, `lu_factor_ex`.
+- Solvers and inverses: `solve` (left=), `solve_triangular`, `lu_solve`, `lstsq`, `inv`,
+  `inv_ex`, `pinv`.
 - Scalars of a matrix: `det`, `slogdet`, `matrix_rank`, `cond`, and the norms `vector_norm`,
   `matrix_norm` (ord 'fro', 'nuc', 2, -2, 1, -1, inf, -inf) and `norm`.
 - Functions of a matrix and products: `matrix_power`, `matrix_exp`, `multi_dot`, `cross`,
@@ -10,7 +12,7 @@
 
 Every function batches over leading dims and returns torch.return_types' named tuples
 (`svd(A).U`, `.S`, `.Vh`). The decompositions and solvers are registry ops
-(dynjit/ops/linalg_decomp.py, dynjit/ops/linalg_solve.py: numpy kernels, meta functions,
+(dynjit/ops/linalg_decomp.py, linalg_solve.py, linalg_lu.py: numpy kernels, meta functions,
 PyTorch's derivatives written with registered ops, so gradients differentiate again and
 everything traces under dynjit.compile); the rest are composites of them. A failure that
 depends on the values (a singular matrix, one that is not positive-definite) raises
@@ -30,7 +32,7 @@ from ..ops import linalg_common as _rt
 __all__ = ["LinAlgError", "svd", "svdvals", "eigh", "eigvalsh", "eig", "eigvals", "qr", "cholesky",
            "cholesky_ex", "inv", "inv_ex", "solve", "solve_triangular", "lstsq", "pinv", "det", "slogdet",
            "matrix_rank", "cond", "vector_norm", "matrix_norm", "norm", "matrix_power", "matrix_exp",
-           "multi_dot", "cross", "vecdot", "matmul", "diagonal"]
+           "multi_dot", "cross", "vecdot", "matmul", "diagonal", "lu", "lu_factor", "lu_factor_ex", "lu_solve"]
 
 
 def _no_out(out, name):
@@ -141,6 +143,69 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     if B.dim() < 2:
         raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
     return _R["linalg_solve_triangular"](A, B, upper, left, unitriangular)
+
+
+# -- LU ------------------------------------------------------------------------------------
+
+def lu(A, *, pivot=True, out=None):
+    """torch.linalg.lu: A = P L U with partial pivoting (L unit lower triangular)."""
+    _no_out(out, "lu")
+    P, L, U, _, _ = _R["linalg_lu"](A, pivot, False)
+    return _rt.linalg_lu(P, L, U)
+
+
+def _pack_lu(L, U):
+    """LAPACK's packed LU (L below the diagonal, U on and above it) from L and U."""
+    m, n = L.shape[-2], U.shape[-1]
+    k = min(m, n)
+    batch = tuple(L.shape[:-2])
+    if n > k:
+        L = _F.cat([L, _F.zeros(batch + (m, n - k), dtype=L.dtype)], -1)
+    if m > k:
+        U = _F.cat([U, _F.zeros(batch + (m - k, n), dtype=U.dtype)], -2)
+    return L.tril(-1) + U.triu()
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    """torch.linalg.lu_factor_ex: (LU, pivots, info), LU packed as LAPACK's getrf, pivots
+    1-based int32, info the 1-based index of U's first zero diagonal entry (0 if none)."""
+    _no_out(out, "lu_factor_ex")
+    P, L, U, pivots, info = _R["linalg_lu"](A, pivot, check_errors)
+    return _rt.linalg_lu_factor_ex(_pack_lu(L, U), pivots, info)
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    """torch.linalg.lu_factor: (LU, pivots); raises where U has a zero on its diagonal."""
+    LU, pivots, _ = lu_factor_ex(A, pivot=pivot, check_errors=True, out=out)
+    return _rt.linalg_lu_factor(LU, pivots)
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """torch.linalg.lu_solve: X with AX = B (left) or XA = B, or with A^H (adjoint), from
+    lu_factor's (LU, pivots); differentiable in LU and B."""
+    _no_out(out, "lu_solve")
+    _check_matrix("torch.linalg.lu_solve", tuple(LU.shape))
+    if B.dim() < 2:
+        raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 dimensions.")
+    n = LU.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        eq = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation {eq} "
+                           f"({n}x{n} and {B.shape[-2]}x{B.shape[-1]})")
+    P = _R["lu_pivots_to_permutation"](pivots, n, LU.dtype)
+    tri = _R["linalg_solve_triangular"]
+    LUh = _rt.mH(LU)
+    if left and not adjoint:        # X = U^-1 L^-1 P^T B
+        y = tri(LU, P.mT @ B, False, True, True)
+        return tri(LU, y, True, True, False)
+    if left:                        # A^H = U^H L^H P^T: X = P L^-H U^-H B
+        y = tri(LUh, B, False, True, False)
+        return P @ tri(LUh, y, True, True, True)
+    if not adjoint:                 # X P L U = B: X = B U^-1 L^-1 P^T
+        y = tri(LU, B, True, False, False)
+        return tri(LU, y, False, False, True) @ P.mT
+    y = tri(LUh, B @ P, True, False, True)    # X U^H L^H P^T = B
+    return tri(LUh, y, False, False, False)
 
 
 _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")

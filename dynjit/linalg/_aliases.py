@@ -9,10 +9,11 @@ from . import (det, slogdet as _linalg_slogdet, inv, cholesky as _linalg_cholesk
                _linalg_svd, qr as _linalg_qr, pinv, matrix_exp, matrix_power, cross as _linalg_cross)
 from .. import functional as _F
 from ..ops import linalg_common as _rt
+from ..ops.registry import registry as _R
 from ..tensor import Tensor
 
 __all__ = ["det", "logdet", "slogdet", "inverse", "cholesky", "cholesky_solve", "cholesky_inverse",
-           "triangular_solve", "svd", "qr", "pinverse", "matrix_exp", "matrix_power", "cross"]
+           "triangular_solve", "svd", "qr", "pinverse", "matrix_exp", "matrix_power", "cross", "lu_unpack"]
 
 
 def slogdet(input):
@@ -95,6 +96,22 @@ def qr(input, some=True, *, out=None):
     if out is not None:
         raise NotImplementedError("dynjit.qr: out= is not supported; use the returned value")
     return _rt.qr(*_linalg_qr(input, "reduced" if some else "complete"))
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
+    """torch.lu_unpack: (P, L, U) from lu_factor's packed LU and pivots (empty tensors for the
+    parts not unpacked)."""
+    if out is not None:
+        raise NotImplementedError("dynjit.lu_unpack: out= is not supported; use the returned value")
+    m, n = LU_data.shape[-2], LU_data.shape[-1]
+    k = min(m, n)
+    empty = _F.zeros(0, dtype=LU_data.dtype)
+    P = _R["lu_pivots_to_permutation"](LU_pivots, m, LU_data.dtype) if unpack_pivots else empty
+    if not unpack_data:
+        return _rt.lu_unpack(P, empty, empty)
+    L = LU_data.narrow(-1, 0, k).tril(-1) + _F.eye(m, k, dtype=LU_data.dtype)
+    U = LU_data.narrow(-2, 0, k).triu()
+    return _rt.lu_unpack(P, L, U)
 
 
 def pinverse(input, rcond=1e-15):

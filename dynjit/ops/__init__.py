@@ -12,7 +12,7 @@ from . import index_add, unfold  # noqa: F401,E402  (registers ops: index_add, T
 from . import checks  # noqa: F401,E402  (registers ops: check_values)
 from . import bincount  # noqa: F401,E402  (registers ops: bincount)
 from . import sparse  # noqa: F401,E402  (registers the sparse COO ops)
-from . import linalg_decomp, linalg_solve  # noqa: F401,E402  (registers ops: torch.linalg's decompositions, solvers)
+from . import linalg_decomp, linalg_solve, linalg_lu  # noqa: F401,E402  (registers ops: torch.linalg's decompositions, solvers)
 
 
 

@@ -36,6 +36,10 @@ linalg_slogdet = _result_type("linalg_slogdet", ["sign", "logabsdet"])
 slogdet = _result_type("slogdet", ["sign", "logabsdet"])
 linalg_lstsq = _result_type("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 triangular_solve = _result_type("triangular_solve", ["solution", "cloned_coefficient"])
+linalg_lu = _result_type("linalg_lu", ["P", "L", "U"])
+linalg_lu_factor = _result_type("linalg_lu_factor", ["LU", "pivots"])
+linalg_lu_factor_ex = _result_type("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+lu_unpack = _result_type("lu_unpack", ["P", "L", "U"])
 
 
 def as_dtype(d):

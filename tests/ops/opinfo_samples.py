@@ -457,6 +457,9 @@ add("linalg_det", S(r(3, 3)), S(r(2, 4, 4)), S(NC(r(3, 3))))
 add("linalg_slogdet", S(r(3, 3)), S(r(2, 3, 3)))
 add("linalg_pinv", S(r(4, 3)), S(r(3, 4)), S(r(2, 3, 3)))
 add("linalg_matrix_exp", S(r(3, 3)), S(r(2, 3, 3) * 0.5))
+add("linalg_lu", S(r(3, 3)), S(r(2, 4, 4)), S(r(3, 5)), S(r(5, 3)), S(NC(r(3, 3))))
+add("lu_pivots_to_permutation", S(np.array([2, 3, 3], dtype=np.int32), 3, dynjit.float64),
+    S(np.array([[1, 2], [2, 2]], dtype=np.int32), 3, dynjit.float32))
 add("as_strided", S(r(6), (2, 2), (1, 2), 1), S(r(3, 4), (3, 3), (4, 1)), S(r(3, 4), (2, 3), (1, 2), 0),
     S(r(5), (0, 2), (1, 1), 7))
 add("delayed_error_if", S(r(2, 3), bools(2, 3) & False, "unused"))

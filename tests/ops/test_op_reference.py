@@ -859,7 +859,29 @@ def _triangular_solve_reference(a, b, upper, left=True, unitriangular=False):
     return np.linalg.solve(tri, b) if left else b @ np.linalg.inv(tri)
 
 
+def _check_linalg_lu(result, a, pivot=True):
+    P, L, U, pivots, info = (t.numpy() for t in result)
+    np.testing.assert_allclose(P @ L @ U, a, atol=1e-12)
+    np.testing.assert_array_equal(np.triu(L, 1), 0)
+    np.testing.assert_allclose(np.diagonal(L, 0, -2, -1), 1)
+    np.testing.assert_array_equal(np.tril(U, -1), 0)
+    assert np.all(np.abs(L) <= 1 + 1e-12)          # partial pivoting: multipliers at most 1
+    assert not info.any()
+
+
+def _permutation_reference(pivots, m, dtype):
+    out = np.zeros(pivots.shape[:-1] + (m, m))
+    for index in np.ndindex(pivots.shape[:-1]):
+        perm = list(range(m))
+        for j, p in enumerate(pivots[index]):
+            perm[j], perm[p - 1] = perm[p - 1], perm[j]
+        for i, row in enumerate(perm):
+            out[index + (row, i)] = 1
+    return out
+
+
 REFERENCE.update({
+    "lu_pivots_to_permutation": _permutation_reference,
     "linalg_inv_ex": lambda a, check_errors=False: (np.linalg.inv(a), np.zeros(a.shape[:-2], np.int32)),
     "linalg_solve": np.linalg.solve, "linalg_solve_triangular": _triangular_solve_reference,
     "linalg_det": np.linalg.det, "linalg_slogdet": lambda a: tuple(np.linalg.slogdet(a)),
@@ -870,7 +892,8 @@ PROPERTY = {"rand": _check_rand, "randn": _check_randn, "randint": _check_randin
             "randperm": _check_randperm, "bernoulli": _check_bernoulli, "native_dropout": _check_dropout,
             "multinomial": _check_multinomial, "symmetric_eigh": _check_symmetric_eigh}
 PROPERTY.update({"linalg_svd": _check_linalg_svd, "linalg_eigh": _check_linalg_eigh, "linalg_eig": _check_linalg_eig,
-                 "linalg_qr": _check_linalg_qr, "linalg_cholesky_ex": _check_linalg_cholesky_ex})
+                 "linalg_qr": _check_linalg_qr, "linalg_cholesky_ex": _check_linalg_cholesky_ex,
+                 "linalg_lu": _check_linalg_lu})
 
 
 def _values(v):
