@@ -16,6 +16,7 @@ __all__ = [
     "sigmoid", "tanh", "softplus", "softsign", "hardtanh", "threshold", "logsigmoid", "softmax",
     "log_softmax", "softmin", "dropout", "layer_norm", "batch_norm", "embedding", "embedding_bag", "one_hot",
     "hardsigmoid", "hardswish", "selu", "celu", "prelu", "glu", "softshrink", "hardshrink", "tanhshrink",
+    "affine_grid", "grid_sample",
     "normalize", "pad", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss",
     "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
     "cosine_similarity", "pairwise_distance", "interpolate", "upsample", "upsample_nearest",
@@ -546,6 +547,99 @@ def _pad_dim(x, dim, left, right, mode):
                                f"but got: padding ({left}, {right}) at dimension {dim} of input {list(x.shape)}")
         parts = [x.narrow(dim, 1, left).flip([dim]), x, x.narrow(dim, size - 1 - right, right).flip([dim])]
     return _fn.cat([p for p in parts if p.shape[dim] > 0], dim)
+
+
+_ALIGN_CORNERS_WARNING = ("Default grid_sample and affine_grid behavior has changed to align_corners=False since "
+                          "1.3.0. Please specify align_corners=True if the old behavior is desired. See the "
+                          "documentation of grid_sample for details.")
+
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid (N, H, W, 2) of the 2-D affine maps `theta` (N, 2, 3) for an output of
+    `size` (N, C, H, W), in grid_sample's normalized [-1, 1] coordinates (x, y)."""
+    if align_corners is None:
+        warnings.warn(_ALIGN_CORNERS_WARNING, stacklevel=2)
+        align_corners = False
+    if not theta.dtype.is_floating_point:
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    size = tuple(size)
+    if len(size) != 4:
+        raise NotImplementedError(f"affine_grid only supports 4D sizes, for 2D affine transformations in dynjit "
+                                  f"(5D is not supported). Got size {list(size)}.")
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (2, 3):
+        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {list(size)}. Got "
+                         f"{list(theta.shape)}.")
+    n, _, h, w = size
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {list(size)}")
+
+    def axis(steps):
+        if steps == 1:
+            return _fn.zeros(1, dtype=theta.dtype)
+        coords = _fn.linspace(-1.0, 1.0, steps, dtype=theta.dtype)
+        return coords if align_corners else coords * ((steps - 1) / steps)
+
+    xs, ys = axis(w), axis(h)
+    base = _fn.stack([xs.unsqueeze(0).expand(h, w), ys.unsqueeze(1).expand(h, w), _fn.ones((h, w), dtype=theta.dtype)],
+                     dim=-1)                                                       # (H, W, 3)
+    grid = base.reshape(1, h * w, 3) @ theta.transpose(1, 2)                       # (N, H*W, 2)
+    return grid.reshape(n, h, w, 2)
+
+
+def _grid_sample_unnormalize(coord, size, align_corners):
+    if align_corners:
+        return (coord + 1) / 2 * (size - 1)
+    return ((coord + 1) * size - 1) / 2
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Sample the 4-D `input` (N, C, H, W) at the normalized (x, y) points of `grid`
+    (N, Ho, Wo, 2): bilinear or nearest, points outside read as zeros ("zeros") or as the
+    nearest edge ("border"). Composed of gathers, so gradients reach input and grid."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
+                         f"but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if mode == "bicubic" or padding_mode == "reflection":
+        raise NotImplementedError(f"grid_sample: mode='{mode}' with padding_mode='{padding_mode}' is not supported "
+                                  "by dynjit (bilinear and nearest with 'zeros' or 'border' padding are)")
+    if align_corners is None:
+        warnings.warn(_ALIGN_CORNERS_WARNING, stacklevel=2)
+        align_corners = False
+    if input.ndim != 4:
+        raise NotImplementedError(f"grid_sample: dynjit supports 4-D input (N, C, H, W), got {input.ndim}-D")
+    if grid.ndim != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension and the batch size of "
+                           f"input ({input.shape[0]}), but got grid with sizes {list(grid.shape)}")
+    n, c, h, w = input.shape
+    _, h_out, w_out, _ = grid.shape
+    ix = _grid_sample_unnormalize(grid[..., 0], w, align_corners)                    # (N, Ho, Wo)
+    iy = _grid_sample_unnormalize(grid[..., 1], h, align_corners)
+    if padding_mode == "border":
+        # clipped to the edge with no gradient at the edge itself, as PyTorch's clip_coordinates
+        ix = _fn.where(ix <= 0, 0.0, _fn.where(ix >= w - 1, float(w - 1), ix)).to(ix.dtype)
+        iy = _fn.where(iy <= 0, 0.0, _fn.where(iy >= h - 1, float(h - 1), iy)).to(iy.dtype)
+    flat = input.reshape(n, c, h * w)
+
+    def read(x, y):
+        """input at integer points (x, y) (N, Ho, Wo), zero outside: (N, C, Ho, Wo)."""
+        inside = ((x >= 0) & (x <= w - 1) & (y >= 0) & (y <= h - 1)).to(input.dtype)
+        index = (y.clamp(0, h - 1) * w + x.clamp(0, w - 1)).long().reshape(n, 1, h_out * w_out)
+        values = flat.gather(2, index.expand(n, c, h_out * w_out)).reshape(n, c, h_out, w_out)
+        return values * inside.unsqueeze(1)
+
+    if mode == "nearest":
+        # the grid gets a zero gradient (not none), as PyTorch's grid_sampler backward gives
+        zero_from_grid = _fn.where(_fn.zeros(()) > 0, grid.sum(), 0.0)
+        return read(_fn.round(ix).detach(), _fn.round(iy).detach()) + zero_from_grid
+    x0, y0 = _fn.floor(ix).detach(), _fn.floor(iy).detach()
+    x1, y1 = x0 + 1, y0 + 1
+    wx1, wy1 = ix - x0, iy - y0
+    wx0, wy0 = 1 - wx1, 1 - wy1
+    return (read(x0, y0) * (wx0 * wy0).unsqueeze(1) + read(x1, y0) * (wx1 * wy0).unsqueeze(1)
+            + read(x0, y1) * (wx0 * wy1).unsqueeze(1) + read(x1, y1) * (wx1 * wy1).unsqueeze(1))
 
 
 def pad(input, pad, mode="constant", value=None):

@@ -378,3 +378,101 @@ def test_hardtanh_and_relu6_have_no_gradient_at_their_bounds(inplace):
         y.sum().backward()
         np.testing.assert_array_equal(y.detach().numpy(), np.clip(points, low, high))
         np.testing.assert_array_equal(x.grad.numpy(), ((points > low) & (points < high)).astype(float))
+
+
+# -- affine_grid and grid_sample (the spatial transformer) ------------------------------------
+
+def grid_sample_reference(image, grid, mode, padding_mode, align_corners):
+    """One point at a time: unnormalize, clip for "border", then bilinear or nearest reading
+    of the four (one) neighbouring pixels, zero outside."""
+    n, c, h, w = image.shape
+    out = np.zeros((n, c) + grid.shape[1:3])
+    for b in range(n):
+        for i in range(grid.shape[1]):
+            for j in range(grid.shape[2]):
+                x, y = grid[b, i, j]
+                if align_corners:
+                    x, y = (x + 1) / 2 * (w - 1), (y + 1) / 2 * (h - 1)
+                else:
+                    x, y = ((x + 1) * w - 1) / 2, ((y + 1) * h - 1) / 2
+                if padding_mode == "border":
+                    x, y = min(max(x, 0), w - 1), min(max(y, 0), h - 1)
+
+                def pixel(px, py):
+                    return image[b, :, py, px] if 0 <= px < w and 0 <= py < h else np.zeros(c)
+
+                if mode == "nearest":
+                    out[b, :, i, j] = pixel(int(np.rint(x)), int(np.rint(y)))
+                else:
+                    x0, y0 = int(np.floor(x)), int(np.floor(y))
+                    fx, fy = x - x0, y - y0
+                    out[b, :, i, j] = (pixel(x0, y0) * (1 - fx) * (1 - fy) + pixel(x0 + 1, y0) * fx * (1 - fy)
+                                       + pixel(x0, y0 + 1) * (1 - fx) * fy + pixel(x0 + 1, y0 + 1) * fx * fy)
+    return out
+
+
+THETA = np.array([[[0.9, 0.2, 0.1], [-0.3, 1.1, -0.2]], [[1.4, 0.0, 0.3], [0.1, 0.7, 0.5]]])
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_affine_grid_is_theta_times_the_base_grid(align_corners):
+    grid = F.affine_grid(dynjit.tensor(THETA), (2, 3, 4, 5), align_corners=align_corners).numpy()
+    h, w = 4, 5
+    xs = np.linspace(-1, 1, w) * (1 if align_corners else (w - 1) / w)
+    ys = np.linspace(-1, 1, h) * (1 if align_corners else (h - 1) / h)
+    for b in range(2):
+        for i in range(h):
+            for j in range(w):
+                np.testing.assert_allclose(grid[b, i, j], THETA[b] @ [xs[j], ys[i], 1.0], rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_matches_a_loop_per_point(mode, padding_mode, align_corners):
+    rng = np.random.RandomState(0)
+    image = rng.randn(2, 3, 5, 6)
+    grid = rng.uniform(-1.3, 1.3, (2, 4, 3, 2))
+    out = F.grid_sample(dynjit.tensor(image), dynjit.tensor(grid), mode=mode, padding_mode=padding_mode,
+                        align_corners=align_corners)
+    np.testing.assert_allclose(out.numpy(), grid_sample_reference(image, grid, mode, padding_mode, align_corners),
+                               rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "border"])
+def test_grid_sample_gradcheck(padding_mode):
+    rng = np.random.RandomState(1)
+    image = dynjit.tensor(rng.randn(1, 2, 4, 5), requires_grad=True)
+    theta = dynjit.tensor(THETA[:1] * 1.1, requires_grad=True)
+    assert gradcheck(lambda x, t: F.grid_sample(x, F.affine_grid(t, (1, 2, 3, 3), align_corners=False),
+                                                padding_mode=padding_mode, align_corners=False), (image, theta))
+
+
+def test_grid_sample_nearest_gives_the_grid_a_zero_gradient_and_errors():
+    grid = dynjit.zeros(1, 2, 2, 2, requires_grad=True)
+    F.grid_sample(dynjit.ones(1, 1, 3, 3), grid, mode="nearest", align_corners=False).sum().backward()
+    assert grid.grad is not None and np.all(grid.grad.numpy() == 0)
+    with pytest.raises(ValueError, match="expected mode to be 'bilinear', 'nearest' or 'bicubic'"):
+        F.grid_sample(dynjit.ones(1, 1, 3, 3), grid, mode="area", align_corners=False)
+    with pytest.raises(NotImplementedError, match="reflection"):
+        F.grid_sample(dynjit.ones(1, 1, 3, 3), grid, padding_mode="reflection", align_corners=False)
+    with pytest.raises(ValueError, match="Expected a batch of 2D affine matrices of shape Nx2x3"):
+        F.affine_grid(dynjit.ones(1, 3, 3), (1, 1, 2, 2), align_corners=False)
+    with pytest.warns(UserWarning, match="align_corners=False since 1.3.0"):
+        F.affine_grid(dynjit.ones(1, 2, 3), (1, 1, 2, 2))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_spatial_transformer_compiled_like_plain(backend):
+    image = dynjit.randn(2, 3, 6, 6)
+    theta = dynjit.tensor(THETA.astype(np.float32), requires_grad=True)
+
+    def warp(image, theta):
+        theta.grad = None
+        grid = F.affine_grid(theta, image.size(), align_corners=False)
+        out = F.grid_sample(image, grid, align_corners=False)
+        out.pow(2).sum().backward()
+        return out.detach(), theta.grad.clone()
+
+    for a, b in zip(warp(image, theta), dynjit.compile(warp, backend=backend)(image, theta)):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-5)
