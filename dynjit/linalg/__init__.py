@@ -3,12 +3,12 @@
 - Decompositions: `svd` (full_matrices), `svdvals`, `eigh`, `eigvalsh`, `eig`, `eigvals`
   (complex results), `qr` (mode 'reduced', 'complete', 'r'), `cholesky`, `cholesky_ex`, `lu`,
   `lu_factor`, `lu_factor_ex`.
-- Solvers and inverses: `solve` (left=), `solve_triangular`, `lu_solve`, `lstsq`, `inv`,
-  `inv_ex`, `pinv`.
+- Solvers and inverses: `solve` (left=), `solve_ex`, `solve_triangular`, `lu_solve`, `lstsq`,
+  `inv`, `inv_ex`, `pinv`, `tensorinv`, `tensorsolve`.
 - Scalars of a matrix: `det`, `slogdet`, `matrix_rank`, `cond`, and the norms `vector_norm`,
   `matrix_norm` (ord 'fro', 'nuc', 2, -2, 1, -1, inf, -inf) and `norm`.
 - Functions of a matrix and products: `matrix_power`, `matrix_exp`, `multi_dot`, `cross`,
-  `vecdot`, `matmul`, `diagonal`.
+  `vecdot`, `matmul`, `diagonal`, `vander`.
 
 Every function batches over leading dims and returns torch.return_types' named tuples
 (`svd(A).U`, `.S`, `.Vh`). The decompositions and solvers are registry ops
@@ -32,7 +32,8 @@ from ..ops import linalg_common as _rt
 __all__ = ["LinAlgError", "svd", "svdvals", "eigh", "eigvalsh", "eig", "eigvals", "qr", "cholesky",
            "cholesky_ex", "inv", "inv_ex", "solve", "solve_triangular", "lstsq", "pinv", "det", "slogdet",
            "matrix_rank", "cond", "vector_norm", "matrix_norm", "norm", "matrix_power", "matrix_exp",
-           "multi_dot", "cross", "vecdot", "matmul", "diagonal", "lu", "lu_factor", "lu_factor_ex", "lu_solve"]
+           "multi_dot", "cross", "vecdot", "matmul", "diagonal", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
+           "solve_ex", "tensorinv", "tensorsolve", "vander"]
 
 
 def _no_out(out, name):
@@ -206,6 +207,57 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
         return tri(LU, y, False, False, True) @ P.mT
     y = tri(LUh, B @ P, True, False, True)    # X U^H L^H P^T = B
     return tri(LUh, y, False, False, False)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """torch.linalg.solve_ex: (result, info) of solve; info is LU's first zero pivot (1-based)
+    where A is singular (the result there is inf/nan), 0 elsewhere."""
+    _no_out(out, "solve_ex")
+    _check_input("linalg.solve", A, "lu")
+    LU, pivots, info = lu_factor_ex(A)
+    if check_errors:
+        result = solve(A, B, left=left)
+    elif left and _is_vector_rhs(A, B):
+        result = lu_solve(LU, pivots, B.unsqueeze(-1)).squeeze(-1)
+    else:
+        result = lu_solve(LU, pivots, B.unsqueeze(-1) if B.dim() == 1 else B, left=left)
+    return _rt.linalg_solve_ex(result, info)
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """torch.linalg.tensorinv: the inverse of A seen as a matrix of its first `ind` dims by the
+    rest, shaped A.shape[ind:] + A.shape[:ind]."""
+    _no_out(out, "tensorinv")
+    if not isinstance(ind, int) or ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = _math.prod(A.shape[:ind]), _math.prod(A.shape[ind:])
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {cols} != {rows}")
+    return inv(A.reshape(rows, cols)).reshape(tuple(A.shape[ind:]) + tuple(A.shape[:ind]))
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """torch.linalg.tensorsolve: X with tensordot(A, X, X.ndim) = B (`dims` of A moved to the end
+    first)."""
+    _no_out(out, "tensorsolve")
+    if dims is not None:
+        dims = [d % A.dim() for d in dims]
+        A = A.movedim(tuple(dims), tuple(range(A.dim() - len(dims), A.dim())))
+    result_shape = tuple(A.shape[B.dim():])
+    rows = B.numel()
+    return solve(A.reshape(rows, _math.prod(result_shape)), B.reshape(rows)).reshape(result_shape)
+
+
+def vander(x, *, N=None):
+    """torch.linalg.vander: columns x^0, x^1, ..., x^(N-1) (increasing powers)."""
+    if N is None:
+        N = x.shape[-1] if x.dim() else 1
+    if N <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    powers = _F.cat([_F.ones(tuple(x.shape) + (1,), dtype=x.dtype), x.unsqueeze(-1).expand(tuple(x.shape) + (N - 1,))],
+                    -1)
+    return powers.cumprod(-1)
 
 
 _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")

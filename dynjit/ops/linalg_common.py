@@ -40,6 +40,7 @@ linalg_lu = _result_type("linalg_lu", ["P", "L", "U"])
 linalg_lu_factor = _result_type("linalg_lu_factor", ["LU", "pivots"])
 linalg_lu_factor_ex = _result_type("linalg_lu_factor_ex", ["LU", "pivots", "info"])
 lu_unpack = _result_type("lu_unpack", ["P", "L", "U"])
+linalg_solve_ex = _result_type("linalg_solve_ex", ["result", "info"])
 
 
 def as_dtype(d):

@@ -427,3 +427,29 @@ def test_error_names_and_dtype_rules_follow_pytorch():
     with pytest.raises(RuntimeError, match="^torch.triangular_solve: Expected b to have at least 2 dimensions, but it "
                                            "has 1 dimensions instead$"):
         dynjit.triangular_solve(dynjit.ones(3), dynjit.eye(3))
+
+
+def test_solve_ex_tensorinv_tensorsolve_vander():
+    result, info = LA.solve_ex(dynjit.zeros(3, 3), dynjit.ones(3))
+    assert info.item() == 1 and info.dtype == dynjit.int32 and not np.isfinite(result.numpy()).all()
+    a, b = _well_conditioned(2, 3, 3), _rand(2, 3, seed=1)
+    out = LA.solve_ex(_t(a), _t(b))
+    assert type(out).__name__ == "linalg_solve_ex" and out.info.tolist() == [0, 0]
+    np.testing.assert_allclose(out.result.numpy(), np.linalg.solve(a, b[..., None])[..., 0], atol=1e-12)
+    assert gradcheck(lambda x, y: LA.solve_ex(x, y).result, (_t(a, requires_grad=True), _t(b, requires_grad=True)))
+    t = _rand(6, 2, 3)
+    np.testing.assert_allclose(LA.tensorinv(_t(t), ind=1).numpy(), np.linalg.tensorinv(t, ind=1), atol=1e-12)
+    with pytest.raises(RuntimeError, match=r"Expected self to satisfy the requirement prod\(self.shape\[ind:\]\) == "
+                                           r"prod\(self.shape\[:ind\]\), but got 3 != 2"):
+        LA.tensorinv(dynjit.ones(2, 3), ind=1)
+    A, B = _rand(2, 3, 6, seed=2), _rand(2, 3, seed=3)
+    np.testing.assert_allclose(LA.tensorsolve(_t(A), _t(B)).numpy(), np.linalg.tensorsolve(A, B), atol=1e-12)
+    A2 = _rand(6, 2, 3, seed=4)
+    np.testing.assert_allclose(LA.tensorsolve(_t(A2), _t(B), dims=(0,)).numpy(),
+                               np.linalg.tensorsolve(A2, B, axes=(0,)), atol=1e-12)
+    x = np.array([0.0, 1.5, -2.0])
+    np.testing.assert_allclose(LA.vander(_t(x)).numpy(), np.vander(x, increasing=True))
+    assert LA.vander(dynjit.tensor([1, 2, 3]), N=4).tolist() == np.vander([1, 2, 3], 4, increasing=True).tolist()
+    assert gradcheck(LA.vander, (_t(x, requires_grad=True),))
+    with pytest.raises(RuntimeError, match="N must be greater than 1."):
+        LA.vander(_t(x), N=1)
