@@ -4,7 +4,7 @@
   (complex results), `qr` (mode 'reduced', 'complete', 'r'), `cholesky`, `cholesky_ex`, `lu`,
   `lu_factor`, `lu_factor_ex`.
 - Solvers and inverses: `solve` (left=), `solve_ex`, `solve_triangular`, `lu_solve`, `lstsq`,
-  `inv`, `inv_ex`, `pinv`, `tensorinv`, `tensorsolve`.
+  `inv`, `inv_ex`, `pinv`, `tensorinv`, `tensorsolve`, `householder_product`.
 - Scalars of a matrix: `det`, `slogdet`, `matrix_rank`, `cond`, and the norms `vector_norm`,
   `matrix_norm` (ord 'fro', 'nuc', 2, -2, 1, -1, inf, -inf) and `norm`.
 - Functions of a matrix and products: `matrix_power`, `matrix_exp`, `multi_dot`, `cross`,
@@ -33,7 +33,7 @@ __all__ = ["LinAlgError", "svd", "svdvals", "eigh", "eigvalsh", "eig", "eigvals"
            "cholesky_ex", "inv", "inv_ex", "solve", "solve_triangular", "lstsq", "pinv", "det", "slogdet",
            "matrix_rank", "cond", "vector_norm", "matrix_norm", "norm", "matrix_power", "matrix_exp",
            "multi_dot", "cross", "vecdot", "matmul", "diagonal", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
-           "solve_ex", "tensorinv", "tensorsolve", "vander"]
+           "solve_ex", "tensorinv", "tensorsolve", "vander", "householder_product"]
 
 
 def _no_out(out, name):
@@ -222,6 +222,32 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     else:
         result = lu_solve(LU, pivots, B.unsqueeze(-1) if B.dim() == 1 else B, left=left)
     return _rt.linalg_solve_ex(result, info)
+
+
+def householder_product(A, tau, *, out=None):
+    """torch.linalg.householder_product: the first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H,
+    v_i the i-th column of A below the diagonal with a 1 on it (LAPACK's orgqr)."""
+    _no_out(out, "householder_product")
+    name = "torch.linalg.householder_product"
+    if A.dim() < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    m, n, k = A.shape[-2], A.shape[-1], tau.shape[-1] if tau.dim() else 1
+    if m < n:
+        raise RuntimeError(f"{name}: input.shape[-2] must be greater than or equal to input.shape[-1]")
+    if n < k:
+        raise RuntimeError(f"{name}: input.shape[-1] must be greater than or equal to tau.shape[-1]")
+    if tau.dtype != A.dtype:
+        raise RuntimeError(f"{name}: tau dtype {_dtype.scalar_type_name(tau.dtype)} does not match input dtype "
+                           f"{_dtype.scalar_type_name(A.dtype)}")
+    _check_float(name, A.dtype)
+    Q = _F.eye(m, n, dtype=A.dtype).expand(tuple(A.shape)).clone()
+    rows = _F.arange(m)
+    for i in reversed(range(k)):        # Q = H_i Q, innermost first
+        below = (rows > i).to(A.dtype)
+        v = A[..., :, i] * below + (rows == i).to(A.dtype)
+        vh = v.conj() if v.is_complex() else v
+        Q = Q - (tau[..., i].unsqueeze(-1) * v).unsqueeze(-1) * (vh.unsqueeze(-2) @ Q)
+    return Q
 
 
 def tensorinv(A, ind=2, *, out=None):

@@ -453,3 +453,37 @@ def test_solve_ex_tensorinv_tensorsolve_vander():
     assert gradcheck(LA.vander, (_t(x, requires_grad=True),))
     with pytest.raises(RuntimeError, match="N must be greater than 1."):
         LA.vander(_t(x), N=1)
+
+
+def _np_householder_product(a, tau):
+    m, n = a.shape
+    H = np.eye(m, dtype=a.dtype)
+    for i in range(len(tau)):
+        v = a[:, i].copy()
+        v[:i] = 0
+        v[i] = 1
+        H = H @ (np.eye(m) - tau[i] * np.outer(v, v.conj()))
+    return H[:, :n]
+
+
+def test_householder_product():
+    a, tau = _rand(2, 5, 3), _rand(2, 2, seed=1)
+    got = LA.householder_product(_t(a), _t(tau)).numpy()
+    np.testing.assert_allclose(got, np.stack([_np_householder_product(a[i], tau[i]) for i in range(2)]), atol=1e-12)
+    c, tc = _rand(4, 3, complex_=True), _rand(3, seed=2, complex_=True)
+    np.testing.assert_allclose(LA.householder_product(_t(c), _t(tc)).numpy(), _np_householder_product(c, tc),
+                               atol=1e-12)
+    # with the reflectors of a QR factorization (tau = 2 / |v|^2) it gives an orthonormal Q
+    x = _rand(4, 3, seed=3)
+    v = np.tril(x, -1) + np.eye(4, 3)
+    q = LA.householder_product(_t(v), _t(2 / (v * v).sum(0))).numpy()
+    np.testing.assert_allclose(q.T @ q, np.eye(3), atol=1e-12)
+    ta, tt = _t(a[0], requires_grad=True), _t(tau[0], requires_grad=True)
+    assert gradcheck(LA.householder_product, (ta, tt))
+    assert gradgradcheck(LA.householder_product, (ta, tt))
+    with pytest.raises(RuntimeError, match=r"torch.linalg.householder_product: input.shape\[-2\] must be greater than "
+                                           r"or equal to input.shape\[-1\]"):
+        LA.householder_product(dynjit.ones(3, 4), dynjit.ones(2))
+    with pytest.raises(RuntimeError, match="torch.linalg.householder_product: tau dtype Double does not match input "
+                                           "dtype Float"):
+        LA.householder_product(dynjit.ones(4, 3), dynjit.ones(2, dtype=dynjit.float64))
