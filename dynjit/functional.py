@@ -313,8 +313,16 @@ def numel(input):
     return input.numel()
 
 
+def _refuse_sparse(name, *tensors):
+    from .ops.sparse import is_sparse_data, could_not_run
+    for t in tensors:       # (this module's `any` is dynjit.any)
+        if isinstance(t, Tensor) and is_sparse_data(t._data):
+            raise could_not_run(type("op", (), {"name": name}))
+
+
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     import numpy as np
+    _refuse_sparse("eq", input, other)
     a = input._data if isinstance(input, Tensor) else input
     b = other._data if isinstance(other, Tensor) else other
     return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
@@ -327,6 +335,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def equal(input, other):
+    _refuse_sparse("equal", input, other)
     if input.shape != other.shape:
         return False
     a, b = input._data, other._data

@@ -103,10 +103,27 @@ class _Writer:
         index = self.tensor_ids.get(id(t))
         if index is not None:
             return index
+        if type(t._data) is not np.ndarray:
+            return self.sparse_tensor(t)
         arr = t._data
         storage, offset, stride = self.storage_of(arr)
         entry = {"dtype": t.dtype.name, "shape": list(arr.shape), "stride": stride,
                  "storage": storage, "storage_offset": offset, "requires_grad": bool(t.requires_grad)}
+        if isinstance(t, Parameter):
+            entry["parameter"] = True
+        self.tensors.append(entry)
+        self.keep.append(t)
+        index = self.tensor_ids[id(t)] = len(self.tensors) - 1
+        return index
+
+    def sparse_tensor(self, t):
+        """A sparse tensor: its layout and parts (each an ordinary tensor entry)."""
+        from .ops.sparse import storage_parts
+        layout, parts, flags = storage_parts(t._data)
+        part_tensors = {name: Tensor._make(arr) for name, arr in parts.items()}
+        self.keep.extend(part_tensors.values())
+        entry = {"layout": layout, "shape": list(t._data.shape), "requires_grad": bool(t.requires_grad),
+                 "parts": {name: self.tensor(p) for name, p in part_tensors.items()}, **flags}
         if isinstance(t, Parameter):
             entry["parameter"] = True
         self.tensors.append(entry)
@@ -367,6 +384,8 @@ class _Reader:
         if t is not None:
             return t
         entry = self.tensor_entries[index]
+        if "layout" in entry:
+            return self.sparse_tensor(index, entry)
         if entry["dtype"] not in _dtype._BY_NAME:
             raise self.corrupt(f"unknown dtype {entry['dtype']!r}")
         dt = _dtype._BY_NAME[entry["dtype"]]
@@ -392,6 +411,22 @@ class _Reader:
         else:
             arr = np.empty(shape, dt.np)
         t = Tensor._make(arr)
+        if entry.get("parameter"):
+            t = Parameter(t, requires_grad=bool(entry["requires_grad"]))
+        elif entry["requires_grad"]:
+            t.requires_grad_(True)
+        self.tensors[index] = t
+        return t
+
+
+    def sparse_tensor(self, index, entry):
+        from .ops.sparse import from_parts
+        try:
+            parts = {name: self.tensor(int(i))._data for name, i in entry["parts"].items()}
+            data = from_parts(entry["layout"], parts, entry["shape"], entry)
+        except (KeyError, TypeError, ValueError, RuntimeError) as e:
+            raise self.corrupt(f"sparse tensor {index} is invalid ({e})") from e
+        t = Tensor._make(data)
         if entry.get("parameter"):
             t = Parameter(t, requires_grad=bool(entry["requires_grad"]))
         elif entry["requires_grad"]:

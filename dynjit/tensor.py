@@ -387,6 +387,9 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         if _data_reads:
             _data_reads[-1](self, "__array__")
+        if type(self._data) is not np.ndarray:      # a sparse tensor, of any layout
+            raise TypeError(f"can't convert {str.__str__(self.layout)} layout tensor to numpy. Use "
+                            "Tensor.to_dense() first.")
         return self._data if dtype is None else self._data.astype(dtype)
 
     def item(self):

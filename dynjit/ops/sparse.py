@@ -60,6 +60,7 @@ class SparseCOO:
     Read-only after construction (ops make new ones); `indices` and `values` may be views
     of other arrays (PyTorch keeps the tensors it is given, without copying)."""
     __slots__ = ("indices", "values", "shape", "coalesced")
+    _init_order = __slots__
     _is_tensor_data = True          # the dispatcher wraps a kernel's SparseCOO in a Tensor
 
     def __init__(self, indices, values, shape, coalesced=False):
@@ -93,6 +94,25 @@ class SparseCOO:
     @property
     def strides(self):
         raise RuntimeError("Sparse tensors do not have strides")
+
+    class flags:        # what Tensor.is_contiguous reads: a sparse tensor is not contiguous
+        c_contiguous = f_contiguous = writeable = False
+
+    def copy(self):
+        """A copy with parts of its own (Tensor's deepcopy and pickling use it)."""
+        return type(self).__new__(type(self))._fill_from(self)
+
+    def _fill_from(self, other):
+        for name in self.__slots__:
+            v = getattr(other, name)
+            object.__setattr__(self, name, v.copy() if isinstance(v, np.ndarray) else v)
+        return self
+
+    def tolist(self):
+        raise RuntimeError("Cannot access data pointer of Tensor that doesn't have storage")
+
+    def __reduce__(self):       # unpickled through __init__, which tells the dispatcher
+        return (type(self), tuple(getattr(self, name) for name in self._init_order))
 
     @property
     def __array_interface__(self):
@@ -189,6 +209,7 @@ class SparseCompressed:
     compressed indices (one run per row, or column), plain indices (the column, or row, of
     each stored element or block), values ((nnz,) or, blocked, (nnz, *blocksize))."""
     __slots__ = ("layout", "compressed_indices", "plain_indices", "values", "shape", "blocksize")
+    _init_order = __slots__
     _is_tensor_data = True
 
     def __init__(self, layout, compressed_indices, plain_indices, values, shape, blocksize):
@@ -207,6 +228,11 @@ class SparseCompressed:
     itemsize = SparseCOO.itemsize
     strides = SparseCOO.strides
     __array_interface__ = SparseCOO.__array_interface__
+    flags = SparseCOO.flags
+    copy = SparseCOO.copy
+    _fill_from = SparseCOO._fill_from
+    tolist = SparseCOO.tolist
+    __reduce__ = SparseCOO.__reduce__
 
     @property
     def nnz(self):
@@ -279,6 +305,36 @@ class SparseCompressed:
 
 
 SPARSE_TYPES = (SparseCOO, SparseCompressed)
+
+
+def storage_parts(data):
+    """(layout name, {part: array}, {flag: value}) of a sparse storage, for dynjit.save."""
+    if type(data) is SparseCOO:
+        return "sparse_coo", {"indices": data.indices, "values": data.values}, {"coalesced": data.coalesced}
+    return (str.__str__(data.layout), {"compressed_indices": data.compressed_indices,
+                                       "plain_indices": data.plain_indices, "values": data.values},
+            {"blocksize": list(data.blocksize)})
+
+
+def from_parts(layout_name, parts, shape, flags):
+    """The sparse storage that storage_parts described (dynjit.load), checked like the
+    constructors check their arguments (a RuntimeError for parts that do not fit)."""
+    shape = tuple(int(n) for n in shape)
+    if layout_name == "sparse_coo":
+        coo = _sparse_coo_tensor.kernel(parts["indices"], parts["values"], shape, bool(flags.get("coalesced")))
+        return coo
+    target = LAYOUTS.get(layout_name)
+    if target not in (sparse_csr, sparse_csc, sparse_bsr, sparse_bsc):
+        raise RuntimeError(f"unknown sparse layout {layout_name!r}")
+    c = SparseCompressed(target, np.asarray(parts["compressed_indices"], np.int64),
+                         np.asarray(parts["plain_indices"], np.int64), parts["values"], shape,
+                         tuple(int(b) for b in flags["blocksize"]))
+    # a consistent storage round-trips through its dense form unchanged
+    check = SparseCompressed.from_dense(c.to_dense(), target, c.blocksize, c.pattern())
+    if check.nnz != c.nnz or not np.array_equal(check.plain_indices, c.plain_indices) \
+            or not np.array_equal(check.compressed_indices, c.compressed_indices):
+        raise RuntimeError(f"inconsistent {layout_name} indices")
+    return c
 
 
 def is_sparse_data(x):
@@ -849,11 +905,31 @@ def _zero_preserving(name):
     return op
 
 
-for _name in ("abs", "sin", "sinh", "tan", "tanh", "asin", "atan", "sqrt", "square", "expm1", "log1p",
-              "erf", "relu", "sign", "sgn", "trunc", "floor", "ceil", "frac", "signbit", "isnan", "isinf",
-              "conj"):
-    _zero_preserving(_name)
-del _name
+# The unary ops PyTorch has SparseCPU kernels for, one declaration each (as native_functions.yaml
+# names a SparseCPU kernel per op)
+_zero_preserving("abs")
+_zero_preserving("sin")
+_zero_preserving("sinh")
+_zero_preserving("tan")
+_zero_preserving("tanh")
+_zero_preserving("asin")
+_zero_preserving("atan")
+_zero_preserving("sqrt")
+_zero_preserving("square")
+_zero_preserving("expm1")
+_zero_preserving("log1p")
+_zero_preserving("erf")
+_zero_preserving("relu")
+_zero_preserving("sign")
+_zero_preserving("sgn")
+_zero_preserving("trunc")
+_zero_preserving("floor")
+_zero_preserving("ceil")
+_zero_preserving("frac")
+_zero_preserving("signbit")
+_zero_preserving("isnan")
+_zero_preserving("isinf")
+_zero_preserving("conj")
 
 
 @sparse_op("_sparse_transpose", replaces=("transpose",))
@@ -881,6 +957,32 @@ def _(grad, dim0, dim1):
 
 def _transpose_any(x, dim0, dim1):
     return registry["transpose"](x, dim0, dim1)
+
+
+@sparse_op("_sparse_permute", replaces=("permute",))
+def _sparse_permute(self, dims):
+    """permute of a sparse tensor: the sparse dims among themselves, the dense ones likewise."""
+    n = len(self.shape)
+    dims = [d % n for d in dims] if n else []
+    if sorted(dims) != list(range(n)):
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match "
+                           f"the length of the desired ordering of dimensions i.e. input.dim() = {n} is not "
+                           f"equal to len(dims) = {len(dims)}")
+    sd = self.sparse_dim
+    if sorted(dims[:sd]) != list(range(sd)):
+        raise RuntimeError("permute(sparse_coo): transpositions between sparse and dense dimensions are "
+                           "not allowed. Only transpositions within sparse and dense dimensions are supported.")
+    shape = [self.shape[d] for d in dims]
+    values = np.transpose(self.values, [0] + [d - sd + 1 for d in dims[sd:]])
+    return SparseCOO(self.indices[dims[:sd]], values, shape, self.coalesced and dims[:sd] == list(range(sd)))
+
+
+@_sparse_permute.derivative
+def _(grad, dims):
+    inverse = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inverse[d % len(dims)] = i
+    return registry["permute"](grad, inverse)
 
 
 @sparse_op("_sparse_t", replaces=("t",))

@@ -301,3 +301,8 @@ def test_gather_with_sparse_grad_gives_pytorchs_sparse_gradient(dim):
         want[tuple(target)] += g[pos]
     np.testing.assert_allclose(x.grad.to_dense().numpy(), want)
     assert gradcheck(lambda x: x.gather(dim, index, sparse_grad=True), (x.detach().requires_grad_(),))
+
+
+def test_gradcheck_permute():
+    x = rand(3, 2, 4).requires_grad_()
+    assert gradcheck(lambda x: x.to_sparse(2).permute(1, 0, 2).to_dense(), (x,))

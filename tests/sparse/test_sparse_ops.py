@@ -277,3 +277,51 @@ def test_in_place_ops_on_a_sparse_tensor():
     leaf = torch.ones(2, 2).to_sparse().requires_grad_()
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
         leaf.mul_(2)
+
+
+def test_copy_pickle_save_and_load_keep_a_sparse_tensor():
+    import copy
+    import io
+    import pickle
+    s = torch.sparse_coo_tensor([[0, 1, 1], [2, 0, 0]], torch.randn(3, 2), (2, 3, 2)).requires_grad_()
+    c = torch.randn(4, 4).to_sparse_bsr(2)
+    for t in (s, c):
+        for other in (copy.deepcopy(t), pickle.loads(pickle.dumps(t))):
+            assert other.layout is t.layout and other.requires_grad == t.requires_grad
+            assert other._data is not t._data
+            np.testing.assert_array_equal(other.detach().to_dense().numpy(), t.detach().to_dense().numpy())
+    buf = io.BytesIO()
+    torch.save({"s": s, "c": c, "dense": torch.ones(2)}, buf)
+    buf.seek(0)
+    out = torch.load(buf)
+    assert out["s"].layout is torch.sparse_coo and out["s"].requires_grad and not out["s"].is_coalesced()
+    np.testing.assert_array_equal(out["s"].detach().to_dense().numpy(), s.detach().to_dense().numpy())
+    assert out["c"].layout is torch.sparse_bsr and out["c"].values().shape == (4, 2, 2)
+    np.testing.assert_array_equal(out["c"].to_dense().numpy(), c.to_dense().numpy())
+    assert torch.equal(out["dense"], torch.ones(2))
+
+
+def test_numpy_views_and_comparisons_of_a_sparse_tensor_are_refused():
+    s = torch.tensor([[1., 0.], [0., 2.]]).to_sparse()
+    with pytest.raises(TypeError, match="can't convert sparse_coo layout tensor to numpy"):
+        np.asarray(s)
+    with pytest.raises(RuntimeError, match="Cannot access data pointer of Tensor that doesn't have storage"):
+        s.tolist()
+    with pytest.raises(NotImplementedError, match="Could not run 'aten::equal' with arguments from the 'SparseCPU'"):
+        torch.equal(s, s)
+    with pytest.raises(NotImplementedError, match="Could not run 'aten::eq' with arguments from the 'SparseCPU'"):
+        torch.allclose(s, s)
+    assert not s.is_contiguous()
+    assert torch.equal(torch.ones(2), torch.ones(2)) and torch.allclose(torch.ones(2), torch.ones(2))
+
+
+def test_permute_and_T_reorder_the_sparse_and_the_dense_dims():
+    a = random_with_zeros((2, 3, 4))
+    s = torch.tensor(a).to_sparse(2)
+    np.testing.assert_array_equal(s.permute(1, 0, 2).to_dense().numpy(), a.transpose(1, 0, 2))
+    h = torch.tensor(random_with_zeros((3, 2, 4, 5))).to_sparse(2)
+    np.testing.assert_array_equal(h.permute(1, 0, 3, 2).to_dense().numpy(),
+                                  h.to_dense().numpy().transpose(1, 0, 3, 2))
+    np.testing.assert_array_equal(torch.tensor(a[0]).to_sparse().T.to_dense().numpy(), a[0].T)
+    with pytest.raises(RuntimeError, match="transpositions between sparse and dense dimensions are not allowed"):
+        s.permute(2, 0, 1)
