@@ -117,5 +117,8 @@ def check_outputs(node, outs):
         return
     import numpy as np
     for i, g in enumerate(outs):
-        if g is not None and g._data.dtype.kind == "f" and np.isnan(g._data).any():
+        if g is None:
+            continue
+        data = g._data if type(g._data) is np.ndarray else g._data.values     # (a sparse gradient)
+        if data.dtype.kind == "f" and np.isnan(data).any():
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")

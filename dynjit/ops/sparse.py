@@ -1072,6 +1072,26 @@ def _(grad, self, dim):
     return _sparse_sum_backward(grad, self, dim)
 
 
+@sparse_op("_sparse_norm", replaces=("norm",))
+def _sparse_norm(self, p=2, dim=None, keepdim=False):
+    """The p-norm of a sparse tensor over every element (its unspecified ones are zeros, which
+    no p > 0 norm counts), from its coalesced values."""
+    if dim is not None:
+        raise RuntimeError("norm: dynjit takes the norm of a sparse tensor over every dimension only")
+    if not (p == float("inf") or (isinstance(p, (int, float)) and p > 0)):
+        raise RuntimeError(f"norm: dynjit takes p > 0 or inf norms of sparse tensors, got p={p!r}")
+    return registry["norm"].kernel(self.coalesce().values.reshape(-1), p, None, False)
+
+
+@_sparse_norm.derivative
+def _(grad, self, p, result):
+    c = coalesce(self)
+    values = _values(c)
+    flat = values.reshape(-1)
+    g = registry["norm"].derivative_fn(grad, flat, p, None, False, result)
+    return _sparse_coo_tensor(_indices(c), g.reshape(tuple(values.shape)), tuple(self.shape), True)
+
+
 @sparse_op("_sparse_sum_backward", differentiable=False)
 def _sparse_sum_backward(grad, self, dim):
     """The gradient of a sparse sum over `dim`: the incoming gradient spread back over the

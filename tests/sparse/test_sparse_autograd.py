@@ -306,3 +306,31 @@ def test_gather_with_sparse_grad_gives_pytorchs_sparse_gradient(dim):
 def test_gradcheck_permute():
     x = rand(3, 2, 4).requires_grad_()
     assert gradcheck(lambda x: x.to_sparse(2).permute(1, 0, 2).to_dense(), (x,))
+
+
+@pytest.mark.parametrize("p", [1, 2, 3, float("inf")])
+def test_norm_of_a_sparse_tensor_and_its_gradient(p):
+    s = torch.sparse_coo_tensor([[0, 0, 2]], torch.tensor([1., -2., 3.], dtype=torch.double), (4,)).requires_grad_()
+    np.testing.assert_allclose(torch.norm(s, p).item(), np.linalg.norm(s.detach().to_dense().numpy(), p))
+    assert gradcheck(lambda s: s.norm(p), (s,), masked=True)
+
+
+def test_clip_grad_norm_scales_a_sparse_gradient():
+    emb = torch.nn.Embedding(5, 2, sparse=True)
+    emb(torch.tensor([1, 2, 2])).sum().backward()
+    before = emb.weight.grad.to_dense().clone()
+    total = torch.nn.utils.clip_grad_norm_(emb.parameters(), 1.0)
+    np.testing.assert_allclose(total.item(), np.linalg.norm(before.numpy()), rtol=1e-6)
+    assert emb.weight.grad.is_sparse
+    np.testing.assert_allclose(emb.weight.grad.to_dense().numpy(), before.numpy() / (total.item() + 1e-6), rtol=1e-5)
+
+
+def test_anomaly_mode_reads_a_sparse_gradients_values():
+    emb = torch.nn.Embedding(5, 2, sparse=True)
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"):
+        with torch.autograd.detect_anomaly():
+            emb(torch.tensor([1, 2])).sum().backward()
+            assert emb.weight.grad.is_sparse
+            emb.weight.grad = None
+            with pytest.raises(RuntimeError, match="returned nan values"):
+                (emb(torch.tensor([1, 2])) * float("nan")).sum().backward()
