@@ -347,7 +347,7 @@ def aot_module_simplified(mod, example_inputs, fw_compiler, bw_compiler=None,
             return compiled(*aot_mod._state(), *args)
     else:
         forward = compiled = aot_function(mod, fw_compiler, bw_compiler, **options)
-    compiled._dynamic_hint = _frontend_dynamic_hint(mod, n_state)
+    compiled._dynamic_hint = _frontend_dynamic_hint(mod, n_state, fw_compiler)
     if hasattr(mod, "named_parameters") and hasattr(mod, "named_buffers"):
         if example_inputs is not None:
             compiled._compile_for(*aot_mod._state(), *example_inputs)
@@ -363,7 +363,7 @@ def aot_module_simplified(mod, example_inputs, fw_compiler, bw_compiler=None,
     return forward
 
 
-def _frontend_dynamic_hint(mod, n_state):
+def _frontend_dynamic_hint(mod, n_state, compiler=None):
     """For a graph of the dynjit.compile frontend: its inputs that are arguments of the
     compiled function (leaf indices), and the int inputs read from their sizes (`x.shape[0]`:
     leaf -> (tensor leaf, dim)); None for other modules (see symbolic.py)."""
@@ -385,16 +385,29 @@ def _frontend_dynamic_hint(mod, n_state):
             leaf = by_expr.get(base.base.expr())
             if leaf is not None:
                 reads[n_state + j] = (leaf, source.key)
-    # the frontend's first graph for a frame holds the sizes it read as constants
-    # (`x.view(2, -1)`): a symbolic trace of it would be dropped by the check against a
-    # concrete trace, after costing two traces; a graph that reads no size as a number and
-    # has such constants is traced with concrete sizes
+    if not tensors:
+        return None
     if not reads:
+        # No size read as a number: the frontend's first graph for a frame (its sizes are
+        # guarded, so a symbolic trace would only cost more), or its dynamic graph for code
+        # that reads no size (an MLP's forward), which is the first graph's code again.
+        # Symbolic for a graph whose code was compiled before, without the constants a
+        # first graph holds for the sizes it read (`x.view(2, -1)`).
+        code = (mod.code, id(compiler))
+        if code not in _frontend_graphs_seen:
+            if len(_frontend_graphs_seen) >= 256:
+                _frontend_graphs_seen.clear()
+            _frontend_graphs_seen.add(code)
+            return None
         sizes = {n for j in tensors for n in placeholders[j - n_state].meta["val"].shape if n >= 2}
         for n in mod.graph.nodes:
             if n.op in ("call_function", "call_method") and _holds_int_in(n.args, sizes):
                 return None
-    return (tensors, reads) if tensors else None
+    return tensors, reads
+
+
+# (code, forward compiler) of the frontend graphs traced so far without a size read as a number
+_frontend_graphs_seen = set()
 
 
 def _holds_int_in(value, sizes):

@@ -4,10 +4,13 @@ A symbolic trace (dynjit.fx.symbolic_shapes) serves every call whose tensors hav
 ranks, dtypes and requires_grad, whose symbolic sizes are >= 2 (0 and 1 stay specialized),
 and whose sizes satisfy the trace's guards. It is made:
 
-- from the first trace, for a graph of the `dynjit.compile` frontend: the sizes of its
-  inputs that are arguments of the compiled function (their placeholders' source is a
-  local), and the int inputs the frontend read from them (`x.shape[0]` passed as a number
-  shares the symbol of that size);
+- from the first trace, for a dynamic graph of the `dynjit.compile` frontend (one that
+  takes sizes as numbers, or whose code was traced before: see
+  aot_autograd._frontend_dynamic_hint): the sizes of its inputs that are arguments of the
+  compiled function (their placeholders' source is a local), and the int inputs the
+  frontend read from them (`x.shape[0]` passed as a number shares the symbol of that size);
+- from the first trace with `dynamic=True`: every size of the arguments, equal sizes
+  sharing one symbol;
 - otherwise when a call misses the cache only because tensor sizes differ from a trace
   already made (automatic dynamic sizes): the sizes that differ become symbols.
 
