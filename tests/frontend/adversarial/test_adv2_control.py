@@ -3,8 +3,6 @@ and a tracer easily gets wrong: return/break/continue inside finally, finally
 around graph breaks, except* with nested groups and re-raise, exceptions
 raised and swallowed in loops, while/else and for/else with breaks in try,
 exceptions carrying tensors, __context__ chains built across frames."""
-import sys
-
 import pytest
 
 from adv_harness import cases, check_program

@@ -213,8 +213,6 @@ def make_args(call):
 '''
 
 XFAIL = {
-    "subclass_rich_comparison_priority": "frontend: Base() == Sub() calls Base.__eq__, not the subclass's reflected "
-                                         "method first (findings R2-O2)",
     "metaclass_instancecheck_and_subclasscheck": "frontend: isinstance(v, C) calls the metaclass's __subclasscheck__ "
                                                  "instead of __instancecheck__ (findings R2-O4)",
 }

@@ -155,19 +155,7 @@ def fresh_args(call):
     return dynjit.ones(2), [2, 2, 3][call]
 ''')
 
-XFAIL = {
-    "escaping_map_bound_method_of_input": "frontend: an escaping map over x.mul crashes (the graph reads a pruned "
-                                          "input) (findings R2-I1)",
-    "escaping_map_two_iterables_operator_add": "frontend: an escaping map(operator.add, [x, x], ...) crashes "
-                                               "(findings R2-I1)",
-    "escaping_map_stored_on_object_attribute": "frontend: a map over a lambda reading x stored on an object crashes "
-                                               "(findings R2-I1)",
-    "escaping_map_stored_in_global_consumed_next_call": "frontend: a map stored in a global is evaluated eagerly "
-                                                        "(findings R2-I2)",
-    "escaping_zip_enumerate_reversed_types": "frontend: escaping zip/enumerate/reversed/tensor iterators become "
-                                             "list_iterators (findings R2-I2)",
-    "escaping_map_over_list_mutated_after_return": "frontend: an escaping map is evaluated eagerly (findings R2-I2)",
-}
+XFAIL = {}
 
 
 @pytest.mark.parametrize("name", cases(PROGRAMS, XFAIL))

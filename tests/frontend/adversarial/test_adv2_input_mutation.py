@@ -49,20 +49,7 @@ def make_args(call):
     return base[0], base[:, 0], base
 '''
 
-_T3 = "frontend/llvm: a metadata in-place op on an input is lost (findings R2-T3)"
-XFAIL = {
-    "unsqueeze_inplace_on_input": _T3,
-    "squeeze_inplace_on_input": _T3,
-    "transpose_inplace_on_input": _T3,
-    "t_inplace_on_view_input": _T3,
-    "zero_then_unsqueeze_inplace_on_input": _T3,
-    "set_on_base_input": "frontend/llvm: x.set_(other) on an input is lost (findings R2-T3)",
-    "resize_inplace_on_input": "frontend/aot_eager,llvm: resize_ of an input fails in the backend "
-                               "(BackendCompilerFailed NotImplementedError) instead of breaking (findings R2-T7)",
-    "detach_inplace_on_view_input_raises": "frontend/aot_eager,llvm: detach_() of a view input does not raise "
-                                           "(findings R2-T8)",
-    "set_on_view_input_raises": "frontend/llvm: set_() of a view input does not raise (findings R2-T8)",
-}
+XFAIL = {}
 
 
 @pytest.mark.parametrize("name", cases(PROGRAMS, XFAIL))

@@ -325,10 +325,6 @@ def make_args(call):
 XFAIL = {
     "compiled_function_is_a_generator_function": "frontend: dynjit.compile(generator function) is an internal error "
                                                  "(KeyError) (findings R2-X2)",
-    "unconsumed_map_filter_zip_returned": "frontend: returning an unconsumed map over a lambda that reads a tensor "
-                                          "input crashes (graph input pruned) (findings R2-I1)",
-    "unconsumed_map_with_side_effects_escapes": "frontend: an escaping unconsumed map is evaluated eagerly "
-                                                "(list_iterator, side effects early) (findings R2-I2)",
 }
 
 CALLS = {}

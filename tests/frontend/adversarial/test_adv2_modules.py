@@ -368,9 +368,6 @@ def make_args(call):
 '''
 
 XFAIL = {
-    "deepcopy_module_inside_compiled": "frontend: copy.deepcopy(module) in compiled code is an internal error while "
-                                       "compiling copy._reconstruct (AttributeError: no attribute 'in_features') "
-                                       "(findings R2-X3)",
     "module_setattr_tensor_vs_parameter": "frontend: after self.t = tensor in a traced forward, "
                                           "'t' in self.__dict__ reads False (findings R2-M1)",
 }

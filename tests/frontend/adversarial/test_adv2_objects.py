@@ -701,19 +701,11 @@ def make_args(call):
 '''
 
 XFAIL = {
-    "sequence_equality_calls_user_eq": "frontend: [V(1)] == [V(1)] never calls V.__eq__ and gives False "
-                                       "(findings R2-O1)",
     "three_arg_type_in_helper_with_bare_globals": "frontend: type(name, bases, ns) in a function whose globals lack "
                                                   "__name__ is an internal error (AttributeError: __module__) "
                                                   "(findings R2-X1)",
     "bound_method_equality_of_user_objects": "frontend: a.m == a.m is False for a user object's bound method "
                                              "(findings R2-F2)",
-    "eq_returning_non_bool_values": "frontend: [a] == [b] ignores the truthy non-bool result of a user __eq__ "
-                                    "(findings R2-O1)",
-    "namedtuple_methods_and_defaults": "frontend: tuple equality with the same tensor object inside gives False "
-                                       "(no identity shortcut) (findings R2-O1)",
-    "subclass_reflected_operator_priority": "frontend: a subclass's __rsub__ is not tried before the base's __sub__ "
-                                            "(findings R2-O2)",
     "getattr_fallback_and_getattribute_counting": "frontend: a user __getattribute__ runs ~90 times per attribute "
                                                   "read (findings R2-O3)",
 }

@@ -595,15 +595,10 @@ def main(x, cfg):
     return r, x * len(cfg)
 def make_args(call):
     return dynjit.ones(2), [{"layers": [2, 3], "opt": {"lr": 0.1}}, {"layers": [2, 3], "opt": {"lr": 0.1}},
-                            {"layers": [2], "opt": {}}][call]
+                            {"layers": [2], "opt": {}}, {"opt": {"lr": 0.1}, "layers": [2, 3]}][call]
 '''
 
 XFAIL = {
-    "dict_equality_with_unhashable_values_and_numeric_keys": "frontend: {'k': [1]} == {'k': [1]} is False; "
-                                                             "{1: 'a'} == {1.0: 'a'} is False (findings R2-O5)",
-    "dict_equality_ignores_insertion_order": "frontend: dict == dict compares insertion order ({'a': 1, 'b': 2} == "
-                                             "{'b': 2, 'a': 1} is False) (findings R2-O5)",
-    "ordereddict_equality_rules": "frontend: OrderedDict == dict compares order (findings R2-O5)",
     "bool_arithmetic_and_types": ("frontend: the DeprecationWarning of ~bool, folded at trace time, is not given on "
                                   "cached calls (findings R2-W1)", sys.version_info >= (3, 12)),
 }

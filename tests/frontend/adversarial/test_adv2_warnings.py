@@ -82,8 +82,6 @@ XFAIL = {
     "warning_mse_loss_size_mismatch": _W2,
     "warning_dropout2d_on_3d_input": _W2,
     "warning_upsample_deprecated": _W2,
-    "warning_out_argument_resized": "frontend/aot_eager,llvm: add(..., out=t) that resizes t fails in the backend "
-                                    "(BackendCompilerFailed: resize_() while tracing) (findings R2-T9)",
     "warning_numpy_scalar_divide_by_zero": "frontend: numpy's RuntimeWarning for np.float64(1.0) / 0.0 is never given "
                                            "(folded under suppressed floating-point errors) (findings R2-W3)",
     "warning_python_folding_invert_bool": ("frontend: the DeprecationWarning of ~bool is only given on the tracing "
