@@ -1034,13 +1034,21 @@ class KernelCodegen:
         """float32 x / s with s fixed along the vector loop (softmax's row sum): one float64
         reciprocal per row and multiplies per element, correctly rounded like the division
         (a vector divide takes 10-16 cycles per 16 lanes; the divider is the bottleneck).
-        r = RN(1/s), q = RN(x*r) and one Markstein step q' = RN(q + fma(-q, s, x) * r) give
-        RN64(x/s) (Markstein's theorem: r correctly rounded, q faithful, all values normal in
-        float64 as every float32 is); rounding that to float32 gives RN32(x/s): a float32
-        quotient is either a float32 tie, exactly representable in float64, or 2^-48
-        relatively (2^-174 absolutely, among subnormals) away from one, far above float64's
-        rounding. Where the remainder is 0 (q exact, signed zeros kept) or NaN (x infinite,
-        s zero, infinite or NaN: then x * r is x / s itself, 0 * inf = NaN ...), q is the result."""
+
+        q = RN64(x * r) with r = RN64(1/s) is within 2^-52 of x/s (relatively); a float32
+        quotient whose magnitude is a normal float32 is never within 2^-49 of a float32
+        rounding tie (x/s - M = (X 2^a - S (2K+1) 2^c) / (S 2^b) with S and 2K+1 odd and
+        2K+1 < 2^25: the numerator's last bit bounds it from below; and it is never exactly a
+        tie, since S (2K+1) would need 25 bits for X's 24), so RN32(q) = RN32(x/s) there.
+        Infinities, NaN, zeros and overflow come out of the product as the division's.
+        Quotients among float32 subnormals can be ties (3 * 2^-149 / 6 = 2^-150): a vector
+        holding an |x| below 2^-124 |s| (a quotient below about 2^-124) takes the exact
+        path: one Markstein step q' = RN(q + fma(-q, s, x) * r), the correctly rounded
+        float64 quotient (Markstein's theorem: r correctly rounded, q faithful, all values
+        normal in float64 as every float32 is), whose rounding to float32 is RN32(x/s) (a
+        float32 quotient is a tie, exact in float64, or 2^-174 away from one among
+        subnormals, far above float64's rounding). Where the remainder is 0 (q exact, signed
+        zeros kept) or NaN (x infinite, s zero, infinite or NaN), q is the result."""
         ops, b = self.ops, self.b
         home = self._home(n.args[1], scope)
         key = ("recip", id(n.args[1]))
@@ -1049,20 +1057,12 @@ class KernelCodegen:
             with self._at(home):
                 s64 = b.fpext(self.value(n.args[1], home), F64)
                 r = b.fdiv(const(F64, 1.0), s64)
-            pre = home.memo[key] = (s64, r)
-        s64, r = pre
+                tiny = b.fptrunc(b.fmul(ops.fabs(s64), const(F64, 2.0 ** -124)), F32)
+            pre = home.memo[key] = (s64, r, tiny)
+        s64, r, tiny = pre
         w = scope.width
-        sk = ("recip_splat", id(n.args[1]))
-        splats = scope.memo.get(sk)
-        if splats is None:
-            splats = scope.memo[sk] = (ops.splat(s64, w), ops.splat(r, w))
-        sv, rv = splats
-        x = b.fpext(args[0], vector_of(F64, w))
-        q = b.fmul(x, rv)
-        rem = ops.fma(b.fneg(q), sv, x)
-        exact_or_special = b.fcmp_unordered("==", rem, ops.c(rem, 0.0))
-        q = b.select(exact_or_special, q, ops.fma(rem, rv, q))
-        return b.fptrunc(q, vector_of(F32, w))
+        fn = _row_division_function(self.module, w)
+        return b.call(fn, [args[0], s64, r, tiny])
 
     # -- memory -----------------------------------------------------------------------
     def _data_pointer(self, obj):
@@ -1171,6 +1171,44 @@ def _block_summed(r):
     """A float sum whose accumulator is wider than its input (float32 summed in float64)."""
     return (r.op == "sum" and is_float(r.args[0].dtype) and is_float(r.params["acc"])
             and r.args[0].dtype.itemsize < r.params["acc"].itemsize)
+
+
+def _row_division_function(module, w):
+    """`dj.rowdiv.v<w>f32(x, s, r, tiny)`: x / s for float32 x (w lanes) with the float64
+    divisor s, r = RN64(1/s) and tiny = RN32(2^-124 |s|) (see _div_by_invariant): the
+    product x * r rounded to float32 unless a lane's |x| is nonzero and below tiny, then the Markstein
+    step for the whole vector. Internal and always inlined: its branch sits in the loop."""
+    name = f"dj.rowdiv.v{w}f32"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    vty = vector_of(F32, w)
+    fn = ir.Function(module, ir.FunctionType(vty, [vty, F64, F64, F32]), name=name)
+    fn.linkage = "internal"
+    fn.attributes.add("alwaysinline")
+    fn.attributes.add("nounwind")
+    x, s64, r, tiny = fn.args
+    entry, fast, exact = (fn.append_basic_block(n) for n in ("entry", "fast", "exact"))
+    b = ir.IRBuilder(entry)
+    ops = Ops(b, module)
+    ax = ops.fabs(x)
+    # zeros (and a masked step's off lanes) are exact in the product: only nonzero |x| < tiny
+    small = b.and_(b.fcmp_ordered("<", ax, ops.splat(tiny, w)), b.fcmp_ordered(">", ax, ops.c(ax, 0.0)))
+    d = vector_of(F64, w)
+    rv = ops.splat(r, w)
+    b.cbranch(ops.any(small), exact, fast)
+    b.position_at_end(fast)
+    x64 = b.fpext(x, d)
+    b.ret(b.fptrunc(b.fmul(x64, rv), vty))
+    b.position_at_end(exact)
+    x64 = b.fpext(x, d)
+    sv = ops.splat(s64, w)
+    q = b.fmul(x64, rv)
+    rem = ops.fma(b.fneg(q), sv, x64)
+    exact_or_special = b.fcmp_unordered("==", rem, ops.c(rem, 0.0))
+    q = b.select(exact_or_special, q, ops.fma(rem, rv, q))
+    b.ret(b.fptrunc(q, vty))
+    return fn
 
 
 def _has_masked_memory(small_elements):
