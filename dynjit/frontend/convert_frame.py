@@ -69,6 +69,13 @@ def location(exc):
 
 def convert(fn, args, kwargs, backend, fullgraph=False, hook=None, dynamic=False, dynamic_scalars=()):
     """Trace fn(*args, **kwargs) into a CompiledEntry; raises Unsupported if it cannot."""
+    code = fn.__code__
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+        # calling it makes a generator (or coroutine) object; its body runs later, lazily
+        e = Unsupported(BreakKind.UNSUPPORTED_BYTECODE, "a generator, coroutine or async generator function "
+                        "(calling it only makes the object; its body runs lazily, as plain Python)")
+        e._tx_location = (code.co_filename, code.co_firstlineno)
+        raise e
     # the code that runs is fn's own, not that of a function it wraps (functools.wraps); the
     # caller has checked that the arguments bind
     bound = inspect.signature(fn, follow_wrapped=False).bind(*args, **kwargs)

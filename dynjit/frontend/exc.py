@@ -1,4 +1,5 @@
 """Why tracing stopped: the reasons a construct cannot be traced."""
+import warnings
 from typing import NamedTuple
 
 from ..exc import Unsupported, BreakKind
@@ -26,12 +27,20 @@ def fold(fn, *args, **kwargs):
 
     If it raises, that is the user's program raising, not a bug in dynjit: the trace
     stops there (a graph break), and the instruction runs natively and raises the very
-    same exception, with the effects before it intact."""
-    try:
-        return fn(*args, **kwargs)
-    except Exception as e:
-        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
-        raise Unsupported(BreakKind.USER_EXCEPTION, f"{name}() raises {type(e).__name__} at trace time (it raises natively)") from e
+    same exception, with the effects before it intact. If it warns, it is not folded either:
+    a folded operation would warn once, at trace time, where plain Python warns on every call;
+    natively it does."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    with warnings.catch_warnings(record=True) as caught:
+        try:
+            result = fn(*args, **kwargs)
+        except Exception as e:
+            raise Unsupported(BreakKind.USER_EXCEPTION, f"{name}() raises {type(e).__name__} at trace time "
+                              "(it raises natively)") from e
+    if caught:
+        raise Unsupported(BreakKind.SIDE_EFFECT_CALL, f"{name}() warns ({caught[0].category.__name__}) at trace "
+                          "time (it runs natively, warning on every call)")
+    return result
 
 
 class GraphBreak(NamedTuple):

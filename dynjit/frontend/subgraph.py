@@ -100,6 +100,12 @@ class SubgraphOutput(OutputGraph):
         return v
 
     # -- recording ------------------------------------------------------------------------
+    def input_scalar(self, value, source):
+        """A dynamic number the body uses is specialized (its value guarded): the body's
+        runtime (autograd_function_apply) passes it tensors only."""
+        self.parent.guards.constant(source, value)
+        return value
+
     def input_tensor(self, value, source):
         # the enclosing graph's tracker: trackers get cached (an object's attribute, a list's
         # items) and are read again after the body, so they are lifted only where used

@@ -101,6 +101,11 @@ def reads_call_stack(fn, args=(), kwargs=None):
     return _in(fn, _frame_readers())
 
 
+def _native_copies():
+    import copy
+    return (copy.copy, copy.deepcopy)
+
+
 def frame_plain_reason(fn, inlined=False, args=(), kwargs=None):
     """Why calling `fn` makes the whole frame run plain, or None. Two kinds of call cannot be
     split into traced and native parts that agree with plain Python:
@@ -139,6 +144,9 @@ def lookup(fn):
     from ..ops.registry import OpDef
     if isinstance(fn, OpDef):
         return Rule(Action.GRAPH, "op")
+    if _in(fn, _native_copies()):
+        return _break(BreakKind.UNKNOWN_CALLABLE, f"copy.{fn.__name__}() (a copy is made natively: a tensor's copy "
+                      "is a new leaf, which a graph cannot make)")
     if _in(fn, _KNOWN_BUILTINS):              # before classes: int, list, zip are types
         return _builtin_rule(fn, "builtins")
     from ..autograd import grad_mode

@@ -159,7 +159,7 @@ def opaque_apply(cls):
             return cls.apply(*args, **kwargs)
         apply.__name__ = f"{cls.__name__}_apply"
         apply.__qualname__ = f"{cls.__qualname__}.apply"
-        apply.__module__ = cls.__module__
+        apply.__module__ = getattr(cls, "__module__", None)
         fn = _opaque[cls] = apply
     return fn
 

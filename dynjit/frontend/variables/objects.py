@@ -256,7 +256,7 @@ class ClassVariable(VariableTracker):
             return CellVariable(args[0] if args else None)
         if issubclass(cls, BaseException):
             unimplemented(BreakKind.UNSUPPORTED_VALUE, f"creating or raising an exception ({cls.__name__}) inside a compiled function")
-        if cls in BuiltinVariable.SUPPORTED or cls.__module__ == "builtins":
+        if cls in BuiltinVariable.SUPPORTED or getattr(cls, "__module__", None) == "builtins":
             return BuiltinVariable(cls).call(tx, args, kwargs)
         if cls in (no_grad, enable_grad, set_grad_enabled):
             return GradModeVariable.create(tx, cls, args)
