@@ -414,7 +414,40 @@ def make_args(call):
     return dynjit.arange(3, dtype=dynjit.float32).requires_grad_(), [[1, 2], [1, 2], [3, 4]][call], [1.0, 1.0, 2.0][call]
 '''
 
+PROGRAMS["inplace_on_saved_tensor_without_backward"] = '''
+import dynjit
+F = dynjit.nn.functional
+def main(w, x):
+    h = F.relu(x @ w)
+    h.add_(1)
+    y = w.exp()
+    y.mul_(2)
+    return h, y
+def make_args(call):
+    return dynjit.ones(2, 2, requires_grad=True) * 0.5, dynjit.ones(3, 2) * (call + 1)
+'''
+
+PROGRAMS["inplace_on_saved_tensor_then_backward_raises_at_backward"] = '''
+import dynjit
+LOG = []
+def main(w):
+    y = w.exp()
+    y.add_(1)
+    LOG.append("before backward")
+    print("before backward")
+    y.sum().backward()
+    return w.grad
+def make_args(call):
+    return (dynjit.ones(2, requires_grad=True),)
+'''
+
 XFAIL = {
+    "inplace_on_saved_tensor_without_backward": "frontend/aot_eager,llvm: an in-place write to a tensor saved for "
+                                                "backward fails at compile time (BackendCompilerFailed) although "
+                                                "eager only errs if backward runs (findings R2-A3)",
+    "inplace_on_saved_tensor_then_backward_raises_at_backward": "frontend/aot_eager,llvm: the saved-tensor version "
+                                                                "error is raised at compile time, before the print "
+                                                                "and the append (findings R2-A3)",
     "function_with_list_and_number_arguments": "frontend: an autograd.Function taking a list of numbers crashes "
                                                "(forward() missing 'L_ks_0') once they are dynamic (findings R2-A1)",
     "function_setup_context_style": "frontend: an autograd.Function taking a number crashes (forward() missing "
