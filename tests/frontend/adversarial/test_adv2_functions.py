@@ -441,7 +441,38 @@ def make_args(call):
     return dynjit.ones(2), call
 '''
 
+PROGRAMS["genexpr_reads_rebound_variable_at_each_step"] = '''
+import dynjit
+def main(x, n):
+    k = 1
+    g = (x * k for _ in range(3))
+    a = next(g)
+    k = n
+    b = next(g)
+    k = n * 10
+    c = next(g)
+    return a, b, c
+def make_args(call):
+    return dynjit.ones(2), call + 2
+'''
+
+PROGRAMS["genexpr_over_list_appended_after_first_next"] = '''
+import dynjit
+def main(x, n):
+    src = list(range(n))
+    g = (x * v for v in src)
+    first = next(g)
+    src.append(100)
+    return first, list(g)
+def make_args(call):
+    return dynjit.ones(2), [2, 2, 3][call]
+'''
+
 XFAIL = {
+    "genexpr_reads_rebound_variable_at_each_step": "frontend: a generator expression computes all its elements at "
+                                                   "the first next() (findings R2-F1)",
+    "genexpr_over_list_appended_after_first_next": "frontend: a generator expression misses items appended to its "
+                                                   "source after the first next() (findings R2-F1)",
     "locals_dict_identity_and_refresh": ("frontend: on 3.11/3.12 locals() is one dict per frame, refreshed by each "
                                          "call; compiled returns new snapshots (3.13 semantics) (findings R2-L1)",
                                          sys.version_info < (3, 13)),
