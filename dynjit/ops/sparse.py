@@ -737,9 +737,8 @@ def _concat(a, b, scale):
     entries side by side, as PyTorch keeps them."""
     dtype = _result_dtype(a.values, b.values, scale)
     if a.shape != b.shape:
-        raise RuntimeError(f"add: expected 'self' and 'other' to have same size, but self has size "
-                           f"{list(a.shape)} while other has size {list(b.shape)} (FYI: dense-sparse "
-                           "addition does not currently support broadcasting)")
+        raise RuntimeError(f"add: expected sizes of 'self' and 'other' to match, but {list(a.shape)} != "
+                           f"{list(b.shape)}")
     if a.sparse_dim != b.sparse_dim:
         raise RuntimeError(f"add: expected 'self' and 'other' to have same sparse_dim, but got "
                            f"{a.sparse_dim} and {b.sparse_dim}")
@@ -818,7 +817,9 @@ def _(grad, self, other, needs):
 @sparse_op("_sparse_div", replaces=("div",))
 def _sparse_div(self, other):
     if type(self) is not SparseCOO or type(other) is SparseCOO or np.ndim(other) != 0:
-        raise RuntimeError("div: dynjit divides a sparse tensor by a scalar only")
+        shape = list(np.shape(other)) if type(other) is not SparseCOO else list(other.shape)
+        raise RuntimeError("Sparse division requires a scalar or zero-dim dense tensor divisor "
+                           f"(got shape {shape} for divisor)")
     dtype = _result_dtype(self.values, other)
     if dtype.kind not in "fc":
         dtype = _dtype.get_default_dtype().np

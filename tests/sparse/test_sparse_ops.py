@@ -325,3 +325,15 @@ def test_permute_and_T_reorder_the_sparse_and_the_dense_dims():
     np.testing.assert_array_equal(torch.tensor(a[0]).to_sparse().T.to_dense().numpy(), a[0].T)
     with pytest.raises(RuntimeError, match="transpositions between sparse and dense dimensions are not allowed"):
         s.permute(2, 0, 1)
+
+
+def test_pytorchs_errors_for_mismatched_sparse_arithmetic():
+    s = torch.ones(2, 2).to_sparse()
+    with pytest.raises(RuntimeError, match=r"add: expected sizes of 'self' and 'other' to match, but \[2, 2\] != \[3, 3\]"):
+        s.sub(torch.ones(3, 3).to_sparse())
+    with pytest.raises(RuntimeError, match=r"Sparse division requires a scalar or zero-dim dense tensor divisor "
+                                           r"\(got shape \[2, 2\] for divisor\)"):
+        s / s
+    with pytest.raises(RuntimeError, match=r"add\(sparse, dense\) is not supported"):
+        s - torch.ones(2, 2)
+    assert (torch.ones(2, 2) - s).layout is torch.strided
