@@ -41,7 +41,7 @@ from .threads import split_ranges
 
 REDUCTIONS = {"sum": "sum", "mean": "sum", "prod": "prod", "amax": "max", "amin": "min",
               "max": "max", "min": "min", "sum_to_size": "sum"}
-COPY_OPS = ("to_dtype", "clone", "contiguous_copy")
+COPY_OPS = ("to_dtype", "clone", "contiguous_copy", "copy")
 DECOMPOSED = ("softmax", "log_softmax", "var", "var_mean", "linear")   # spelled as simpler ops (decompose)
 ALIAS_OPS = ("detach",)
 

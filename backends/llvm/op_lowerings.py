@@ -504,6 +504,16 @@ def _contiguous_copy(kb, out, self):
     return kb.cast(self, out)
 
 
+@lowering("copy")
+def _copy(kb, out, self, src):
+    # the functional copy_ (what AOT makes of a copy_ that later ops read): src broadcast to
+    # self's shape in self's dtype; self's values are not read. A number into an integer
+    # tensor runs eagerly (numpy converts it as a C cast of a double: 1e30 -> INT_MIN)
+    if not isinstance(src, KNode) and not out.is_floating_point:
+        raise Unsupported("copy of a number into an integer tensor")
+    return kb.cast(src, out)
+
+
 def lower_pointwise(kb, op_name, out_dtype, args):
     fn = LOWERINGS.get(op_name)
     if fn is None:

@@ -117,3 +117,38 @@ def test_number_to_a_tensor_power(dtype):
     fn = check(lambda t: (dynjit.ops.pow(0.9, t), dynjit.ops.pow(2.0, t) - 1, dynjit.ops.pow(-2.0, t)), t,
                rtol=4e-7 if dtype == np.float32 else 1e-15, atol=0)
     assert fn.stats["fallback"] == 0
+
+
+def test_functional_copy_in_the_middle_of_an_update_fuses():
+    """`m.copy_(maximum(m, v))` read later in the same step (amsgrad as PyTorch writes it):
+    AOT makes it the functional `copy` plus a final copy_; `copy` lowers as a pointwise cast
+    (src broadcast to m's shape in m's dtype), so the update stays one kernel storing both
+    inputs in place, with nothing run eagerly."""
+    from dynjit.aot import aot_function
+
+    def update(m, v, p):
+        with dynjit.no_grad():
+            m.copy_(dynjit.ops.maximum(m, v))
+            p.sub_(m * 0.1)
+
+    made = []
+
+    def compiler(gm, example_inputs):
+        fn = compile_graph(gm, example_inputs)
+        made.append(fn)
+        return fn
+    step = aot_function(update, fw_compiler=compiler, keep_inference_input_mutations=True)
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal((6, 37)).astype(np.float32) for _ in range(3)]
+    arrays[1][0, :3] = [np.nan, np.inf, -np.inf]
+    me, ve, pe = (dynjit.tensor(a.copy()) for a in arrays)
+    mc, vc, pc = (dynjit.tensor(a.copy()) for a in arrays)
+    pe.requires_grad_()
+    pc.requires_grad_()
+    for _ in range(3):
+        update(me, ve, pe)
+        step(mc, vc, pc)
+    np.testing.assert_array_equal(mc._data, me._data)
+    np.testing.assert_array_equal(pc._data, pe._data)
+    assert made[-1].stats["fallback"] == 0 and made[-1].stats["kernels"] == 1
+    assert made[-1].source.count("_store_target(") == 2
