@@ -16,7 +16,8 @@ __all__ = [
     "sigmoid", "tanh", "softplus", "softsign", "hardtanh", "threshold", "logsigmoid", "softmax",
     "log_softmax", "softmin", "dropout", "layer_norm", "batch_norm", "embedding", "embedding_bag", "one_hot",
     "hardsigmoid", "hardswish", "selu", "celu", "prelu", "glu", "softshrink", "hardshrink", "tanhshrink",
-    "affine_grid", "grid_sample",
+    "affine_grid", "grid_sample", "soft_margin_loss", "multilabel_soft_margin_loss", "hinge_embedding_loss",
+    "poisson_nll_loss", "multi_margin_loss",
     "normalize", "pad", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss",
     "cross_entropy", "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
     "cosine_similarity", "pairwise_distance", "interpolate", "upsample", "upsample_nearest",
@@ -1353,6 +1354,79 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
                            f"input1: {tuple(input1.shape)}, input2: {tuple(input2.shape)}, target: "
                            f"{tuple(target.shape)} ")
     return _reduce((-target * (input1 - input2) + margin).clamp_min(0.0), reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """log(1 + exp(-target * input)), targets +-1."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    return _reduce(_fn.log1p(_fn.exp(-target * input)), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Per sample, the mean over classes of the binary logistic loss of each class."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.ndim - 1
+    loss = loss.sum(dim=class_dim) / input.size(class_dim)
+    return _reduce(loss, reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """input where target is 1, max(0, margin - input) where it is -1."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    zeros = _fn.zeros_like(input)
+    margin_clamp = (margin - input).clamp_min(0)
+    output = _fn.where(target != 1, margin_clamp, zeros) + _fn.where(target != -1, input, zeros)
+    return _reduce(output, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    """Negative log-likelihood of `target` under Poisson(rate): rate = exp(input) with
+    log_input, else input (+ eps in the log); `full` adds Stirling's term for targets > 1."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not a valid value for reduction")
+    if log_input:
+        loss = _fn.exp(input) - target * input
+    else:
+        loss = input - target * _fn.log(input + eps)
+    if full:
+        safe = _fn.where(target > 1, target, 1.0).to(target.dtype)     # the term is 0 where target <= 1
+        stirling = safe * _fn.log(safe) - safe + 0.5 * _fn.log(2 * math.pi * safe)
+        loss = loss + stirling.masked_fill(target <= 1, 0)
+    return _reduce(loss, reduction)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    """Per sample, the mean over classes i != y of max(0, margin - x[y] + x[i]) ** p (times
+    weight[y])."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    if input.ndim not in (1, 2) or target.ndim > 1:
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    squeeze = input.ndim == 1
+    x = input.unsqueeze(0) if squeeze else input
+    y = target.reshape(-1)
+    classes = x.size(1)
+    x_y = x.gather(1, y.unsqueeze(1))
+    z = (margin - x_y + x).clamp_min(0)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight[y].unsqueeze(1)
+    z = z.masked_fill(_op("one_hot", y, classes) > 0, 0)
+    loss = z.sum(1) / classes
+    if squeeze and reduction == "none":
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)
 
 
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):

@@ -476,3 +476,81 @@ def test_spatial_transformer_compiled_like_plain(backend):
 
     for a, b in zip(warp(image, theta), dynjit.compile(warp, backend=backend)(image, theta)):
         np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-5, atol=1e-5)
+
+
+# -- losses: SoftMargin, MultiLabelSoftMargin, HingeEmbedding, PoissonNLL, MultiMargin ----------
+
+_RNG = np.random.RandomState(5)
+X = _RNG.randn(4, 5)
+SIGNS = np.sign(_RNG.randn(4, 5))
+BITS = (_RNG.rand(4, 5) > 0.5).astype(float)
+CLASSES = np.array([0, 3, 4, 1])
+COUNTS = _RNG.poisson(2.0, (4, 5)).astype(float)
+CLASS_WEIGHT = _RNG.rand(5)
+
+
+def _log_sigmoid(x):
+    return -np.log1p(np.exp(-x))
+
+
+def _multi_margin(x, y, p, margin, weight):
+    out = np.zeros(len(x))
+    for n in range(len(x)):
+        for i in range(x.shape[1]):
+            if i != y[n]:
+                out[n] += max(0.0, margin - x[n, y[n]] + x[n, i]) ** p * (1 if weight is None else weight[y[n]])
+    return out / x.shape[1]
+
+
+def _stirling(t):
+    return np.where(t > 1, t * np.log(np.where(t > 1, t, 1)) - t + 0.5 * np.log(2 * np.pi * np.where(t > 1, t, 1)), 0)
+
+
+LOSSES = {   # name: (loss of x with reduction, per-element (or per-sample) numpy reference)
+    "soft_margin": (lambda x, r: F.soft_margin_loss(x, dynjit.tensor(SIGNS), reduction=r),
+                    lambda x: np.log1p(np.exp(-SIGNS * x))),
+    "multilabel_soft_margin": (
+        lambda x, r: nn.MultiLabelSoftMarginLoss(weight=dynjit.tensor(CLASS_WEIGHT), reduction=r)(x, dynjit.tensor(BITS)),
+        lambda x: (-(BITS * _log_sigmoid(x) + (1 - BITS) * _log_sigmoid(-x)) * CLASS_WEIGHT).mean(1)),
+    "hinge_embedding": (lambda x, r: nn.HingeEmbeddingLoss(0.7, reduction=r)(x, dynjit.tensor(SIGNS)),
+                        lambda x: np.where(SIGNS == 1, x, np.maximum(0, 0.7 - x))),
+    "poisson_nll": (lambda x, r: nn.PoissonNLLLoss(full=True, reduction=r)(x, dynjit.tensor(COUNTS)),
+                    lambda x: np.exp(x) - COUNTS * x + _stirling(COUNTS)),
+    "poisson_nll_rate": (lambda x, r: F.poisson_nll_loss(x.abs() + 0.1, dynjit.tensor(COUNTS), log_input=False,
+                                                         reduction=r),
+                         lambda x: np.abs(x) + 0.1 - COUNTS * np.log(np.abs(x) + 0.1 + 1e-8)),
+    "multi_margin": (lambda x, r: nn.MultiMarginLoss(p=2, margin=0.5, weight=dynjit.tensor(CLASS_WEIGHT),
+                                                     reduction=r)(x, dynjit.tensor(CLASSES)),
+                     lambda x: _multi_margin(x, CLASSES, 2, 0.5, CLASS_WEIGHT)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_losses_match_numpy_formulas_and_gradcheck(name):
+    loss_fn, reference = LOSSES[name]
+    expected = reference(X)
+    for reduction, reduce in (("none", lambda a: a), ("mean", np.mean), ("sum", np.sum)):
+        np.testing.assert_allclose(loss_fn(dynjit.tensor(X), reduction).numpy(), reduce(expected), rtol=1e-12)
+    assert gradcheck(lambda x: loss_fn(x, "mean"), (dynjit.tensor(X, requires_grad=True),))
+
+
+def test_multi_margin_loss_errors_and_one_sample():
+    np.testing.assert_allclose(F.multi_margin_loss(dynjit.tensor(X[0]), dynjit.tensor(3)).numpy(),
+                               _multi_margin(X[:1], [3], 1, 1.0, None)[0], rtol=1e-12)
+    with pytest.raises(ValueError, match="only p == 1 and p == 2 supported"):
+        nn.MultiMarginLoss(p=3)
+    with pytest.raises(ValueError, match="is not a valid value for reduction"):
+        F.poisson_nll_loss(dynjit.ones(2), dynjit.ones(2), reduction="avg")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_losses_compiled_like_plain(backend):
+    def total(x):
+        loss = sum(loss_fn(x, "mean") for loss_fn, _ in LOSSES.values())
+        loss.backward()
+        return loss.detach()
+
+    x_plain, x_compiled = (dynjit.tensor(X.astype(np.float32), requires_grad=True) for _ in range(2))
+    np.testing.assert_allclose(dynjit.compile(total, backend=backend)(x_compiled).numpy(), total(x_plain).numpy(),
+                               rtol=1e-5)
+    np.testing.assert_allclose(x_compiled.grad.numpy(), x_plain.grad.numpy(), rtol=1e-4, atol=1e-6)

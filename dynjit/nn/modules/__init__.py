@@ -16,7 +16,8 @@ from .transformer import (Transformer, TransformerEncoder, TransformerDecoder, T
 from .sparse import Embedding, EmbeddingBag
 from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d
 from .loss import (MSELoss, L1Loss, SmoothL1Loss, HuberLoss, NLLLoss, CrossEntropyLoss, BCELoss,
-                   BCEWithLogitsLoss, KLDivLoss, TripletMarginLoss, MarginRankingLoss, CosineEmbeddingLoss)
+                   BCEWithLogitsLoss, KLDivLoss, TripletMarginLoss, MarginRankingLoss, CosineEmbeddingLoss,
+                   SoftMarginLoss, MultiLabelSoftMarginLoss, HingeEmbeddingLoss, PoissonNLLLoss, MultiMarginLoss)
 __all__ = ["Module", "Identity", "Linear", "Bilinear", "Sequential", "ModuleList", "ModuleDict",
            "ParameterList", "ParameterDict", "ReLU", "ReLU6", "LeakyReLU", "ELU", "GELU", "SiLU", "Mish",
            "Sigmoid", "Tanh", "Softplus", "Hardtanh", "Threshold", "LogSigmoid", "Softmax",
@@ -29,7 +30,8 @@ __all__ = ["Module", "Identity", "Linear", "Bilinear", "Sequential", "ModuleList
            "PairwiseDistance", "CosineSimilarity", "Transformer", "TransformerEncoder", "TransformerDecoder",
            "TransformerEncoderLayer", "TransformerDecoderLayer", "TripletMarginLoss", "MarginRankingLoss",
            "CosineEmbeddingLoss", "Hardsigmoid", "Hardswish", "SELU", "CELU", "PReLU", "GLU", "Softshrink",
-           "Hardshrink", "Tanhshrink", "EmbeddingBag"]
+           "Hardshrink", "Tanhshrink", "EmbeddingBag", "SoftMarginLoss", "MultiLabelSoftMarginLoss",
+           "HingeEmbeddingLoss", "PoissonNLLLoss", "MultiMarginLoss"]
 from .conv import *  # noqa: E402,F401,F403
 from .pooling import *  # noqa: E402,F401,F403
 from .rnn import *  # noqa: E402,F401,F403
