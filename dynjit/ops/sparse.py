@@ -1,10 +1,12 @@
-"""Sparse COO tensors: layouts, their numpy storage (`SparseCOO`) and the sparse ops.
+"""Sparse tensors: layouts, their numpy storage (`SparseCOO`, `SparseCompressed`) and the
+sparse ops.
 
-A sparse tensor is a `Tensor` whose `_data` is a `SparseCOO` rather than a numpy
-array, as in PyTorch, where the layout belongs to the tensor's storage and not to
-its Python class. `SparseCOO` holds PyTorch's four parts: `indices` (int64, shape
-(sparse_dim, nnz)), `values` (shape (nnz, *dense_shape)), the size, and whether
-it is coalesced (indices sorted and unique).
+A sparse tensor is a `Tensor` whose `_data` is a `SparseCOO` (or, for the 2-D CSR, CSC,
+BSR and BSC layouts, a `SparseCompressed`) rather than a numpy array, as in PyTorch,
+where the layout belongs to the tensor's storage and not to its Python class.
+`SparseCOO` holds PyTorch's four parts: `indices` (int64, shape (sparse_dim, nnz)),
+`values` (shape (nnz, *dense_shape)), the size, and whether it is coalesced (indices
+sorted and unique).
 
 Every sparse op is a registered op (kernel on `SparseCOO` values, derivative
 written with registered ops). An op says what it does with sparse operands in
@@ -18,8 +20,11 @@ backend:
 - another op with the same parameters: the dispatcher runs that one instead when
   an operand is sparse (`add` runs `_sparse_add`, `mm` runs `_sparse_mm`, ...).
 
-The dispatcher consults `route` only once a sparse tensor exists
-(`dispatch.sparse_seen`), so dense programs pay nothing for the layout check.
+Compressed operands are taken only by the sparse kernels declared with
+`compressed=True` (`op.takes_compressed`); every other op refuses them with PyTorch's
+'SparseCsrCPU' error. The dispatcher consults `route` only once a sparse tensor exists
+(`dispatch.sparse_seen`), so dense programs pay nothing for the layout check; in-place
+ops on a sparse tensor go through `inplace`. See docs/sparse.md.
 """
 import numpy as np
 
@@ -302,9 +307,6 @@ class SparseCompressed:
         if not blocked:
             values = values.reshape(-1)
         return SparseCompressed(layout, ci, plain.astype(np.int64), values.copy(), arr.shape, blocksize)
-
-
-SPARSE_TYPES = (SparseCOO, SparseCompressed)
 
 
 def storage_parts(data):
@@ -619,8 +621,8 @@ def _(grad, self):
 def to_sparse(self, sparse_dim=None):
     if type(self) is SparseCOO:
         if sparse_dim is not None and sparse_dim != self.sparse_dim:
-            raise RuntimeError(f"to_sparse: conversion from Sparse to Sparse with sparse_dim argument "
-                               f"!=self.sparse_dim() is not supported")
+            raise RuntimeError("to_sparse: conversion from Sparse to Sparse with sparse_dim argument "
+                               "!=self.sparse_dim() is not supported")
         return self
     if sparse_dim is not None and not 0 <= sparse_dim <= self.ndim:
         raise RuntimeError(f"sparse_dim argument must be in [0,{self.ndim}] range, but {sparse_dim} is given")
@@ -953,11 +955,7 @@ def _sparse_transpose(self, dim0, dim1):
 
 @_sparse_transpose.derivative
 def _(grad, dim0, dim1):
-    return _transpose_any(grad, dim0, dim1)
-
-
-def _transpose_any(x, dim0, dim1):
-    return registry["transpose"](x, dim0, dim1)
+    return registry["transpose"](grad, dim0, dim1)
 
 
 @sparse_op("_sparse_permute", replaces=("permute",))

@@ -10,7 +10,7 @@ and parts (`crow_indices`, ...). See docs/sparse.md.
 """
 from ..ops.registry import registry as _ops
 from ..ops.sparse import (SparseCOO, layout, strided, sparse_coo, sparse_csr, sparse_csc,  # noqa: F401
-                          sparse_bsr, sparse_bsc, sparse_repr, is_sparse_data,
+                          sparse_bsr, sparse_bsc, is_sparse_data,
                           _COMPRESSED_NAMES)
 from ..tensor import Tensor, as_tensor
 from .. import _dtype
