@@ -700,7 +700,29 @@ def make_args(call):
     return dynjit.ones(2), [1, 1, 2][call], [1, 1, 3][call]
 '''
 
+PROGRAMS["namedtuples_through_sorted_min_max_reversed"] = '''
+import collections
+import typing
+import dynjit
+class Item(typing.NamedTuple):
+    prio: int
+    name: str = "x"
+Pair = collections.namedtuple("Pair", "a b")
+def main(x, prios):
+    items = [Item(p, f"n{p}") for p in prios]
+    s = sorted(items)
+    best = max(items)
+    low = min(Item(5), Item(1))
+    rev = list(reversed(items))
+    pairs = sorted([Pair(2, 0), Pair(1, 0)])
+    return s, s[0].name, best.prio, low, rev, pairs, x * best.prio
+def make_args(call):
+    return dynjit.ones(2), [[3, 1, 2], [3, 1, 2], [5, 4]][call]
+'''
+
 XFAIL = {
+    "namedtuples_through_sorted_min_max_reversed": "frontend: sorted/max/min/reversed of namedtuples return plain "
+                                                   "tuples (findings R2-O6)",
     "three_arg_type_in_helper_with_bare_globals": "frontend: type(name, bases, ns) in a function whose globals lack "
                                                   "__name__ is an internal error (AttributeError: __module__) "
                                                   "(findings R2-X1)",
