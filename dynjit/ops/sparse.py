@@ -804,16 +804,23 @@ def _sparse_mul(self, other):
     if isinstance(other, (bool, int, float, complex)) or np.ndim(other) == 0:
         return self.with_values((self.values * other).astype(dtype, copy=False))
     other = np.asarray(other)
-    if tuple(other.shape) != self.shape:
-        raise RuntimeError(f"mul(sparse, dense): expected the dense operand to have size "
-                           f"{list(self.shape)} or to be a scalar, got {list(other.shape)}")
-    return self.with_values((self.values * _values_at(other, self)).astype(dtype, copy=False))
+    try:
+        full = np.broadcast_to(other, self.shape)
+    except ValueError:
+        raise RuntimeError(f"The size of the dense operand {list(other.shape)} of mul does not broadcast "
+                           f"to the sparse operand's size {list(self.shape)}") from None
+    return self.with_values((self.values * _values_at(full, self)).astype(dtype, copy=False))
 
 
 @_sparse_mul.derivative
 def _(grad, self, other, needs):
-    return (grad * other if needs[0] else None,
-            grad * self if needs[1] else None)
+    def grad_of(x, y):      # x's gradient: grad * y; a dense x gets it dense (summed if broadcast)
+        g = grad * y
+        if isinstance(x, _dispatch.Tensor) and x.layout is strided and g.layout is not strided:
+            g = to_dense(g)
+        return g
+    return (grad_of(self, other) if needs[0] else None,
+            grad_of(other, self) if needs[1] else None)
 
 
 @sparse_op("_sparse_div", replaces=("div",))

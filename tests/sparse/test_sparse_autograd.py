@@ -334,3 +334,15 @@ def test_anomaly_mode_reads_a_sparse_gradients_values():
             emb.weight.grad = None
             with pytest.raises(RuntimeError, match="returned nan values"):
                 (emb(torch.tensor([1, 2])) * float("nan")).sum().backward()
+
+
+@pytest.mark.parametrize("shape", [(), (4,), (3, 1), (3, 4)])
+def test_mul_by_a_broadcast_dense_tensor_and_its_gradients(shape):
+    a = np.abs(RNG.standard_normal((3, 4))) + 0.1
+    a[0, 1] = a[2, 2] = 0.0
+    d = rand(*shape)
+    out = torch.tensor(a).to_sparse() * d
+    assert out.is_sparse
+    np.testing.assert_allclose(out.to_dense().numpy(), a * d.numpy())
+    x = torch.tensor(a).requires_grad_()
+    assert gradcheck(lambda x, d: (x.sparse_mask(MASK34) * d).to_dense(), (x, d.requires_grad_()))
