@@ -269,8 +269,27 @@ def _normal_(self, mean=0.0, std=1.0, *, generator=None):
     return normal_(self, mean, std, generator=generator)
 
 
+def _fill_diagonal_(self, fill_value, wrap=False):
+    """Tensor.fill_diagonal_: write fill_value on the main diagonal in place (a 2-D matrix,
+    or a tensor whose dims are all equal); with wrap, a tall matrix's diagonal restarts every
+    columns + 1 rows. A masked_fill_ (so autograd sees an in-place write)."""
+    from . import functional as _fn
+    if self.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    shape = tuple(self.shape)
+    if self.ndim > 2 and len(set(shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    import math
+    step = sum(math.prod(shape[d + 1:]) for d in range(self.ndim))   # flat distance between diagonal entries
+    total = math.prod(shape)
+    limit = total if (wrap and self.ndim == 2) else min(shape) * step
+    flat = _fn.arange(total).reshape(shape)
+    return self.masked_fill_((flat % step == 0) & (flat < limit), fill_value)
+
+
 Tensor.uniform_ = _uniform_
 Tensor.normal_ = _normal_
+Tensor.fill_diagonal_ = _fill_diagonal_
 Tensor.index_put_ = lambda self, indices, values, accumulate=False: dispatch(
     R["index_put_"], (self, list(indices), values, accumulate), {})
 Tensor.index_put = lambda self, indices, values, accumulate=False: dispatch(

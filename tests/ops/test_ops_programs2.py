@@ -554,3 +554,29 @@ def test_losses_compiled_like_plain(backend):
     np.testing.assert_allclose(dynjit.compile(total, backend=backend)(x_compiled).numpy(), total(x_plain).numpy(),
                                rtol=1e-5)
     np.testing.assert_allclose(x_compiled.grad.numpy(), x_plain.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape, wrap", [((3, 3), False), ((7, 3), False), ((7, 3), True), ((3, 5), True),
+                                         ((3, 3, 3), False)])
+def test_fill_diagonal_in_place(shape, wrap):
+    expected = np.zeros(shape)
+    if len(shape) == 2:
+        np.fill_diagonal(expected, 5.0, wrap=wrap)     # numpy's fill_diagonal has PyTorch's wrap rule
+    else:
+        for i in range(shape[0]):
+            expected[(i,) * len(shape)] = 5.0
+    t = dynjit.zeros(*shape, dtype=dynjit.float64)
+    assert t.fill_diagonal_(5.0, wrap=wrap) is t
+    np.testing.assert_array_equal(t.numpy(), expected)
+
+
+def test_fill_diagonal_gradient_and_errors():
+    x = dynjit.ones(3, 3, requires_grad=True)
+    y = x * 2
+    y.fill_diagonal_(0.0)
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * (1 - np.eye(3)))
+    with pytest.raises(RuntimeError, match="dimensions must larger than 1"):
+        dynjit.zeros(3).fill_diagonal_(1)
+    with pytest.raises(RuntimeError, match="all dimensions of input must be of equal length"):
+        dynjit.zeros(2, 3, 3).fill_diagonal_(1)

@@ -96,6 +96,7 @@ CONFIGS_2 = {
     "gp_regression": [(4, {}), (3, {"compile_mode": "model"})],
     "mobilenet_v3": [(2, {}), (2, {"compile_mode": "model"})],
     "spatial_transformer": [(3, {}), (2, {"compile_mode": "model"})],
+    "word2vec": [(4, {}), (3, {"compile_mode": "model"})],
 }
 
 # llvm compiles MobileNetV3's training step (depthwise convs, squeeze-excitation, 5 blocks of
@@ -186,6 +187,8 @@ GRAPH_COUNTS_2 = [
     ("mobilenet_v3", 3, {"compile_mode": "model"}, 2, 0),
     ("spatial_transformer", 3, {}, 1, 1),
     ("spatial_transformer", 3, {"compile_mode": "model"}, 2, 0),
+    ("word2vec", 3, {}, 1, 1),
+    ("word2vec", 3, {"compile_mode": "model"}, 1, 0),
 ]
 
 
