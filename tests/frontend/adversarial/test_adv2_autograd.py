@@ -448,12 +448,6 @@ XFAIL = {
     "inplace_on_saved_tensor_then_backward_raises_at_backward": "frontend/aot_eager,llvm: the saved-tensor version "
                                                                 "error is raised at compile time, before the print "
                                                                 "and the append (findings R2-A3)",
-    "function_with_list_and_number_arguments": "frontend: an autograd.Function taking a list of numbers crashes "
-                                               "(forward() missing 'L_ks_0') once they are dynamic (findings R2-A1)",
-    "function_setup_context_style": "frontend: an autograd.Function taking a number crashes (forward() missing "
-                                    "'L_k_') once the number is dynamic (findings R2-A1)",
-    "function_once_differentiable_and_python_outputs": "frontend: an autograd.Function taking a number crashes once "
-                                                       "the number is dynamic (findings R2-A1)",
     "function_mark_dirty_inplace": "frontend/aot_eager,llvm: _version of a tensor changed in place in a Function "
                                    "stays 0 (findings R2-T4b)",
 }

@@ -322,10 +322,7 @@ def make_args(call):
     return dynjit.ones(2), [2, 2, 3][call]
 '''
 
-XFAIL = {
-    "compiled_function_is_a_generator_function": "frontend: dynjit.compile(generator function) is an internal error "
-                                                 "(KeyError) (findings R2-X2)",
-}
+XFAIL = {}
 
 CALLS = {}
 

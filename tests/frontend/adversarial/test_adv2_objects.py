@@ -723,9 +723,6 @@ def make_args(call):
 XFAIL = {
     "namedtuples_through_sorted_min_max_reversed": "frontend: sorted/max/min/reversed of namedtuples return plain "
                                                    "tuples (findings R2-O6)",
-    "three_arg_type_in_helper_with_bare_globals": "frontend: type(name, bases, ns) in a function whose globals lack "
-                                                  "__name__ is an internal error (AttributeError: __module__) "
-                                                  "(findings R2-X1)",
     "bound_method_equality_of_user_objects": "frontend: a.m == a.m is False for a user object's bound method "
                                              "(findings R2-F2)",
     "getattr_fallback_and_getattribute_counting": "frontend: a user __getattribute__ runs ~90 times per attribute "

@@ -3,8 +3,6 @@ at trace time (int/float edge arithmetic, big ints, -0.0, nan, rounding, divmod
 of negatives, bool arithmetic, string formatting with format specs, dict and set
 ordering after deletes and merges, star unpacking, walrus, parameter kinds,
 mutable defaults, global/nonlocal in nested scopes, del of names and items)."""
-import sys
-
 import pytest
 
 from adv_harness import cases, check_program
@@ -598,10 +596,7 @@ def make_args(call):
                             {"layers": [2], "opt": {}}, {"opt": {"lr": 0.1}, "layers": [2, 3]}][call]
 '''
 
-XFAIL = {
-    "bool_arithmetic_and_types": ("frontend: the DeprecationWarning of ~bool, folded at trace time, is not given on "
-                                  "cached calls (findings R2-W1)", sys.version_info >= (3, 12)),
-}
+XFAIL = {}
 
 CALLS = {"dict_keys_view_set_ops_and_reversed": 3, "sorted_with_key_that_raises": 3, "dict_mutation_while_iterating_raises": 3}
 

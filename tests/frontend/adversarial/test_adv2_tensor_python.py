@@ -243,10 +243,7 @@ def make_args(call):
     return dynjit.tensor([[1.0, -2.0], [3.0, -4.0]]), [["abs", "sqrt"], ["abs", "sqrt"], ["neg", "exp", "log"]][call]
 '''
 
-XFAIL = {
-    "copy_and_deepcopy_tensors_with_grad": "frontend/aot_eager,llvm: copy.deepcopy of a leaf that requires grad fails "
-                                           "in the backend (BackendCompilerFailed) (findings R2-A2)",
-}
+XFAIL = {}
 
 CALLS = {"numel_zero_dim_and_shapes_in_python_logic": 4}
 

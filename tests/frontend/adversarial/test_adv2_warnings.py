@@ -3,8 +3,6 @@ often as in eager: warnings from the tensor library's functions (implicit
 softmax dim, loss size mismatch, dropout2d on 3-D input, deprecated upsample,
 out= resized), warnings from Python operations folded at trace time, and the
 user's own warnings.warn with the default once-per-location filter."""
-import sys
-
 import pytest
 
 from adv_harness import cases, check_program
@@ -84,8 +82,6 @@ XFAIL = {
     "warning_upsample_deprecated": _W2,
     "warning_numpy_scalar_divide_by_zero": "frontend: numpy's RuntimeWarning for np.float64(1.0) / 0.0 is never given "
                                            "(folded under suppressed floating-point errors) (findings R2-W3)",
-    "warning_python_folding_invert_bool": ("frontend: the DeprecationWarning of ~bool is only given on the tracing "
-                                           "call (findings R2-W1)", sys.version_info >= (3, 12)),
 }
 
 
