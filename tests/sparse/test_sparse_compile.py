@@ -12,8 +12,10 @@ BACKENDS = ("eager", "aot_eager", "llvm")
 
 SPARSE_INPUT = pytest.mark.xfail(strict=True, reason=(
     "frontend: a sparse tensor argument (a Tensor whose _data is an ops.sparse.SparseCOO) is "
-    "wrapped as a dense graph input: guards.tensor reads t._data.strides (SparseCOO has none); "
-    "the frame should run plain (or break) when an input is sparse"))
+    "wrapped as a dense graph input: guards.tensor (frontend/guards.py:615) reads t._data.strides, "
+    "which a sparse storage refuses ('Sparse tensors do not have strides', an InternalError under "
+    "DYNJIT_STRICT; without it the frame runs uncompiled with a warning); variables/tensor.py "
+    "_wrap_tensor should run the frame plain (or break) for a tensor whose _data is not an ndarray"))
 def mm_and_sum(s, d):
     return torch.mm(s, d).sum() * 2 + d.sum()
 
