@@ -258,15 +258,15 @@ Tensor.bernoulli = lambda self, p=None: dispatch(R["bernoulli"], (self, p), {})
 def _uniform_(self, *args, generator=None, **kwargs):
     """Tensor.uniform_(from=0, to=1, *, generator=None): fill in place from U(from, to)
     (nn.init.uniform_'s draw; `from` is a keyword Python cannot name as a parameter)."""
-    from .nn.init import uniform_
+    from .functional import _uniform_fill_
     bounds = dict(zip(("from", "to"), args), **kwargs)
-    return uniform_(self, float(bounds.get("from", 0.0)), float(bounds.get("to", 1.0)), generator=generator)
+    return _uniform_fill_(self, float(bounds.get("from", 0.0)), float(bounds.get("to", 1.0)), generator)
 
 
 def _normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Tensor.normal_(mean=0, std=1, *, generator=None): fill in place from N(mean, std^2)."""
-    from .nn.init import normal_
-    return normal_(self, mean, std, generator=generator)
+    from .functional import _normal_fill_
+    return _normal_fill_(self, mean, std, generator)
 
 
 def _fill_diagonal_(self, fill_value, wrap=False):

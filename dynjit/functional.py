@@ -464,3 +464,41 @@ def meshgrid(*tensors, indexing="ij"):
 
 
 __all__ += ["where", "nonzero", "diag", "trace", "diff", "count_nonzero", "tile", "meshgrid"]
+
+
+def _uniform_values(like, generator=None):
+    """U(0, 1) values of `like`'s shape and dtype, from `generator` (a dynjit.Generator) if given."""
+    from .ops.factories import check_floating_random, draw_parts
+    from .tensor import tensor
+    check_floating_random("check_uniform_bounds", like.dtype)
+    if generator is None:
+        return rand(tuple(like.shape), dtype=like.dtype)
+    return tensor(draw_parts(generator.np.random, tuple(like.shape), like.dtype), dtype=like.dtype)
+
+
+def _normal_values(like, generator=None):
+    """N(0, 1) values of `like`'s shape and dtype, from `generator` if given."""
+    from .ops.factories import check_floating_random, draw_parts
+    from .tensor import tensor
+    check_floating_random("normal_kernel_cpu", like.dtype)
+    if generator is None:
+        return randn(tuple(like.shape), dtype=like.dtype)
+    return tensor(draw_parts(generator.np.standard_normal, tuple(like.shape), like.dtype, 0.5 ** 0.5),
+                  dtype=like.dtype)
+
+
+def _fill_no_grad_(tensor, values):
+    """Copy `values` into `tensor` in place, unseen by autograd (what initializers do)."""
+    from .autograd.grad_mode import no_grad
+    with no_grad():
+        tensor.copy_(values)
+    return tensor
+
+
+def _uniform_fill_(tensor, a, b, generator=None):
+    low = complex(a, a) if tensor.is_complex() else a     # complex: both parts from U(a, b)
+    return _fill_no_grad_(tensor, _uniform_values(tensor, generator) * (b - a) + low)
+
+
+def _normal_fill_(tensor, mean, std, generator=None):
+    return _fill_no_grad_(tensor, _normal_values(tensor, generator) * std + mean)

@@ -17,15 +17,46 @@ from .._pytree import flatten_into
 from ..autograd.grad_mode import state as _grad_state
 from ..fx.traced_number import number_key
 from ..tensor import Tensor
+import weakref
 
 _CONTAINERS = (list, tuple, dict)
+
+
+class _Identity:
+    """Keys an unhashable argument by identity without keeping it alive.
+
+    A bare id() would be reused by the next object allocated at the same
+    address, which would then be served the trace of a dead object (a silent
+    wrong answer); a key whose object died equals nothing. An object that
+    takes no weak reference is held, the one safe choice for it."""
+
+    __slots__ = ("ident", "ref", "strong")
+
+    def __init__(self, v):
+        self.ident = id(v)
+        try:
+            self.ref, self.strong = weakref.ref(v), None
+        except TypeError:
+            self.ref, self.strong = None, v
+
+    def get(self):
+        return self.strong if self.ref is None else self.ref()
+
+    def __hash__(self):
+        return self.ident
+
+    def __eq__(self, other):
+        if not isinstance(other, _Identity) or other.ident != self.ident:
+            return False
+        obj = self.get()
+        return obj is not None and obj is other.get()
 
 
 def _const_key(v):
     try:
         hash(v)
     except TypeError:
-        return (type(v), "id", id(v))
+        return (type(v), _Identity(v))
     return (type(v), v)
 
 

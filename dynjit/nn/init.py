@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import functional as _F
 from ..random import default_generator
-from ..ops.factories import check_floating_random, draw_parts
+from ..ops.factories import check_floating_random
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor, tensor as _tensor
 
@@ -20,10 +20,9 @@ def _check(tensor, name):
         raise TypeError(f"nn.init.{name} expects a dynjit.Tensor, got {type(tensor).__name__}")
 
 
-def _fill(tensor, values):
-    with no_grad():
-        tensor.copy_(values)
-    return tensor
+_fill = _F._fill_no_grad_
+_rand = _F._uniform_values
+_randn = _F._normal_values
 
 
 def calculate_gain(nonlinearity, param=None):
@@ -49,33 +48,16 @@ def calculate_gain(nonlinearity, param=None):
     raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
 
 
-def _rand(tensor, generator):
-    """U(0, 1) values of tensor's shape, from `generator` (a dynjit.Generator) if given."""
-    check_floating_random("check_uniform_bounds", tensor.dtype)
-    if generator is None:
-        return _F.rand(tuple(tensor.shape), dtype=tensor.dtype)
-    return _tensor(draw_parts(generator.np.random, tuple(tensor.shape), tensor.dtype), dtype=tensor.dtype)
-
-
-def _randn(tensor, generator):
-    check_floating_random("normal_kernel_cpu", tensor.dtype)
-    if generator is None:
-        return _F.randn(tuple(tensor.shape), dtype=tensor.dtype)
-    return _tensor(draw_parts(generator.np.standard_normal, tuple(tensor.shape), tensor.dtype, 0.5 ** 0.5),
-                   dtype=tensor.dtype)
-
-
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill with values drawn from U(a, b)."""
     _check(tensor, "uniform_")
-    low = complex(a, a) if tensor.is_complex() else a     # complex: both parts from U(a, b)
-    return _fill(tensor, _rand(tensor, generator) * (b - a) + low)
+    return _F._uniform_fill_(tensor, a, b, generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fill with values drawn from N(mean, std^2)."""
     _check(tensor, "normal_")
-    return _fill(tensor, _randn(tensor, generator) * std + mean)
+    return _F._normal_fill_(tensor, mean, std, generator)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):

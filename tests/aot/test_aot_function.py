@@ -1,5 +1,7 @@
 """aot_function basics: outputs, inference graphs, compilers, custom Functions,
 autograd.grad inside, caching and recompiles, random numbers, error cases."""
+import weakref
+
 import pytest
 
 import dynjit
@@ -579,3 +581,38 @@ def test_signature_changing_on_every_call_stops_compiling(monkeypatch):
         assert dynjit.equal(f(x, Config(7)), dynjit.full((2,), 7.0))
     assert dynjit.equal(f(x, Config(8)), dynjit.full((2,), 8.0))     # one warning only
     assert len(fw.graphs) == 3
+
+
+def test_unhashable_argument_at_a_dead_objects_address_is_not_served_its_trace():
+    class Config:
+        __hash__ = None
+
+        def __init__(self, scale):
+            self.scale = scale
+    f = aot_function(lambda x, cfg: x * cfg.scale, nop)
+    x = dynjit.ones(2)
+    first = Config(2.0)
+    assert dynjit.equal(f(x, first), dynjit.full((2,), 2.0))
+    address = id(first)
+    del first
+    keep = []
+    for _ in range(1000):          # the allocator hands the freed address out again
+        c = Config(5.0)
+        if id(c) == address:
+            break
+        keep.append(c)
+    else:
+        pytest.skip("the allocator did not reuse the address")
+    assert dynjit.equal(f(x, c), dynjit.full((2,), 5.0))
+
+
+def test_unhashable_argument_is_not_kept_alive_by_the_cache():
+    class Config:
+        __hash__ = None
+        scale = 3.0
+    f = aot_function(lambda x, cfg: x * cfg.scale, nop)
+    cfg = Config()
+    f(dynjit.ones(2), cfg)
+    ref = weakref.ref(cfg)
+    del cfg
+    assert ref() is None

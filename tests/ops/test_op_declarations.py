@@ -200,6 +200,8 @@ IMPLEMENTATION_TABLES = {
     ("backends/llvm/mathlib.py", "_BODIES"): "llvm: in-IR approximations",
     ("backends/llvm/codegen.py", "PRIMS"): "llvm: code generators of primitives",
     ("backends/llvm/op_lowerings.py", None): "llvm: lowerings (registered per op with @lowering)",
+    ("dynjit/nn/functional.py", "embedding_bag"): "the values of embedding_bag's `mode` argument "
+                                                   "('sum', 'mean', 'max'), which are also op names",
     ("dynjit/ops/scatter_reduce.py", None): "the values of scatter_reduce's `reduce` argument "
                                             "('sum', 'prod', ...), which are also op names",
 }
