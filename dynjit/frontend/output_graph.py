@@ -9,7 +9,7 @@ from ..autograd.saved import suspended_hooks
 from ..fx.graph import Graph
 from ..ops.dispatch import DispatchMode
 from ..ops.meta import DataDependentOutputError
-from ..ops.registry import INPLACE, OTHER, RANDOM
+from ..ops.registry import INPLACE, OTHER, RANDOM, POINTWISE, FACTORY, OpDef, get as registry_get
 from ..fx.graph_module import GraphModule
 from ..fx.proxy_tensor import TensorMeta
 from ..tensor import Tensor
@@ -21,7 +21,7 @@ from .side_effects import SideEffects
 from .variables import (ConstantVariable, TensorVariable, TupleVariable, ListVariable, DictVariable,
                         VariableTracker)
 from .variables.tensor import wrap_result, example_like
-from .variables.symbolic import SymNumberVariable
+from .variables.symbolic import SymNumberVariable, ARITHMETIC
 
 
 def set_grad_enabled_node(mode):
@@ -57,6 +57,7 @@ class OutputGraph:
         self.dynamic_scalars = ()        # sources (expressions) of numbers to make symbolic, or ALL
         self.dynamic = False             # guard input sizes by rank only (if no size was read)
         self.shape_specialized = False   # the trace read a concrete size
+        self.shape_numbers = []          # dynamic numbers that ops took where they may decide a size
         self.translators = []            # every InstructionTranslator of this trace (release)
 
     def release(self):
@@ -189,9 +190,37 @@ class OutputGraph:
                                 "size depends on the values of its input)")
         return value
 
+    def specialize_sizes(self, computed=True):
+        """The trace reads a concrete size: the entry guards its inputs' sizes exactly, and,
+        for a size of a tensor `computed` in the graph (or a count of outputs that depends on
+        sizes), the value of every dynamic number an op took where it may decide a size (a
+        repeat count, a view's size, a chunk count), since that size follows them."""
+        self.shape_specialized = True
+        if computed:
+            for number in self.shape_numbers:
+                number.as_python_constant()      # installs its guard
+            del self.shape_numbers[:]
+
+    def _note_shape_numbers(self, fn, args, kwargs):
+        kind = _op_kind(fn)
+        if kind in (POINTWISE, INPLACE):
+            return
+        for a in _flat(args, kwargs):
+            # a size is an int; a float decides one only in a factory (arange(0, end))
+            if isinstance(a, SymNumberVariable) and not a.specialized and \
+                    (type(a._value) is int or kind == FACTORY):
+                self.shape_numbers.append(a)
+
+    def _count_follows_sizes(self, fn, value):
+        """An op whose number of outputs depends on sizes (split, chunk, unbind): the count the
+        trace saw is only right for these sizes."""
+        if isinstance(value, (tuple, list)) and _op_name(fn) in VARIABLE_COUNT_OPS:
+            self.specialize_sizes()
+
     def record(self, fn, args, kwargs):
         """Run `fn` on the example values and record a call_function node for it."""
         _refuse_out(fn, kwargs)
+        self._note_shape_numbers(fn, args, kwargs)
         ex_args = [self._unwrap(a, "example") for a in args]
         ex_kwargs = {k: self._unwrap(v, "example") for k, v in kwargs.items()}
         value = self._run(fn, ex_args, ex_kwargs)
@@ -209,6 +238,7 @@ class OutputGraph:
                 unimplemented(BreakKind.SIDE_EFFECT_CALL, f"{getattr(fn, '__qualname__', fn)}() returns None (called for its side "
                               "effects)")
             return wrap_result(None, None, value)
+        self._count_follows_sizes(fn, value)
         node = self.graph.call_function(fn, tuple(self._unwrap(a, "node") for a in args),
                                         {k: self._unwrap(v, "node") for k, v in kwargs.items()})
         node.meta["val"] = _meta(value)
@@ -216,6 +246,7 @@ class OutputGraph:
 
     def record_method(self, name, self_var, args, kwargs):
         _refuse_out(name, kwargs)
+        self._note_shape_numbers(name, args, kwargs)
         ex_self = self_var.example
         ex_args = [self._unwrap(a, "example") for a in args]
         ex_kwargs = {k: self._unwrap(v, "example") for k, v in kwargs.items()}
@@ -223,6 +254,7 @@ class OutputGraph:
         value = self._run(method, ex_args, ex_kwargs)
         if not _produces_tensors(value):
             raise DataDependent(BreakKind.TENSOR_DATA_READ, f"Tensor.{name}() returned a Python value computed from tensor data")
+        self._count_follows_sizes(name, value)
         node = self.graph.call_method(name, (self_var.node,) + tuple(self._unwrap(a, "node") for a in args),
                                       {k: self._unwrap(v, "node") for k, v in kwargs.items()})
         node.meta["val"] = _meta(value)
@@ -267,6 +299,33 @@ class _EffectObserver(DispatchMode):
             except Exception:       # the op itself raises it, as the user sees it
                 pass
         return op(*args, **kwargs)
+
+
+# ops whose number of outputs follows their input's sizes
+VARIABLE_COUNT_OPS = frozenset({"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit",
+                                "split_with_sizes", "unsafe_split", "unsafe_chunk"})
+_SIZE_NEUTRAL_OPERATORS = frozenset(ARITHMETIC) | {operator.neg, operator.pos, operator.abs, operator.lt,
+                                                   operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
+                                                   operator.and_, operator.or_, operator.xor}
+
+
+def _op_name(fn):
+    if isinstance(fn, str):
+        return fn
+    return getattr(fn, "name", None) if isinstance(fn, OpDef) else getattr(fn, "__name__", None)
+
+
+def _op_kind(fn):
+    """The registry kind of `fn` (an op, or a Tensor method's name); POINTWISE for Python's
+    arithmetic and comparison operators, whose numbers are operands, never sizes."""
+    if isinstance(fn, str):
+        try:
+            return registry_get(fn).kind
+        except AttributeError:
+            return None
+    if isinstance(fn, OpDef):
+        return fn.kind
+    return POINTWISE if fn in _SIZE_NEUTRAL_OPERATORS else None
 
 
 def _refuse_out(fn, kwargs):

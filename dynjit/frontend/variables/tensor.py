@@ -76,7 +76,7 @@ class TensorVariable(VariableTracker):
         raise DataDependent(BreakKind.DATA_DEPENDENT_BRANCH, "data-dependent branching on a tensor's value (the truth value of a tensor)")
 
     def length(self, tx):
-        tx.output.shape_specialized = True
+        tx.output.specialize_sizes(computed=self.source is None)
         if self.example.ndim == 0:
             unimplemented(BreakKind.USER_EXCEPTION, "len() of a 0-d tensor")
         return self.example.shape[0]
@@ -110,12 +110,12 @@ class TensorVariable(VariableTracker):
         if marks:                  # a marked tensor: its sizes are guarded one dimension at a time
             output.guards.constant(size_src, size)
             return ConstantVariable(size)
-        output.shape_specialized = True
+        output.specialize_sizes(computed=self.source is None)
         return ConstantVariable(size)
 
     def shape_var(self, tx):
         if self.source is None or not (tx.output.dynamic or self._marks(tx)):
-            tx.output.shape_specialized = True
+            tx.output.specialize_sizes(computed=self.source is None)
             return ConstantVariable(self.example.shape)
         sizes = [self.size_var(tx, d) for d in range(self.example.ndim)]
         if all(isinstance(v, ConstantVariable) and not isinstance(v, SymNumberVariable) for v in sizes):
@@ -200,7 +200,7 @@ class TensorMethodVariable(VariableTracker):
                 return self.tensor.size_var(tx, args[0].as_python_constant()) if args else self.tensor.shape_var(tx)
             if name in ("size", "numel", "stride", "nelement", "is_contiguous"):
                 # sizes and layout are read: guard them exactly (strides too, under dynamic shapes)
-                tx.output.shape_specialized = True
+                tx.output.specialize_sizes(computed=self.tensor.source is None)
             a = [x.as_python_constant() for x in args]
             k = {n: v.as_python_constant() for n, v in kwargs.items()}
             return ConstantVariable(getattr(self.tensor.example, name)(*a, **k))

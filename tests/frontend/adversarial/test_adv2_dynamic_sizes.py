@@ -77,17 +77,7 @@ PROGRAMS["unfold_and_pad_by_dynamic_int"] = _scalar_prog("""    u = x.unfold(0, 
     p = F.pad(x, (k, 0))
     return u.shape, p.shape, u.sum(), p""")
 
-_D2 = ("frontend: the size of a tensor shaped by a Python int that became dynamic is read as the trace-time constant "
-       "(returned .shape, len, branches), and a dim computed from it is not guarded (findings R2-D2)")
-
-_D1 = ("frontend: the number of outputs of chunk/split/unbind is fixed by the first dynamic-size trace without a "
-       "guard: wrong counts or IndexError for later sizes (findings R2-D1)")
-XFAIL = {name: _D2 for name in ("size_from_dynamic_int_returned", "size_from_dynamic_int_in_python_logic",
-                                "dim_argument_from_dynamic_int", "unfold_and_pad_by_dynamic_int")}
-XFAIL.update({name: _D1 for name in (
-    "chunk_count_follows_size", "chunk_and_split_by_python_int_argument", "chunk_by_size_itself", "split_fixed_size_count", "split_by_half_size",
-    "unbind_rows_count", "unbind_transposed_columns", "functional_chunk_four", "flatten_split_five",
-    )})
+XFAIL = {}
 
 
 @pytest.mark.parametrize("name", cases(PROGRAMS, XFAIL))
