@@ -434,10 +434,60 @@ def test_predicted_execution_order_matches_the_real_one():
         out.backward()
     assert predicted[0] == nodes_of(actual)
 
+    # the order is not sequence-number order: it follows the graph from the root
+    a = dynjit.tensor(1.0, requires_grad=True)
+    b = dynjit.tensor(2.0, requires_grad=True)
+    c, d = b.sin(), a.cos()
+    out = c * d
+    actual.clear()
+    log_hooks(a, b, c, d, out)
+    out.register_hook(predict)
+    with dynjit.autograd.set_multithreading_enabled(False):
+        out.backward()
+    assert _names(predicted[0]) == ["MulBackward0", "CosBackward0", "AccumulateGrad", "SinBackward0",
+                                    "AccumulateGrad"]
+    assert predicted[0] == nodes_of(actual)
+
+    # an AccumulateGrad reached along two paths appears once, after both
+    a = dynjit.tensor(1.0, requires_grad=True)
+    b, c = a.sin(), a.cos()
+    out = b * c
+    actual.clear()
+    log_hooks(a, b, c, out)
+    out.register_hook(predict)
+    with dynjit.autograd.set_multithreading_enabled(False):
+        out.backward()
+    assert _names(predicted[0]) == ["MulBackward0", "CosBackward0", "SinBackward0", "AccumulateGrad"]
+    assert predicted[0] == nodes_of(actual)
+
+    # a multiplication by a number has no edge for the number
+    a = dynjit.tensor(1.0, requires_grad=True)
+    b = a * 2
+    out = b.sin()
+    actual.clear()
+    log_hooks(a, b, out)
+    out.register_hook(predict)
+    with dynjit.autograd.set_multithreading_enabled(False):
+        out.backward()
+    assert _names(predicted[0]) == ["SinBackward0", "MulBackward0", "AccumulateGrad"]
+    assert predicted[0] == nodes_of(actual)
+
+    # two inputs on the same path: no GraphRoot, each node once
+    a = dynjit.tensor(1.0, requires_grad=True)
+    b = a * 2
+    out = b.sin()
+    out.register_hook(predict)
+    with dynjit.autograd.set_multithreading_enabled(False):
+        dynjit.autograd.grad((out,), inputs=(a, b))
+    assert _names(predicted[0]) == ["SinBackward0", "MulBackward0", "AccumulateGrad"]
+
     # with inputs only the part that leads to them is predicted
     a = dynjit.tensor(1.0, requires_grad=True)
     b = dynjit.tensor(1.0, requires_grad=True)
-    out = (a * b).sin()
+    c = a * b
+    out = c.sin()
+    actual.clear()
+    log_hooks(a, b, c, out)
     out.register_hook(predict)
     with dynjit.autograd.set_multithreading_enabled(False):
         dynjit.autograd.grad((out,), inputs=(a,))

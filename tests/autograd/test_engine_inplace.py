@@ -401,6 +401,9 @@ def test_numpy_refuses_tensors_that_require_grad():
                                            r"Use tensor.detach\(\).numpy\(\) instead."):
         x.numpy()
     x.detach().numpy()
+    with dynjit.no_grad():          # as in PyTorch, allowed while gradients are off
+        arr = x.numpy()
+    np.testing.assert_array_equal(arr, x.detach().numpy())
     x = dynjit.randn(2, 2)
     x.numpy()
     with dynjit.no_grad():
