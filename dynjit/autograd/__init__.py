@@ -226,5 +226,5 @@ class _ExecutionEngine:
 
 Variable._execution_engine = _ExecutionEngine()
 from . import profiler  # noqa: E402,F401
-from .profiler import _profiler_enabled  # noqa: E402,F401
+from .profiler import _profiler_enabled, kineto_available  # noqa: E402,F401
 from .engine import is_checkpoint_valid as _is_checkpoint_valid  # noqa: E402,F401

@@ -22,7 +22,7 @@ from operator import attrgetter
 from ..ops import dispatch as _dispatch
 from . import engine as _engine
 
-__all__ = ["profile", "record_function", "FunctionEvent", "FunctionEventAvg", "EventList"]
+__all__ = ["profile", "record_function", "kineto_available", "FunctionEvent", "FunctionEventAvg", "EventList"]
 
 _active = []          # the running profilers (innermost last)
 _ids = itertools.count(1)
@@ -31,6 +31,12 @@ _ids = itertools.count(1)
 def _profiler_enabled():
     """torch.autograd._profiler_enabled: whether a profiler is recording now."""
     return bool(_active)
+
+
+def kineto_available():
+    """torch.autograd.kineto_available: dynjit has no Kineto library, so profiles are recorded
+    by its own profiler whatever `use_kineto` says."""
+    return False
 
 
 def _now_us():

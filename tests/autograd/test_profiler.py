@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import dynjit
+from dynjit.autograd import kineto_available
 from dynjit.autograd.profiler import (EventList, FunctionEvent, FunctionEventAvg, profile,
                                       record_function)
 from dynjit.profiler import ProfilerAction, ProfilerActivity, schedule
@@ -216,7 +217,7 @@ def test_profiling_a_compiled_function_gives_its_result(backend):
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_profiler
 def test_profiler():
     x = dynjit.randn(10, 10)
-    with profile() as p:
+    with profile(use_kineto=kineto_available()) as p:
         assert dynjit.autograd._profiler_enabled()
         y = x * 2 + 4
     assert not dynjit.autograd._profiler_enabled()
@@ -230,7 +231,7 @@ def test_profiler():
 # gives SumBackward1, and no op of this test dispatches aten::empty: a nested op of
 # SumBackward0 stands for the seed's "nested op has sequence number -1")
 def test_profiler_seq_nr():
-    with profile() as p:
+    with profile(use_kineto=kineto_available()) as p:
         x = dynjit.randn(10, 10, requires_grad=True)
         y = dynjit.randn(10, 10, requires_grad=True)
         z = x + y
@@ -267,7 +268,7 @@ def test_profiler_seq_nr():
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_record_function_callbacks
 def test_record_function_callbacks():
     x = dynjit.randn(10, 10)
-    with profile() as p:
+    with profile(use_kineto=kineto_available()) as p:
         with record_function("foo"):
             y = x * 2 + 4
     foo_event = next(e for e in p.function_events if "foo" in e.name)
@@ -277,7 +278,7 @@ def test_record_function_callbacks():
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_record_function_legacy
 def test_record_function_legacy():
     x = dynjit.randn(10, 10)
-    with profile() as p:
+    with profile(use_kineto=kineto_available()) as p:
         handle = dynjit.ops.profiler._record_function_enter("bar", None)
         try:
             y = x * 2 + 4
@@ -313,7 +314,7 @@ def test_profiler_aggregation_fake():
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_profiler_aggregation_table
 def test_profiler_aggregation_table():
     x = dynjit.randn(1024)
-    with profile() as prof:
+    with profile(use_kineto=kineto_available()) as prof:
         dynjit.einsum("i->", x)
     assert prof.table() == str(prof)
 
@@ -338,7 +339,7 @@ def test_profiler_shapes():
     layer1 = dynjit.nn.Linear(20, 30)
     layer2 = dynjit.nn.Linear(30, 40)
     input = dynjit.randn(128, 20)
-    with profile(record_shapes=True) as prof:
+    with profile(record_shapes=True, use_kineto=kineto_available()) as prof:
         layer2(layer1(input))
     linear_expected_shapes = [
         [[128, 20], [30, 20], [30]],
@@ -356,7 +357,7 @@ def test_profiler_shapes():
 def test_profiler_aggregation_lstm(tmp_path):
     rnn = dynjit.nn.LSTM(10, 20, 2)
     total_time_s = 0
-    with profile(record_shapes=True) as prof:
+    with profile(record_shapes=True, use_kineto=kineto_available()) as prof:
         for _ in range(20):
             input = dynjit.randn(5, 3, 10)
             h = dynjit.randn(2, 3, 20)
@@ -392,7 +393,7 @@ def test_record_function():
         y = y / 1
 
     forward(x)
-    with profile() as p:
+    with profile(use_kineto=kineto_available()) as p:
         forward(x)
     important_events = ["outer", "aten::mul", "aten::add", "inner", "aten::sub", "aten::div"]
     idx = 0
@@ -407,7 +408,7 @@ def test_record_function():
     def f(x, y):
         return x + y
 
-    with profile() as p:
+    with profile(use_kineto=kineto_available()) as p:
         f(1, 2)
     assert "my_func" in str(p)
 
