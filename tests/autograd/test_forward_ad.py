@@ -195,7 +195,9 @@ def test_dual_keeps_its_tangent_alive_and_the_level_does_not():
     foo = dynjit.rand(2)
     with fwAD.dual_level():
         tangent, tangent_ref = tensor_and_weak_ref()
+        assert tangent_ref() is not None
         dual = fwAD.make_dual(foo, tangent)
+        assert tangent_ref() is not None
         assert fwAD.unpack_dual(dual)[1] is tangent
         del tangent
         assert tangent_ref() is not None
@@ -225,7 +227,7 @@ def test_tangents_are_removed_when_the_level_exits():
 def test_exiting_a_level_with_a_tangent_that_requires_grad_is_clean():
     def fn():
         a = dynjit.rand(10, requires_grad=True)
-        da = fwAD.make_dual(dynjit.rand(10), a)
+        da = fwAD.make_dual(dynjit.rand_like(a), a)
         db = da.exp()
         return weakref.ref(db)
 
@@ -936,8 +938,8 @@ def test_gradcheck_forward_ad_catches_a_wrong_tangent():
 
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_forward_ad_runs_with_no_requires_grad
 def test_gradcheck_forward_ad_passes_inputs_that_do_not_require_grad():
-    """(The seed's check_batched_forward_grad=True calls are run too; dynjit accepts the
-    flag without a batched check.)"""
+    """gradcheck passes the function plain copies of its inputs: no requires_grad, whichever
+    checks run (undefined tangents, batched tangents) and whatever the inputs required."""
     seen = []
 
     class UserFn(Function):
