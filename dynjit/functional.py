@@ -1,4 +1,6 @@
 """The `dynjit.<fn>` functions: factories, and the function forms of tensor ops."""
+import builtins
+
 from . import _dtype
 from ._methods import _sizes, numpy_names
 from .ops.registry import registry as R, with_variant, FUNCTION
@@ -496,7 +498,7 @@ def _fill_no_grad_(tensor, values):
 
 
 def _uniform_fill_(tensor, a, b, generator=None):
-    low = complex(a, a) if tensor.is_complex() else a     # complex: both parts from U(a, b)
+    low = builtins.complex(a, a) if tensor.is_complex() else a     # both parts from U(a, b)
     return _fill_no_grad_(tensor, _uniform_values(tensor, generator) * (b - a) + low)
 
 
