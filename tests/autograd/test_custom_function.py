@@ -212,6 +212,7 @@ def test_every_backward_node_is_a_node():
     assert isinstance(b.grad_fn.next_functions[0][0], Node)
     assert issubclass(function_module._DelayedErrorNode, Node)
     assert not isinstance(None, Node) and not isinstance(1, Node) and not isinstance(Node, Node)
+    assert issubclass(Node, Node)
     assert issubclass(function_module.BackwardCFunction, Node)
     seen = []
 
@@ -227,7 +228,7 @@ def test_every_backward_node_is_a_node():
             return x
 
     out = Identity.apply(a)
-    assert isinstance(out.grad_fn, Node)
+    assert isinstance(out.grad_fn, Node) and issubclass(type(out.grad_fn), Node)
     out.sum().backward()
     assert seen == [True, True]
 
