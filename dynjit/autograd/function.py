@@ -200,6 +200,25 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
                            "Please use new-style autograd function with static forward method. "
                            f"(Call {type(self).__name__}.apply(...) instead.)")
 
+    # An instance of a Function subclass (made by the deprecated `Id()`) is no backward node: the
+    # node attributes are refused with a clear error rather than reported missing. Looked up
+    # only on instances (through __getattr__), so the class itself answers as before.
+    _NODE_ONLY_ATTRIBUTES = frozenset(("_register_hook_dict", "register_hook", "register_prehook",
+                                       "next_functions", "name"))
+
+    def __getattr__(self, attribute):
+        if attribute in Function._NODE_ONLY_ATTRIBUTES:
+            raise RuntimeError(f"Attribute '{attribute}' is invalid for this instance of _C._FunctionBase. "
+                               "Accessing this attribute directly on an instance of autograd.Function is "
+                               "a legacy access pattern that is no longer supported. Use the grad_fn of "
+                               "the output of Function.apply for the backward node.")
+        if attribute == "metadata":
+            raise RuntimeError("You attempted to access the anomaly metadata of a custom autograd "
+                               "function but the underlying PyNode has already been deallocated (or, for "
+                               "an instance made by calling the Function class, never existed). Use the "
+                               "grad_fn of the output of Function.apply instead.")
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attribute}'")
+
     @staticmethod
     def forward(*args, **kwargs):
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")

@@ -670,6 +670,22 @@ def test_function_classes_are_not_to_be_instantiated():
         f(x)
     assert Id.apply(x).grad_fn.name() == "IdBackward"
 
+    # the instance is no backward node: node attributes give an error, never a made-up answer
+    t = dynjit.ones(1, requires_grad=True)
+    t._backward_hooks = {}
+    with pytest.raises(RuntimeError, match="Attribute '_register_hook_dict' is invalid"):
+        f._register_hook_dict(t)
+    with pytest.raises(RuntimeError, match="Attribute 'register_hook' is invalid"):
+        f.register_hook(lambda x, y: None)
+    with pytest.raises(RuntimeError, match="Attribute 'next_functions' is invalid"):
+        f.next_functions
+    with pytest.raises(RuntimeError, match="Attribute 'name' is invalid"):
+        f.name()
+    with pytest.raises(RuntimeError, match="underlying PyNode has already been deallocated"):
+        f.metadata
+    with pytest.raises(AttributeError):
+        f.no_such_attribute
+
 
 # ports: 002_7f98adb56adba91b.txt TestAutograd.test_saved_variables_deprecated
 def test_saved_variables_is_a_deprecated_alias():

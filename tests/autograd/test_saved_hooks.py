@@ -100,6 +100,7 @@ def test_default_hooks_pack_each_saved_tensor_and_their_values_are_used():
     a = dynjit.randn(5, requires_grad=True)       # outside: no hooks any more
     y = a * a
     assert y.grad_fn._saved_self is a
+    assert same(y.grad_fn._saved_other, a)
     y.sum().backward()
     assert same(a.grad, 2 * a)
 
