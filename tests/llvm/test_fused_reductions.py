@@ -139,7 +139,7 @@ def test_var_mean_over_middle_and_several_dims(dtype, np_dtype, tol, dim, correc
 
 @pytest.mark.parametrize("dtype,np_dtype,tol", DTYPES, ids=["f32", "f64"])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
-def test_log_softmax_nll_loss_matches_numpy(dtype, np_dtype, tol, reduction):
+def test_log_softmax_nll_loss_matches_numpy(dtype, np_dtype, tol, reduction, nll_form):
     rng = np.random.default_rng(3)
     x = _data(rng, (64, 10), np_dtype)
     t = rng.integers(0, 10, 64)
@@ -155,7 +155,7 @@ def test_log_softmax_nll_loss_matches_numpy(dtype, np_dtype, tol, reduction):
            ref_nll_of_log_softmax(x64, t, reduction), tol)
 
 
-def test_nll_loss_of_log_softmax_keeps_nll_loss_errors():
+def test_nll_loss_of_log_softmax_keeps_nll_loss_errors(nll_form):
     x = dynjit.tensor(np.zeros((4, 3), np.float32))
     t = dynjit.tensor(np.array([0, 1, 3, 2]))
     fn = compile_graph(make_fx(lambda a, b: F.nll_loss(a.log_softmax(1), b))(x, dynjit.tensor(np.array([0, 1, 2, 2]))),
@@ -220,6 +220,25 @@ def test_cross_entropy_writes_no_log_softmax():
     assert "_buffers" not in fn.source and "(512, 1000)" not in fn.source.split("return _respecialize")[1], fn.source
     _, plain = compiled(lambda a: a.log_softmax(1), X)          # the same log_softmax alone is written
     assert "_buffers" in plain.source
+
+
+@pytest.mark.parametrize("shape,row_form", [((64, 100), False), ((127, 258), False), ((128, 256), True),
+                                             ((1000, 64), True), ((512, 1000), True)])
+def test_cross_entropy_form_follows_its_size(shape, row_form):
+    """Below lowering.NLL_ROW_FORM_MIN_ELEMENTS (2^15) the log_softmax is written and read by
+    one nll_loss (cheaper than the row form's two nll_loss calls, a broadcast and a 0-d
+    kernel); from there on the row form. Both equal the numpy formula and eager."""
+    rng = np.random.default_rng(8)
+    x = _data(rng, shape, np.float32)
+    t = rng.integers(0, shape[1], shape[0])
+    X, T = dynjit.tensor(x), dynjit.tensor(t)
+    gm, fn = compiled(lambda a, b: F.cross_entropy(a, b), X, T)
+    assert fn.stats["extern"] == (2 if row_form else 1), (fn.stats, fn.source)
+    written = f"{shape}" in fn.source.split("return _respecialize")[1]
+    assert written is not row_form
+    out = fn(X, T)
+    np.testing.assert_allclose(out.item(), ref_nll_of_log_softmax(x.astype(np.float64), t), rtol=2e-6)
+    np.testing.assert_allclose(out.item(), gm(X, T).item(), rtol=1e-6)
 
 
 def test_log_softmax_used_elsewhere_is_still_computed():

@@ -78,7 +78,7 @@ def _masked_tails(fn):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("cols", WIDTHS)
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_row_patterns_match_numpy_at_every_width(case, cols, dtype):
+def test_row_patterns_match_numpy_at_every_width(case, cols, dtype, nll_row_form):
     f, ref, _ = CASES[case]
     for rows in (1, 7, 64):
         arrays = _inputs(case, rows, cols, dtype, seed=cols)
@@ -93,7 +93,7 @@ def test_row_patterns_match_numpy_at_every_width(case, cols, dtype):
 
 @needs_masked
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_row_patterns_take_the_masked_step(case):
+def test_row_patterns_take_the_masked_step(case, nll_row_form):
     f, _, _ = CASES[case]
     tensors = [dynjit.tensor(a) for a in _inputs(case, 8, 100, np.float32)]
     _, fn = compiled(f, *tensors)

@@ -281,7 +281,7 @@ def test_direct_views_are_the_registry_kernels(name, make, size):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_cross_entropy_compiled_uses_no_dispatcher_call_and_equals_eager(dtype):
+def test_cross_entropy_compiled_uses_no_dispatcher_call_and_equals_eager(dtype, nll_form):
     def f(x, t):
         return F.cross_entropy(x, t)
     rng = np.random.default_rng(5)
