@@ -52,7 +52,22 @@ class Tensor:
     _fw_nondiff_view = False    # forward AD: a view that does not share its base's tangent
     __array_priority__ = 1000   # numpy scalars defer to Tensor's reflected ops
 
-    def __init__(self, data=None, *, dtype=None, requires_grad=False):
+    def __init__(self, *args, dtype=None, requires_grad=False):
+        # PyTorch's legacy constructor: Tensor(data) is always of the default float dtype
+        # (Tensor(bool_array) is 0./1., as programs use it), Tensor(2, 3) a (zero-filled)
+        # tensor of that size; a Tensor argument keeps its dtype
+        sizes = args[0] if len(args) == 1 and isinstance(args[0], Size) else args
+        if sizes and all(isinstance(s, builtins.int) and not isinstance(s, builtins.bool) for s in sizes):
+            if any(s < 0 for s in sizes):
+                raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: {list(sizes)}")
+            data = np.zeros(tuple(sizes), dtype=_dtype.to_dtype(dtype or _dtype.get_default_dtype()).np)
+        elif len(args) > 1:
+            raise TypeError(f"Tensor() takes one sequence of data or sizes as ints, got "
+                            f"({', '.join(type(a).__name__ for a in args)})")
+        else:
+            data = args[0] if args else None
+            if dtype is None and not isinstance(data, Tensor):
+                dtype = _dtype.get_default_dtype()
         arr = _to_array(data if data is not None else [], dtype)
         self._data = arr
         self._version_counter = [0]
