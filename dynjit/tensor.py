@@ -490,6 +490,13 @@ class Tensor:
 
     def __setitem__(self, index, value):
         basic, idx = _normalize_index(index)
+        if isinstance(value, Tensor) and value.ndim and value.shape[0] == 1:
+            # as PyTorch's indexing assignment, the value's leading size-1 dims are dropped
+            # (x[t] = v of shape [1, n] into a row of n)
+            lead = 0
+            while lead < value.ndim and value.shape[lead] == 1:
+                lead += 1
+            value = value.reshape(tuple(value.shape[lead:]))
         if basic:
             target = dispatch(_getitem, (self, idx), {})
             if not isinstance(value, Tensor):
