@@ -234,7 +234,7 @@ class _Plan:
                     if ref is not None:
                         self.retained[(position, nr)] = ref
                         key.append(("retain_grad", position, nr))
-            edges = tuple(None if e is None else (index[e[0]], e[1]) for e in node.next_functions)
+            edges = tuple(None if e is None else (index[e[0]], e[1]) for e in node._edges)
             hooks = self._add_hooks(node)
             kind = type(node)
             if kind is AccumulateGrad:
@@ -460,7 +460,7 @@ def _capture(plan):
 
 
 def _pass_on(node, outs, buffers, sum_grads):
-    for edge, g in zip(node.next_functions, outs):
+    for edge, g in zip(node._edges, outs):
         if edge is None:
             continue
         child, nr = edge

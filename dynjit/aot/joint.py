@@ -206,7 +206,7 @@ def _reaches(roots, stop):
         seen.add(id(node))
         if _lost_saved_values(node):
             return True
-        stack.extend(edge[0] for edge in node.next_functions if edge is not None)
+        stack.extend(edge[0] for edge in node._edges if edge is not None)
     return False
 
 

@@ -4,17 +4,20 @@ makes the gradient flowing back undefined (None)."""
 from .graph import Node, edge_of
 
 
-class _DelayedErrorBackward(Node):
+class Error(Node):
+    """The backward node DelayedError gives its outputs (PyTorch's torch::autograd::Error):
+    running it raises the message."""
+
     def __init__(self, msg, edges):
         super().__init__()
         self.msg = msg
-        self.next_functions = edges
+        self._edges = tuple(edges)
 
     def num_outputs(self):
-        return len(self.next_functions)
+        return len(self._edges)
 
     def name(self):
-        return "DelayedError"
+        return "Error"
 
     def apply(self, grads):
         raise RuntimeError(self.msg)
@@ -23,24 +26,28 @@ class _DelayedErrorBackward(Node):
 class _UndefinedGradBackward(Node):
     def __init__(self, edges):
         super().__init__()
-        self.next_functions = edges
+        self._edges = tuple(edges)
 
     def num_outputs(self):
-        return len(self.next_functions)
+        return len(self._edges)
 
     def name(self):
         return "UndefinedGradBackward"
 
     def apply(self, grads):
-        return [None] * len(self.next_functions)
+        return [None] * len(self._edges)
 
 
 def _pass_through(node_factory, tensors):
-    """Outputs aliasing `tensors` whose backward is a node made by `node_factory(edges)`."""
-    edges = tuple(edge_of(t) if t._requires_grad else None for t in tensors)
+    """Outputs aliasing `tensors` whose backward is a node made by `node_factory(edges)`
+    (a None among the tensors passes through as None, with no edge)."""
+    edges = tuple(edge_of(t) if t is not None and t._requires_grad else None for t in tensors)
     node = node_factory(edges) if any(e is not None for e in edges) else None
     outs = []
     for i, t in enumerate(tensors):
+        if t is None:
+            outs.append(None)
+            continue
         o = t.detach()
         if node is not None and t._requires_grad:
             o._grad_fn = node
@@ -61,7 +68,7 @@ class DelayedError:
     def __call__(self, *tensors):
         if len(tensors) != self.num_inputs:
             raise TypeError(f"DelayedError: expected {self.num_inputs} tensors, got {len(tensors)}")
-        return _pass_through(lambda edges: _DelayedErrorBackward(self.msg, edges), tensors)
+        return _pass_through(lambda edges: Error(self.msg, edges), tensors)
 
 
 class UndefinedGrad:

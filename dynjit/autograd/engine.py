@@ -102,7 +102,7 @@ def _post_order(root, deps):
     """Nodes reachable from `root`, children before parents; fills `deps`."""
     order = []
     seen = {root}
-    stack = [(root, iter(root.next_functions))]
+    stack = [(root, iter(root._edges))]
     while stack:
         node, edges = stack[-1]
         for edge in edges:
@@ -112,7 +112,7 @@ def _post_order(root, deps):
             deps[child] = deps.get(child, 0) + 1
             if child not in seen:
                 seen.add(child)
-                stack.append((child, iter(child.next_functions)))
+                stack.append((child, iter(child._edges)))
                 break
         else:
             stack.pop()
@@ -131,7 +131,7 @@ def _mark_needed(task, order, input_edges):
     needed = set()
     for node in order:     # children come first
         if node in explicit or any(e is not None and (e[0] in needed or e[0] in task.captures)
-                                   for e in node.next_functions):
+                                   for e in node._edges):
             needed.add(node)
     task.needed = needed
 
@@ -231,7 +231,7 @@ def _step(task, node, buffers, heap, tiebreak):
         outs = _evaluate(task, node, buffers.pop(node))
     if outs is None:
         return
-    for edge, g in zip(node.next_functions, outs):
+    for edge, g in zip(node._edges, outs):
         if edge is None:
             continue
         child, nr = edge
@@ -279,9 +279,9 @@ def _evaluate(task, node, grads):
                 outs = node.apply(grads)
         else:
             outs = node.apply(grads)
-        if not node._is_accumulate and len(outs) != len(node.next_functions):
+        if not node._is_accumulate and len(outs) != len(node._edges):
             raise RuntimeError(f"function {node.name()} returned an incorrect number of gradients "
-                               f"(expected {len(node.next_functions)}, got {len(outs)})")
+                               f"(expected {len(node._edges)}, got {len(outs)})")
         if not task.keep_graph:
             node.release()
         if node._post_hooks:
@@ -432,7 +432,7 @@ def execution_order(root, deps, should_execute=None):
     while heap:
         node = heapq.heappop(heap)[2]
         out.append(node)
-        for edge in node.next_functions:
+        for edge in node._edges:
             if edge is None or (should_execute is not None and not should_execute(edge[0])):
                 continue
             deps[edge[0]] -= 1

@@ -102,7 +102,7 @@ class BackwardCFunction(_graph.Node, FunctionCtx):
             self._freed_saved = True
 
     # the node's own state, not what the user's forward left on ctx for backward
-    _NODE_STATE = frozenset(("_seq", "to_save", "_saved", "_freed_saved", "next_functions",
+    _NODE_STATE = frozenset(("_seq", "to_save", "_saved", "_freed_saved", "_edges",
                              "_tensor_pre_hooks", "_pre_hooks", "_post_hooks", "_metadata",
                              "dirty_tensors", "non_differentiable", "saved_for_forward",
                              "_saved_override", "_freed"))
@@ -140,7 +140,7 @@ class BackwardCFunction(_graph.Node, FunctionCtx):
                 raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
                                    f"(expected {n_in}, got {len(result)})")
         out = []
-        for i, (g, meta, edge) in enumerate(zip(result, self._input_meta, self.next_functions)):
+        for i, (g, meta, edge) in enumerate(zip(result, self._input_meta, self._edges)):
             if meta is None:
                 if g is not None:
                     raise RuntimeError(f"function {self.name()} returned a gradient different than None "
@@ -330,7 +330,7 @@ def _wrap_outputs(ctx, args, outputs, is_differentiable):
             raise RuntimeError("Functions which modify views in-place must return a single Variable "
                                f"({ctx.name()} marked a view dirty and returned {len(outs)} outputs)")
     if is_differentiable:
-        ctx.next_functions = tuple(_graph.edge_of(a) if isinstance(a, Tensor) and a._requires_grad else None
+        ctx._edges = tuple(_graph.edge_of(a) if isinstance(a, Tensor) and a._requires_grad else None
                                    for a in args)
     ctx._input_meta = tuple((a._data.shape, a.dtype) if isinstance(a, Tensor) else None for a in args)
     new_outs = []
@@ -404,13 +404,17 @@ class _DelayedErrorNode(_graph.Node):
     def __init__(self, msg, edges):
         super().__init__()
         self.msg = msg
-        self.next_functions = edges
+        self._edges = tuple(edges)
 
     def name(self):
         return "DelayedError"
 
     def apply(self, grads):
         raise RuntimeError(self.msg)
+
+
+def _differentiable(value):
+    return isinstance(value, Tensor) and (value.is_floating_point() or value.is_complex())
 
 
 def once_differentiable(fn):
@@ -422,20 +426,21 @@ def once_differentiable(fn):
             outputs = fn(ctx, *args)
         if not _grad_state.enabled:
             return outputs
-        needs = [a for a in args if isinstance(a, Tensor) and a._requires_grad]
-        if not needs:
+        if not any(isinstance(a, Tensor) and a._requires_grad for a in args):
             return outputs
-        node = _DelayedErrorNode("trying to differentiate twice a function that was marked with "
-                                 "@once_differentiable", tuple(_graph.edge_of(a) for a in needs))
+        # as PyTorch: the outputs go through a DelayedError whose Error node has, for inputs,
+        # detached copies of them that require grad (None stays None), so differentiating
+        # through any of them raises
+        from ._functions import DelayedError
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
-        wrapped = []
-        for o in outs:
-            if isinstance(o, Tensor):
-                o = o.detach()
-                o._grad_fn = node
-                o._requires_grad = True
-            wrapped.append(o)
+        fakes = [o.detach().requires_grad_() if _differentiable(o) else o for o in outs]
+        if any(f is not None and not isinstance(f, Tensor) for f in fakes):
+            return outputs          # a backward returning something else fails in the engine's checks
+        wrapped = DelayedError("trying to differentiate twice a function that was marked with "
+                               "@once_differentiable", len(fakes))(*fakes)
+        if len(fakes) == 1:
+            wrapped = (wrapped,)
         return wrapped[0] if single else tuple(wrapped)
     wrapper._dynjit_once_differentiable = fn    # the JIT traces fn itself (grad mode is off there)
     return wrapper

@@ -69,7 +69,7 @@ class CompiledFunctionApply(Function):
             result = spec.bwd_body(None, *grads, *ctx.saved_tensors)
         finally:
             _grad_state.enabled = False
-        n_lifted = len(ctx.next_functions) - 1 - spec.n_args
+        n_lifted = len(ctx._edges) - 1 - spec.n_args
         return tuple(result) + (None,) * n_lifted + (None,)
 
 

@@ -25,6 +25,7 @@ from .saved import FREED_MESSAGE, SavedTensor, save_conditions  # noqa: F401  (p
 from .saved import (saved_tensors_hooks, save_on_cpu, disable_saved_tensors_hooks,  # noqa: F401
                     saved_tensors_hooks_is_enabled, allow_mutation_on_saved_tensors)
 from ..tensor import Tensor
+from ..ops.memory_format import contiguous_format as _contiguous_format
 
 _seq = itertools.count()
 
@@ -111,11 +112,14 @@ def edge_of(t):
     return None
 
 
+_NO_EDGE = (None, 0)
+
+
 class Node:
     """Base of all backward nodes."""
     _is_accumulate = False
     # defaults at class level: most nodes never get hooks or metadata
-    next_functions = ()
+    _edges = ()              # one per input: (node, input_nr), or None for no edge
     _pre_hooks = None        # node pre-hooks: fn(grad_outputs)
     _post_hooks = None       # fn(grad_inputs, grad_outputs)
     _tensor_pre_hooks = None  # {output_nr: _HookDict} from Tensor.register_hook
@@ -158,6 +162,16 @@ class Node:
 
     def num_outputs(self):
         return 1
+
+    @property
+    def next_functions(self):
+        """One (node, input_nr) per input, (None, 0) where the input has no gradient to take,
+        as PyTorch lists them. The engine reads the edges directly (`_edges`, None for none)."""
+        return tuple(_NO_EDGE if e is None else e for e in self._edges)
+
+    @next_functions.setter
+    def next_functions(self, edges):
+        self._edges = tuple(None if e is None or e[0] is None else e for e in edges)
 
     def _sequence_nr(self):
         """The node's creation order: of two ready nodes, the later runs first."""
@@ -223,7 +237,7 @@ class OpBackward(Node):
                         meta.append((t._data.shape, t.dtype))
                         positions.append((i, j))
                 plain[i] = [None if isinstance(t, Tensor) else t for t in a]
-        self.next_functions = tuple(edges)
+        self._edges = tuple(edges)
         self._inputs = meta
         self._positions = positions
         self.args = plain
@@ -272,7 +286,7 @@ class OpBackward(Node):
     def _needs(self):
         """Per op parameter: does any tensor in it want a gradient?"""
         needs = [False] * self.op.nparams
-        for (i, _), edge in zip(self._positions, self.next_functions):
+        for (i, _), edge in zip(self._positions, self._edges):
             if edge is not None:
                 needs[i] = True
         return needs
@@ -330,7 +344,7 @@ class OpBackward(Node):
 
     def apply(self, grads):
         if all(g is None for g in grads):     # no gradient flows in: none flows out
-            return [None] * len(self.next_functions)
+            return [None] * len(self._edges)
         return self.apply_with_saved(grads, self.saved_values())
 
     def saved_values(self):
@@ -342,7 +356,7 @@ class OpBackward(Node):
         traced stand-ins of the saved tensors here."""
         op = self.op
         if all(g is None for g in grads):
-            return [None] * len(self.next_functions)
+            return [None] * len(self._edges)
         if self._n_outputs == 1:
             g = grads[0]
         else:
@@ -373,7 +387,7 @@ def _align_grads(node, out):
         out = (out,)
     grads = []
     n = len(out)
-    for (i, j), (shape, dtype), edge in zip(node._positions, node._inputs, node.next_functions):
+    for (i, j), (shape, dtype), edge in zip(node._positions, node._inputs, node._edges):
         g = out[i] if i < n else None
         if j is not None and g is not None:
             g = g[j]
@@ -402,7 +416,12 @@ def make_backward_class(op):
         # PyTorch's schema takes `Tensor other` and wraps a Python number passed there
         # (add.Tensor): the node lists a None edge for the number, as PyTorch's does
         attrs["_wrapped_scalar"] = op.index[op.wraps_scalar]
-    return type(f"{camel}Backward0", (OpBackward,), attrs)
+    return type(_NODE_NAMES.get(op.name, f"{camel}Backward0"), (OpBackward,), attrs)
+
+
+# ops whose backward node PyTorch names by hand rather than by the generated <Op>Backward0
+# (Tensor.copy_ runs the registry op "copy" in place)
+_NODE_NAMES = {"copy": "CopyBackwards"}
 
 
 _UNSHARED_REFS = None
@@ -410,6 +429,11 @@ _UNSHARED_REFS = None
 
 def _refs(grads):
     return sys.getrefcount(grads[0]), sys.getrefcount(grads[0]._data)
+
+
+def _is_dense(array):
+    """Whether the array is non-overlapping and dense (numpy's order="K" copy keeps its strides)."""
+    return np.empty_like(array, order="K").strides == array.strides
 
 
 def _obeys_layout_contract(grad, leaf):
@@ -467,8 +491,15 @@ class AccumulateGrad(Node):
         steal = v._grad is None and not _grad_state.enabled and _can_steal(grads, v)
         g = grads[0]
         if v._grad is None:
-            if _grad_state.enabled:     # create_graph: a copy that keeps history
-                v._grad = g.clone() if g._data.shape == v._data.shape else g.expand(v.shape).clone()
+            if _grad_state.enabled:
+                # create_graph: a copy that keeps history, made as PyTorch's
+                # clone_obey_contract makes it: copied into a new tensor with the strides of
+                # a dense leaf (a CopyBackwards node), else cloned row-major
+                if _is_dense(v._data):
+                    v._grad = Tensor._make(np.empty_like(v._data, dtype=v.dtype.np, order="K")).copy_(g)
+                else:
+                    v._grad = (g if g._data.shape == v._data.shape else g.expand(v.shape)).clone(
+                        memory_format=_contiguous_format)
             elif steal and _obeys_layout_contract(g._data, v._data):
                 v._grad = g             # nobody else sees it: no copy
             else:
@@ -507,10 +538,10 @@ class GraphRoot(Node):
 
     def __init__(self, root_edges):
         super().__init__()
-        self.next_functions = tuple(root_edges)
+        self._edges = tuple(root_edges)
 
     def num_outputs(self):
-        return len(self.next_functions)
+        return len(self._edges)
 
     def apply(self, grads):
         return list(grads)
@@ -535,9 +566,9 @@ class CopySlices(Node):
         self.view_fn = view_fn
         self.self_index = self_index    # which input of fn is the view written in place
         self.base_meta = (base._data.shape, base.dtype)
-        edges = list(fn.next_functions)
+        edges = list(fn._edges)
         edges[self_index] = base_edge
-        self.next_functions = tuple(edges)
+        self._edges = tuple(edges)
 
     def apply(self, grads):
         return self._apply(grads, self.fn.apply)
@@ -550,7 +581,7 @@ class CopySlices(Node):
 
     def _apply(self, grads, fn_apply):
         if grads[0] is None:
-            return [None] * len(self.next_functions)
+            return [None] * len(self._edges)
         # Written with dispatched ops so that tracing (make_fx, AOT) records it.
         res = grads[0].clone()
         region = self.view_fn(res)
@@ -580,7 +611,7 @@ class AsStridedBackward0(Node):
         super().__init__()
         self.view_fn = view_fn
         self.base_meta = (base._data.shape, base.dtype)
-        self.next_functions = (base_edge,)
+        self._edges = (base_edge,)
 
     def apply(self, grads):
         from ..ops import registry

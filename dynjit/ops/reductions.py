@@ -30,8 +30,9 @@ def _np_axis(x, dim):
 
 
 def _unreduce(grad, shape, dim, keepdim):
-    """Broadcast a reduced gradient back to `shape`."""
-    if not keepdim and len(shape):
+    """Broadcast a reduced gradient back to `shape`. A full reduction's 0-d gradient is
+    expanded as it is (PyTorch's sum_backward: one ExpandBackward0 in a double-backward graph)."""
+    if not keepdim and len(shape) and dim is not None:
         dims = normalize_dims(dim, len(shape))
         kept = [1 if i in dims else s for i, s in enumerate(shape)]
         grad = grad.reshape(kept)

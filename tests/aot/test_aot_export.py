@@ -207,7 +207,7 @@ def test_export_module_joint_graph_and_signature():
         "def forward(self, arg0_1, arg1_1, arg2_1, arg3_1, arg4_1, arg5_1, arg6_1, arg7_1):"
     assert "    ones = dynjit.ops.ones((), dynjit.float32)\n" in code
     assert code.splitlines()[-1] == \
-        "    return (add_1, add_2, add, sum_1, detach_2, mm, sum_to_size_4, reshape_6, reshape_5)"
+        "    return (add_1, add_2, add, sum_1, detach_2, mm, sum_to_size_4, reshape_5, reshape_4)"
     assert sig.parameters == ["lin.weight", "lin.bias", "bn.weight", "bn.bias"]
     assert sig.buffers == ["bn.running_mean", "bn.running_var", "bn.num_batches_tracked"]
     assert sig.user_inputs == ["arg7_1"]
@@ -220,7 +220,7 @@ def test_export_module_joint_graph_and_signature():
                                      "add": "bn.num_batches_tracked"}
     bw = sig.backward_signature
     assert bw.gradients_to_parameters == {"mm": "lin.weight", "sum_to_size_4": "lin.bias",
-                                          "reshape_6": "bn.weight", "reshape_5": "bn.bias"}
+                                          "reshape_5": "bn.weight", "reshape_4": "bn.bias"}
     assert bw.gradients_to_user_inputs == {}
     assert bw.loss_output == "sum_1"
 

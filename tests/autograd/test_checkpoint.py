@@ -728,8 +728,7 @@ def _check_graph_dies(fn):
         seen.update(queue)
         while queue:
             node = queue.pop(0)
-            for edge in node.next_functions:
-                child = edge[0] if edge is not None else None     # (dynjit: None for no edge)
+            for child, _idx in node.next_functions:
                 if child is None or child in seen:
                     continue
                 seen.add(child)

@@ -19,6 +19,14 @@ def close(a, b, **kw):
     np.testing.assert_allclose(a, b, rtol=kw.get("rtol", 1e-5), atol=kw.get("atol", 1e-6))
 
 
+def graph_desc(fn):
+    """The graph below a node as text, as PyTorch's tests write it: Type(child, child, ...)."""
+    if fn is None:
+        return "None"
+    children = ", ".join(graph_desc(child) for child, _ in fn.next_functions)
+    return f"{type(fn).__name__}({children})"
+
+
 def _run_three_input_function(cls):
     """x + 2*y + x*y through `cls`, backward with create_graph and a grad_output that
     requires grad: returns x and y with their .grad (which then have history)."""
@@ -52,6 +60,15 @@ def test_function_with_a_python_scalar_input_and_double_backward():
             return g + g * v2, None, g * ctx.scalar + g * v1
 
     x, y = _run_three_input_function(MyFunction)
+    # the gradients' graphs, node by node as PyTorch builds them: .grad is copied (with the
+    # leaf's layout) from the backward's result, which reaches the 0-d grad_output through
+    # the sum's expand and x and y through the saved tensors
+    assert graph_desc(x.grad.grad_fn) == (
+        "CopyBackwards(None, AddBackward0(ExpandBackward0(AccumulateGrad()), "
+        "MulBackward0(ExpandBackward0(AccumulateGrad()), AccumulateGrad())))")
+    assert graph_desc(y.grad.grad_fn) == (
+        "CopyBackwards(None, AddBackward0(MulBackward0(ExpandBackward0(AccumulateGrad()), None), "
+        "MulBackward0(ExpandBackward0(AccumulateGrad()), AccumulateGrad())))")
     # the gradients' history goes back to x and y through the Function's backward
     (gx_wrt_y,) = dynjit.autograd.grad(x.grad.sum(), y)
     close(gx_wrt_y, np.ones((5, 5)))
@@ -74,6 +91,10 @@ def test_once_differentiable_backward_runs_without_grad_and_refuses_a_second_der
             return g + g * t2, None, g * ctx.scalar + g * t1
 
     x, y = _run_three_input_function(MyFunction)
+    # the backward's results pass through an Error node whose inputs are detached copies of
+    # them (None for the number's gradient)
+    assert graph_desc(x.grad.grad_fn) == "CopyBackwards(None, Error(AccumulateGrad(), None, AccumulateGrad()))"
+    assert graph_desc(y.grad.grad_fn) == "CopyBackwards(None, Error(AccumulateGrad(), None, AccumulateGrad()))"
     with pytest.raises(RuntimeError, match="trying to differentiate twice a function that was marked "
                                            "with @once_differentiable"):
         x.grad.sum().backward()

@@ -25,7 +25,7 @@ def test_requires_grad_propagates_and_constant_branches_do_not_run():
     assert not a.requires_grad
     b = a + z
     assert b.requires_grad
-    assert b.grad_fn.next_functions[0] is None      # nothing to run for the constant branch
+    assert b.grad_fn.next_functions[0] == (None, 0)     # nothing to run for the constant branch
     b.backward(dynjit.ones(5, 5))
     close(z.grad, np.ones((5, 5)))
 
@@ -88,8 +88,7 @@ def test_in_place_before_requires_grad_is_fine_after_is_an_error():
 
 
 def test_next_functions_point_at_inputs_nodes():
-    # most of TestAutograd.test_next_functions; dynjit gives `a + 5` one edge where
-    # PyTorch gives two (the second, for the wrapped scalar, being None)
+    # TestAutograd.test_next_functions's first half, with the leaves behind the edges
     x = dynjit.randn(5, 5, requires_grad=True)
     y = dynjit.randn(5, 5, requires_grad=True)
     a = x + y
@@ -459,6 +458,7 @@ def test_view_replay_switches_how_a_views_grad_fn_is_regenerated():
     out.sum().backward()
     close(x.grad, np.ones((2, 2)))     # the replayed nodes compute the same gradient
     assert "AsStridedBackward" in str(_add_one_through_a_view(x).grad_fn)
+    assert not dynjit.autograd.is_view_replay_enabled()
 
     with dynjit.autograd._force_original_view_tracking(False):
         dynjit.autograd._force_original_view_tracking(True)     # a plain call takes effect
@@ -467,10 +467,14 @@ def test_view_replay_switches_how_a_views_grad_fn_is_regenerated():
     assert not dynjit.autograd.is_view_replay_enabled()
 
     try:
+        dynjit.autograd._force_original_view_tracking(False)
+        assert "AsStridedBackward" in str(_add_one_through_a_view(x).grad_fn)
+        assert not dynjit.autograd.is_view_replay_enabled()
         dynjit.autograd._force_original_view_tracking(True)
         assert "ViewBackward" in str(_add_one_through_a_view(x).grad_fn)
+        assert dynjit.autograd.is_view_replay_enabled()
     finally:
-        dynjit.autograd._force_original_view_tracking(False)
+        dynjit.autograd._force_original_view_tracking(False)     # leave the default for other tests
     assert "AsStridedBackward" in str(_add_one_through_a_view(x).grad_fn)
 
 
