@@ -143,3 +143,27 @@ def test_compiled_equals_plain(backend):
     (g_compiled,) = dynjit.autograd.grad(compiled, w)
     np.testing.assert_allclose(compiled.item(), plain.item(), rtol=1e-6)
     np.testing.assert_allclose(g_compiled.numpy(), g_plain.numpy(), rtol=1e-5, atol=1e-7)
+
+
+# what functional_call does inside (and what a traced functional_call would do): a write to a
+# module's _parameters followed by a call of the module. Under compile the module call uses
+# the old parameter: a silent wrong answer, which is why functional_call stays a graph op
+# (a break) rather than being traced into.
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "llvm"])
+@pytest.mark.xfail(strict=True, reason="frontend: after `lin._parameters['weight'] = w` inside a compiled "
+                                       "function, the traced `lin(x)` still reads the old weight (the write "
+                                       "itself is replayed)")
+def test_compiled_parameter_swap_is_seen_by_the_module_call(backend):
+    dynjit.manual_seed(0)
+    lin = nn.Linear(2, 1, bias=False)
+
+    def f(x, w):
+        old = lin._parameters["weight"]
+        lin._parameters["weight"] = w
+        try:
+            return lin(x)
+        finally:
+            lin._parameters["weight"] = old
+
+    x, w = dynjit.ones(1, 2), dynjit.full((1, 2), 10.0)
+    np.testing.assert_allclose(dynjit.compile(f, backend=backend)(x, w).numpy(), f(x, w).numpy())
