@@ -13,8 +13,9 @@ series) so that large exponents keep float32 accuracy. The measured error
 against numpy is in tests/llvm/test_mathlib.py.
 
 `erf_narrow` is erf in float64 arithmetic for results rounded to float32 (eager computes
-float32 erf and GELU in float64 and rounds): piecewise polynomials fitted to math.erf, about
-1e-14 relative, vectorized like the rest (the C library's erf is a scalar call per lane).
+float32 erf and GELU in float64 and rounds): two polynomial pieces, half a float64 ulp below 1
+and about 1e-14 relative above, vectorized like the rest (the C library's erf is a scalar call
+per lane); its float32 results are the C library's for every float32.
 
 float64 transcendentals and the other float32 functions (expm1, atan, erf of float64
 ...) call the C library element by element, which is what numpy does for them.
@@ -352,13 +353,18 @@ def _pow(ops, x, y):
 
 
 # -- erf for float32 results, in float64 ----------------------------------------
-# erf(x) = x * P(x^2) for |x| < 1; for 1 <= |x| <= 6, erfc(|x|) = exp(-x^2) * erfcx(|x|), with
-# erfcx (erfc(x) * exp(x^2), smooth) a polynomial in t = (|x| - 3) / (|x| + 3), mapped to [-1, 1];
+# For |x| < 1: erf(x) = x * (2/sqrt(pi) + z * P(z)), z = x^2, with 2/sqrt(pi) split in two
+# doubles and the last step one FMA, about half an ulp of float64 (P fitted by least squares to
+# mpmath's erf: 4e-17 relative before rounding). For 1 <= |x| <= 6, erfc(|x|) = exp(-x^2) *
+# erfcx(|x|), with erfcx (erfc(x) * exp(x^2), smooth) a polynomial in t = (|x| - 3) / (|x| + 3),
+# mapped to [-1, 1], fitted to math.erfc (about 1e-14 relative, far below float32's 6e-8);
 # erf(6) is 1 in float64. One interval for each part: no per-lane choice of coefficients.
-# Fitted by least squares to math.erf / math.erfc (the C library's, which eager uses): the
-# largest relative error, about 1e-14 for erf and erfc, is far below float32's 6e-8, so the
-# float32 result is erf's rounded value except within 1e-14 of a tie.
-_ERF_SMALL = (9.492086261029522e-09, -1.521975858934301e-07, 1.63169936679197e-06, -1.4914076641905484e-05, 0.00012054736821126977, -0.0008548307285194388, 0.005223977219089221, -0.026866170596662527, 0.11283791670663094, -0.37612638903177165, 1.1283791670955123)
+# Checked against the C library's erf (eager's) over every float32: the float32 results are its
+# bits. Near 0 that needs the half ulp: the C library's value can be a float32 rounding tie
+# (erf(0.00018398030078969896) is one), and x * P(x^2) of the whole ratio, 2.4e-16 off from its
+# rounded leading coefficient, came out one float32 ulp below there.
+_ERF_C_HI, _ERF_C_LO = 1.1283791670955126, 1.533545961316588e-17
+_ERF_SMALL = (-7.811731924424338e-10, 1.372910354882887e-08, -1.6210725642429644e-07, 1.644774134004539e-06, -1.4924764956644223e-05, 0.00012055296522657555, -0.0008548326036454629, 0.005223977608593663, -0.02686617064345555, 0.11283791670946784, -0.3761263890318361)
 _ERFCX_K, _ERFCX_MID, _ERFCX_HALF = 3.0, -0.08333333333333334, 0.41666666666666663
 _ERFCX = (6.048688245724396e-12, 6.043405029569624e-12, -2.5701793846356204e-10, -2.6380418906248467e-10, 1.1339350805126458e-08, -4.52671141813674e-09, -5.541273179721646e-07, 2.425557476357154e-06, 1.9563583200182356e-05, -0.0003316029605771271, 0.0024793146970859114, -0.012713147695692179, 0.04969844540339414, -0.15436117429436916, 0.20798329133342888)
 _LN2_HI_F64, _LN2_LO_F64 = 6.93147180369123816490e-01, 1.90821492927058770002e-10
@@ -378,7 +384,9 @@ def _exp_f64(ops, x):
 def _erf_narrow(ops, x):
     b = ops.b
     ax = ops.fabs(x)
-    small = ops.mul(x, ops.poly(ops.mul(x, x), _ERF_SMALL))          # keeps the sign of zero
+    z = ops.mul(x, x)
+    tail = ops.mul(x, ops.muladd(z, ops.poly(z, _ERF_SMALL), ops.c(x, _ERF_C_LO)))
+    small = ops.fma(x, ops.c(x, _ERF_C_HI), tail)                   # keeps the sign of zero
     a = ops.minf(ops.maxf(ax, ops.c(x, 1.0)), ops.c(x, 6.0))         # NaN -> 1 (selected away below)
     k = ops.c(x, _ERFCX_K)
     t = ops.div(ops.sub(a, k), ops.add(a, k))

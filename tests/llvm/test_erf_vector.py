@@ -18,6 +18,11 @@ import dynjit.nn.functional as F
 from llvm_helpers import compiled
 
 
+# math.erf of this float32 is a double exactly halfway between two float32s (the true erf lies
+# 1e-17 relative above it): an erf off by one float64 ulp below rounds to the wrong float32
+TIE_NEAR_ZERO = 0.00018398030078969896
+
+
 def _float32_sweep():
     """Every 4099th float32 of [-8, 8] (both signs, subnormals to 8), random values, and the
     edge values: +-0, +-inf, NaN, the smallest subnormal, the interval ends of the
@@ -27,7 +32,7 @@ def _float32_sweep():
     edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1.1754944e-38, 1.0, -1.0,
                       np.nextafter(np.float32(1), np.float32(0)), np.nextafter(np.float32(1), np.float32(2)),
                       6.0, -6.0, 5.9999995, 1.4142135, 8.485281, -8.485281, 3.4028235e38, -3.4028235e38,
-                      3.9, 3.92, 3.93, -3.92, 0.5, 2.5, 4.0], np.float32)
+                      3.9, 3.92, 3.93, -3.92, 0.5, 2.5, 4.0, TIE_NEAR_ZERO, -TIE_NEAR_ZERO], np.float32)
     return np.concatenate([pos, -pos, rng.standard_normal(100_000).astype(np.float32) * 3, edges])
 
 
@@ -53,6 +58,37 @@ def test_float32_erf_against_math_erf():
     t = dynjit.tensor(x)
     _, fn = compiled(lambda x: dynjit.ops.erf(x), t)
     _same_bits(fn(t).numpy(), want)
+
+
+def test_float32_erf_at_a_rounding_tie_of_the_c_library():
+    x = np.array([TIE_NEAR_ZERO, -TIE_NEAR_ZERO], np.float32)
+    near = (x.view(np.int32)[:1] + np.arange(-64, 65, dtype=np.int32)).view(np.float32)
+    x = np.concatenate([x, near, -near])
+    want = np.array([math.erf(float(v)) for v in x]).astype(np.float32)
+    assert float(want[0]) == float.fromhex("0x1.b35e28p-13")    # the tie rounded to even, upward
+    t = dynjit.tensor(x)
+    gm, fn = compiled(lambda x: dynjit.ops.erf(x), t)
+    _same_bits(fn(t).numpy(), want)
+    _same_bits(fn(t).numpy(), gm(t).numpy())
+
+
+@pytest.mark.slow
+def test_float32_erf_is_the_c_librarys_for_every_float32():
+    """Every positive float32 below 6 (erf is odd in both; above 6 both are 1), against the
+    C library's erf in float64 (the float64 kernel calls it per element) rounded to float32.
+    About 1.1e9 values, a minute or two."""
+    chunk = 1 << 24
+    x32 = dynjit.tensor(np.zeros(chunk, np.float32))
+    _, f32 = compiled(lambda x: dynjit.ops.erf(x), x32)
+    x64 = dynjit.tensor(np.zeros(chunk, np.float64))
+    _, f64 = compiled(lambda x: dynjit.ops.erf(x), x64)
+    end = int(np.float32(6.0).view(np.int32))
+    for start in range(0, end, chunk):
+        x = np.arange(start, min(start + chunk, end), dtype=np.int32).view(np.float32)
+        got = f32(dynjit.tensor(x)).numpy()
+        want = f64(dynjit.tensor(x.astype(np.float64))).numpy().astype(np.float32)
+        bad = np.flatnonzero(got.view(np.int32) != want.view(np.int32))
+        assert bad.size == 0, (x[bad[:5]], got[bad[:5]], want[bad[:5]])
 
 
 def test_float32_kernels_run_the_vector_erf():
