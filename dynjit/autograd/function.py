@@ -93,6 +93,20 @@ class BackwardCFunction(_graph.Node, FunctionCtx):
     def name(self):
         return type(self).__name__
 
+    @property
+    def next_functions(self):
+        """As PyTorch lists them: one edge per Tensor argument of forward; the other
+        arguments (numbers, functions, None) have none. (The engine's `_edges` keep one
+        per argument, aligned with what backward returns.)"""
+        edges = _graph.Node.next_functions.fget(self)
+        if len(self._input_meta) != len(edges):
+            return edges
+        return tuple(e for e, meta in zip(edges, self._input_meta) if meta is not None)
+
+    @next_functions.setter
+    def next_functions(self, edges):
+        _graph.Node.next_functions.fset(self, edges)
+
     def num_outputs(self):
         return len(self._output_meta)
 

@@ -463,3 +463,27 @@ def test_non_leaf_hook_running_its_own_backward():
     handle = tmp.register_hook(manual_increase_gradient)
     tmp.sum().backward()
     np.testing.assert_allclose(param.grad.numpy(), 6 * param.detach().numpy(), rtol=1e-6)
+
+
+def test_custom_function_node_has_an_edge_per_tensor_argument_only():
+    # as PyTorch: numbers and other non-tensor arguments of forward get no edge; a tensor
+    # that needs no gradient gets the empty edge (None, 0)
+    class Affine(Function):
+        @staticmethod
+        def forward(ctx, a, k, b, c):
+            return a * k + b + c
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3, None, g, g
+
+    a = dynjit.randn(2, requires_grad=True)
+    b = dynjit.randn(2)
+    c = dynjit.randn(2, requires_grad=True)
+    out = Affine.apply(a, 3, b, c)
+    edges = out.grad_fn.next_functions
+    assert len(edges) == 3
+    assert edges[0][0].variable is a and edges[1] == (None, 0) and edges[2][0].variable is c
+    out.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.full(2, 3.0))
+    np.testing.assert_array_equal(c.grad.numpy(), np.ones(2))
