@@ -461,6 +461,7 @@ def test_saved_base_changed_through_a_view():
         c *= 10
         out.sum().backward()
         assert len(ctx.cloned) == 0      # freed with the graph
+    assert len(ctx.cloned) == 0
     assert same(a.grad, 2 * a)
 
 
