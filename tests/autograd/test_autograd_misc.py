@@ -523,17 +523,29 @@ def test_gradcheck_detects_a_backward_that_is_not_reentrant():
 
 
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_validates_inputs
-def test_gradcheck_validates_its_inputs():
-    """(The seed's sparse-input half does not apply: dynjit has no sparse tensors.)"""
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_validates_its_inputs(fast_mode):
+    # a sparse input: its to_dense gradient is masked to the stored entries, which only a
+    # masked check accepts; to_dense(masked_grad=False) passes the unmasked check
+    x = dynjit.rand(10, requires_grad=True).to_sparse()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)        # float32 input: the seed's atol covers it
+        assert gradcheck(lambda x: x.to_dense(), (x,), check_batched_grad=False, atol=1e-1,
+                         fast_mode=fast_mode, masked=True)
+        assert not gradcheck(lambda x: x.to_dense(), (x,), masked=False, check_batched_grad=False,
+                             raise_exception=False, fast_mode=fast_mode)
+        assert gradcheck(lambda x: x.to_dense(masked_grad=False), (x,), masked=False, atol=1e-1,
+                         check_batched_grad=False, raise_exception=False, fast_mode=fast_mode)
+
     x = dynjit.rand(10)
     with pytest.raises(ValueError, match="at least one input tensor to require gradient"):
-        gradcheck(lambda x: x, (x,), raise_exception=False)
+        gradcheck(lambda x: x, (x,), raise_exception=False, fast_mode=fast_mode)
     x = dynjit.ones(1, dtype=dynjit.float32, requires_grad=True)
     with pytest.warns(UserWarning, match="Input #0 requires gradient and is not a double precision"):
-        assert gradcheck(lambda x: x, (x,), atol=1e-1)
+        assert gradcheck(lambda x: x, (x,), atol=1e-1, fast_mode=fast_mode)
     x = dynjit.ones(1, dtype=dynjit.float64, requires_grad=True).expand((2, 2))
     with pytest.raises(RuntimeError, match="The 0th input has a dimension with stride 0"):
-        gradcheck(lambda x: x, (x,), raise_exception=False)
+        gradcheck(lambda x: x, (x,), raise_exception=False, fast_mode=fast_mode)
 
 
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_check_no_differentiable_outputs

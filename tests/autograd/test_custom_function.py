@@ -25,7 +25,8 @@ def gc_disabled():
 
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_custom_function_error
 def test_missing_forward_missing_backward_and_both_backward_and_vjp():
-    """(The seed's jvp case is forward-mode AD, which dynjit does not have.)"""
+    """(The seed's jvp case, forward-mode AD, is ported with the rest of the seed test in
+    test_forward_ad.py::test_custom_function_errors_for_missing_forward_backward_and_jvp.)"""
     class NoForward(Function):
         @staticmethod
         def backward(ctx, foo):

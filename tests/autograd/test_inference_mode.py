@@ -259,7 +259,6 @@ def test_functional_op_mixing_inference_and_normal_tensors():
 
 # ports: 002_7f98adb56adba91b.txt TestAutogradInferenceMode.test_mix_inference_and_normal_tensor_inplace_op
 def test_in_place_op_with_an_inference_tensor_operand():
-    """(The seed's `mul(s, s, out=c)` half is not ported: dynjit has no out= arguments.)"""
     for requires_grad in (True, False):
         s = dynjit.ones(1, 2, 3, requires_grad=requires_grad)
         a = s.clone()
@@ -272,11 +271,20 @@ def test_in_place_op_with_an_inference_tensor_operand():
             # refused before writing: a and its history are unchanged
             np.testing.assert_array_equal(a.detach().numpy(), np.ones((1, 2, 3)))
             assert a._version == 0
+            # an out= call is refused for the operand that requires grad first
+            with pytest.raises(RuntimeError, match="out=... arguments don't support automatic differentiation, "
+                                                   "but one of the arguments requires grad"):
+                dynjit.mul(s, s, out=c)
         else:
             a.mul_(c)
             np.testing.assert_array_equal(a.numpy(), np.full((1, 2, 3), 2.0))
             with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode"):
                 c.mul_(s)
+            # writing an inference tensor through out= is an in-place update too
+            with pytest.raises(RuntimeError, match="Inplace update to inference tensor outside InferenceMode "
+                                                   "is not allowed"):
+                dynjit.mul(s, s, out=c)
+        np.testing.assert_array_equal(c.numpy(), np.full((1, 2, 3), 2.0))     # c never written
 
 
 # ports: 002_7f98adb56adba91b.txt TestAutogradInferenceMode.test_mix_inference_and_normal_tensor_view_op
