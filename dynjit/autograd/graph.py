@@ -394,8 +394,20 @@ def _align_grads(node, out):
         if g is None or edge is None:
             grads.append(None)
             continue
+        if g._data.shape != shape and not _sums_to(g._data.shape, shape):
+            # (a tensor whose shape an untracked in-place op changed, as under inference_mode)
+            raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {len(grads)} - "
+                               f"got {list(g._data.shape)} but expected shape compatible with {list(shape)}")
         grads.append(reduce_grad(g, shape, dtype))
     return grads
+
+
+def _sums_to(grad_shape, shape):
+    """Whether a gradient of grad_shape reduces to shape (shape broadcasts to grad_shape)."""
+    try:
+        return np.broadcast_shapes(grad_shape, shape) == tuple(grad_shape)
+    except ValueError:
+        return False
 
 
 def reduce_grad(g, shape, dtype):

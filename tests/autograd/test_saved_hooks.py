@@ -335,16 +335,34 @@ def test_python_scalars_are_not_packed():
 @pytest.mark.parametrize("pin_memory", [True, False])
 @pytest.mark.parametrize("dtype", [dynjit.float32, dynjit.float64])
 def test_save_on_cpu_keeps_copies_with_dtype_and_layout(pin_memory, dtype):
-    """(dynjit has no sparse tensors or CUDA: the dense CPU cases only.)"""
+    """(There is no CUDA device: the seed's CPU cases.)"""
     with save_on_cpu(pin_memory):
         a = dynjit.randn(5, requires_grad=True, dtype=dtype)
         y = a * a
         saved = y.grad_fn._saved_self
-        assert same(a, saved)
+        assert same(a, saved) and same(a, y.grad_fn._saved_other)
         assert saved.dtype is a.dtype and saved.layout == a.layout
         assert saved._data is not a._data            # a copy, not the tensor itself
         y.sum().backward()
         assert same(a.grad, 2 * a)
+
+
+# ports: 002_7f98adb56adba91b.txt TestProfiler.test_graph_save_on_cpu
+@pytest.mark.parametrize("pin_memory", [True, False])
+def test_save_on_cpu_keeps_a_sparse_tensor_sparse(pin_memory):
+    with save_on_cpu(pin_memory):
+        # two entries at the same index: an uncoalesced sparse tensor
+        a = dynjit.sparse_coo_tensor(dynjit.tensor([[1, 1]]).long(), dynjit.tensor([1.0, 1.0]),
+                                     requires_grad=True)
+        y = a * a
+        for saved in (y.grad_fn._saved_self, y.grad_fn._saved_other):
+            assert same(saved.to_dense(), a.to_dense())
+            assert saved.dtype is a.dtype and saved.layout == a.layout == dynjit.sparse_coo
+        assert y.is_sparse
+        y.to_dense().sum().backward()
+    # d/da sum(a * a) = 2a, with a's two entries at index 1 summed: [0, 4]
+    assert a.grad.is_sparse
+    assert a.grad.coalesce().to_dense().tolist() == (2 * a).coalesce().to_dense().tolist() == [0.0, 4.0]
 
 
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_cant_create_saved_tensors
