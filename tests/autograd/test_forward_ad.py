@@ -310,14 +310,17 @@ def test_ops_without_a_tangent_input_give_no_tangent():
 
 
 def test_comparisons_of_dual_tensors_give_no_tangent():
-    """The first half of the seed's TestAutogradForwardMode.test_non_differentiable (its
-    foo.eq_(bar) waits for Tensor.eq_, which dynjit does not have)."""
+    """Comparisons are not differentiable: no tangent for their result, and an in-place one
+    leaves its dual input with a zero tangent, as in PyTorch."""
     with fwAD.dual_level():
         foo = fwAD.make_dual(dynjit.rand(2), dynjit.rand(2))
         bar = dynjit.rand(2)
         eq = foo == bar
         assert fwAD.unpack_dual(eq).tangent is None
         assert fwAD.unpack_dual(foo.gt(bar)).tangent is None
+        foo.eq_(bar)
+        assert foo.tolist() == [0.0, 0.0]
+        assert fwAD.unpack_dual(foo).tangent.tolist() == [0.0, 0.0]
 
 
 # ports: 002_7f98adb56adba91b.txt TestAutograd.test_not_implemented_fwad
