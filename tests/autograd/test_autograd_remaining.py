@@ -40,26 +40,23 @@ def test_next_functions_list_an_empty_edge_for_a_python_number_operand():
     assert len((5 - a).grad_fn.next_functions) == 1
 
 
-def _instance_norm(x, eps=1e-5):
-    mean = x.mean(dim=(2, 3), keepdim=True)
-    var = x.var(dim=(2, 3), keepdim=True, unbiased=False)
-    return (x - mean) / (var + eps).sqrt()
-
-
-# ports: 002_7f98adb56adba91b.txt TestProfiler.test_inplace_on_view_backward
+# port of 002_7f98adb56adba91b.txt TestProfiler.test_inplace_on_view_backward
+# (partial: see the docstring)
 def test_double_backward_through_an_in_place_op_on_a_view():
-    """(dynjit.nn has no InstanceNorm2d and its threshold is where + copy_, so the
-    normalization is written out and the in-place op is relu_, whose backward PyTorch
-    also writes with threshold_backward.)"""
+    """The seed's values; its last check, that the gradient's graph reaches
+    ThresholdBackwardBackward0 under a CopySlices, waits on F.threshold as one op (dynjit
+    composes it of where and copy_): the row is todo."""
+    net = nn.Sequential(nn.InstanceNorm2d(2), nn.ReLU(True))
     x = dynjit.tensor([[[[1.0, 1.0]]]], requires_grad=True)
-    out = _instance_norm(x).relu_()
+    with pytest.warns(UserWarning, match="input's size at dim=1 does not match num_features"):
+        out = net(x)
     (g,) = dynjit.autograd.grad(out.pow(2), [x], grad_outputs=x.new_ones(x.shape), create_graph=True)
     dynjit.autograd.grad(g.sum(), [x])
     np.testing.assert_array_equal(x.detach().numpy(), [[[[1.0, 1.0]]]])
 
-    inputs = dynjit.ones((1, 3, 4, 4), requires_grad=True)
+    inputs = dynjit.ones((1, 3, 256, 256), requires_grad=True)
     tmp1 = (inputs + 1).view_as(inputs)
-    tmp2 = tmp1.relu_()                  # in place on a view: the base gets CopySlices
+    tmp2 = nn.functional.threshold(tmp1, 0.0, 0.0, True)     # in place on a view
     prob = dynjit.sigmoid(tmp2)
     (gradients,) = dynjit.autograd.grad(outputs=prob, inputs=inputs,
                                         grad_outputs=dynjit.ones(prob.size()),
@@ -67,18 +64,8 @@ def test_double_backward_through_an_in_place_op_on_a_view():
     penalty = gradients.sum()
     penalty.backward()
     s = 1 / (1 + np.exp(-2.0))           # d/dx of s(1-s) at x + 1 = 2
-    np.testing.assert_allclose(inputs.grad.numpy(), np.full((1, 3, 4, 4), s * (1 - s) * (1 - 2 * s)),
+    np.testing.assert_allclose(inputs.grad.numpy(), np.full((1, 3, 256, 256), s * (1 - s) * (1 - 2 * s)),
                                rtol=1e-5)
-
-    # the gradient came out of the CopySlices' backward, which wrote the in-place op's
-    # gradient into its view: that write's source is relu's backward formula, recorded
-    copy_slices = penalty.grad_fn.next_functions[0][0]
-    assert copy_slices.name() == "CopySlices"
-    fn = copy_slices.next_functions[1][0]
-    t = dynjit.ones(2, requires_grad=True)
-    (relu_grad,) = dynjit.autograd.grad(t.relu(), [t], dynjit.ones(2, requires_grad=True),
-                                        create_graph=True)
-    assert fn.name() == relu_grad.grad_fn.name()
 
 
 class _NeedsDefinedGrad(Function):
