@@ -3,7 +3,8 @@ var_mean, log_softmax + nll_loss): results against independent numpy formulas in
 float32 and float64, through the graph compiler and through dynjit.compile with
 each backend, on empty and size-1 dims, non-contiguous inputs and reductions over a
 middle dim; gradients through AOT; what the fusion is meant to save (one kernel per
-layer_norm, no (N, C) log_softmax written for a loss); the float32 division by a
+layer_norm, no (N, C) log_softmax written for a loss of 2^15 elements or more, one nll_loss
+of the log_softmax below that); the float32 division by a
 row-invariant divisor, bitwise against numpy's division; the thread split.
 """
 import re
