@@ -300,11 +300,13 @@ def _call_tensor_pre_hooks(node, grads, retained):
     hooks = node._tensor_pre_hooks
     if hooks:
         for nr, hs in hooks.items():
+            # as PyTorch: a hook of an output whose gradient is undefined (an unused output
+            # of a multi-output op, an UndefinedGrad) runs too, with None
             for h in list(hs.values()):
-                if grads[nr] is None:
-                    break
                 r = _user_hook(h)(grads[nr])
                 if r is not None:
+                    if grads[nr] is None:
+                        raise RuntimeError("can't replace a None gradient with a non-None value")
                     grads[nr] = _check_hook_result(r, grads[nr])
     if node._is_accumulate:
         hs = node.variable._hooks

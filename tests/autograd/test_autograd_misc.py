@@ -669,8 +669,11 @@ from dynjit.autograd.graph import register_multi_grad_hook  # noqa: E402
 
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_multi_grad_all_hooks
 def test_multi_grad_hook_all_mode():
-    """(The seed's C++ custom op and UndefinedGrad inputs are replaced by a plain clone and a
-    leaf: dynjit has neither.)"""
+    """(The seed's t4 goes through a C++ custom op backed by an autograd Function; here a
+    dynjit custom op with a registered autograd formula stands for it.)"""
+    from dynjit.autograd._functions import UndefinedGrad
+    from dynjit.library import _scoped_library, custom_op, register_autograd
+
     t1, t2, t3, t4 = (dynjit.rand(2, requires_grad=True) for _ in range(4))
     t1 = t1.mul(2)
 
@@ -684,7 +687,14 @@ def test_multi_grad_hook_all_mode():
             return g
 
     t2 = Clone.apply(t2)
-    t4 = t4.clone()
+    t3 = UndefinedGrad()(t3)
+    with _scoped_library("h42_multi_grad", "FRAGMENT"):
+        @custom_op("h42_multi_grad::clone_backed_by_autograd", mutates_args=())
+        def clone_op(x: dynjit.Tensor) -> dynjit.Tensor:
+            return x.clone()
+
+        register_autograd("h42_multi_grad::clone_backed_by_autograd", lambda ctx, g: g)
+        t4 = clone_op(t4)
     calls = []
 
     def hook(grads):

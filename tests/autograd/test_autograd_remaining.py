@@ -99,10 +99,26 @@ class _GradFromNothing(Function):
 # ports: 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_undefined_grad
 @pytest.mark.parametrize("fast_mode", [True, False])
 def test_gradcheck_checks_backward_handles_undefined_output_grads(fast_mode):
-    """(The seed's failing backward is a tensor hook that raises on None; dynjit's engine
-    does not call tensor hooks for undefined gradients, so here it is a custom Function's
-    backward.)"""
+    # the seed's case: a tensor hook, which an undefined gradient reaches as None (as in
+    # PyTorch), raises on it
+    def fn(x):
+        def hook(g):
+            if g is None:
+                raise RuntimeError("x is undefined")
+
+        y = x.clone()
+        y.register_hook(hook)
+        return y
+
     x = dynjit.ones(1, dtype=dynjit.double, requires_grad=True)
+    with pytest.warns(UserWarning, match="Backwards compatibility: New undefined gradient support "
+                                         "checking feature"):
+        with pytest.raises(RuntimeError, match="Expected backward function to handle undefined "
+                                               "output grads"):
+            gradcheck(fn, (x,), fast_mode=fast_mode)
+        assert gradcheck(fn, (x,), raise_exception=False, fast_mode=fast_mode) is False
+
+    # the same for a custom Function's backward that needs a defined gradient
     with pytest.warns(UserWarning, match="Backwards compatibility: New undefined gradient support "
                                          "checking feature"):
         with pytest.raises(RuntimeError, match="Expected backward function to handle undefined "

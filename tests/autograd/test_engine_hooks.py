@@ -839,3 +839,22 @@ def test_reading_grad_of_a_non_leaf_warns_unless_it_retains_grad():
         t.retain_grad()
         t.grad
         assert len(w) == 1
+
+
+def test_hook_of_an_output_without_a_gradient_runs_with_none():
+    # as PyTorch: the node runs for the used output, and the unused output's hook sees None
+    x = dynjit.randn(2, requires_grad=True)
+    a, b = x.unbind()
+    seen = []
+    b.register_hook(lambda g: seen.append(("b", g)))
+    a.register_hook(lambda g: seen.append(("a", g is None)))
+    a.backward()
+    assert seen == [("b", None), ("a", False)]
+    close(x.grad, [1.0, 0.0])
+
+    # but it may not make up a gradient for it
+    x = dynjit.randn(2, requires_grad=True)
+    a, b = x.unbind()
+    b.register_hook(lambda g: dynjit.tensor(5.0) if g is None else g)
+    with pytest.raises(RuntimeError, match="can't replace a None gradient with a non-None value"):
+        a.backward()
