@@ -916,9 +916,10 @@ def test_custom_function_forward_runs_without_forward_ad():
 
 # -- gradcheck(check_forward_ad=True) --------------------------------------------------
 
-# part of 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_forward_ad (the complex-input cases need complex dtypes)
+# the real-input part of 002_7f98adb56adba91b.txt TestProfiler.test_gradcheck_forward_ad; the
+# whole seed test, complex inputs included, is ported in
+# test_complex_grad.py::test_gradcheck_forward_ad_with_complex_inputs
 def test_gradcheck_forward_ad_catches_a_wrong_tangent():
-    """(The seed's complex-input cases wait for complex dtypes.)"""
     def fn(x, y):
         return x + y, y
 
