@@ -206,11 +206,14 @@ CONFIGS_3 = {
     "vq_vae": [(3, {}), (2, {"compile_mode": "model"}), (6, {"decay": 0}), (3, {"compile_mode": "model", "decay": 0})],
     "ppo_gae": [(2, {}), (2, {"compile_mode": "gae"}), (2, {"compile_mode": "policy"})],
     "char_rnn": [(2, {"generate": 8}), (2, {"compile_mode": "model", "generate": 8})],
+    "bert_mlm": [(3, {}), (3, {"compile_mode": "model"}), (3, {"masking": "numpy"})],
 }
 
 # llvm compiles the char-RNN's training step (a 2-layer LSTM unrolled over 8 steps, forward
 # and backward, for the full and the last, shorter chunk) for about 20 s on a loaded machine
-SLOW_3 = {("char_rnn", "llvm", (("generate", 8),))}
+# and the BERT's step with its masking (two transformer blocks forward and backward) for about
+# 25 s the first time
+SLOW_3 = {("char_rnn", "llvm", (("generate", 8),)), ("bert_mlm", "llvm", ())}
 
 _AOT_DOUBLE_BACKWARD = "does not support double backward"
 
@@ -302,6 +305,9 @@ GRAPH_COUNTS_3 = [
                             "specializes on the sequence length: the last, shorter chunk of training and of "
                             "evaluation each compile again (5 graphs); torch.compile's LSTM is one op whose "
                             "graph becomes dynamic in the length (3 graphs)")),
+    ("bert_mlm", 3, {}, 5, 3),
+    ("bert_mlm", 3, {"compile_mode": "model"}, 1, 0),
+    ("bert_mlm", 3, {"masking": "numpy"}, 2, 1),
 ]
 
 
