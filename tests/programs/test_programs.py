@@ -4,6 +4,7 @@ on every backend: equal losses step by step and equal parameters afterwards.
 (Each program's plain run was also compared with PyTorch 2.13 given the same initial
 weights, with compare_with_torch.py: see docs/porting.md.)"""
 import importlib
+import sys
 
 import pytest
 
@@ -285,7 +286,12 @@ GRAPH_COUNTS_3 = [
                             "its function compiled frame by frame): 39 graphs, 51 breaks in 3 steps; torch.compile "
                             "traces it whole: 1 graph, 0 breaks")),
     ("maml_sine", 3, {"compile_mode": "step"}, 3, 2),
-    ("maml_sine", 3, {"compile_mode": "step", "inner": "func_grad"}, 1, 1),
+    pytest.param("maml_sine", 3, {"compile_mode": "step", "inner": "func_grad"}, 1, 1, marks=pytest.mark.xfail(
+        sys.version_info < (3, 12), strict=True,
+        reason="frontend: torch.func.grad inside the compiled step is a break ('passing nested function inner_loss "
+               "to a tensor operation'); on 3.11 the per-task list comprehension is a frame of its own, resumed "
+               "after that break, so the step makes 2 graphs, 2 breaks (on 3.12+, where comprehensions are "
+               "inlined, 1 graph, 1 break); torch.compile traces torch.func.grad: 1, 1")),
     ("maml_sine", 3, {"compile_mode": "model"}, 2, 0),
     pytest.param("vq_vae", 3, {}, 6, 6, marks=pytest.mark.xfail(
         strict=True, reason="frontend: assigning a Parameter to a module attribute inside a compiled forward "
