@@ -43,7 +43,8 @@ from ..ops import dispatch as _dispatch
 from ..tensor import Tensor
 from .flat import call_key, specialized_key
 from ..autograd.saved import suspended_hooks
-from .joint import trace_function
+from .joint import BackwardNotTraceable, trace_function
+from .._pytree import tree_unflatten
 from .partition import default_partition
 from .runtime import CompiledEntry
 from . import symbolic as _symbolic
@@ -221,8 +222,17 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
                 symbolic_entries.append(sym_entry)
                 cache[("symbolic", len(symbolic_entries))] = entry
                 return entry
-        with suspended_hooks():     # the user's saved-tensor hooks see the compiled graph run, not its trace
-            traced = trace_function(fn, leaves, spec, training, keep_inference_input_mutations, decompositions)
+        try:
+            with suspended_hooks():     # the user's saved-tensor hooks see the compiled graph run, not its trace
+                traced = trace_function(fn, leaves, spec, training, keep_inference_input_mutations,
+                                        decompositions)
+        except BackwardNotTraceable as e:
+            # eager raises this only if a backward reaches the modified tensor: the function
+            # runs uncompiled for this signature, with eager's autograd
+            _log.debug("aot_function(%s) runs uncompiled for this signature: its backward would "
+                       "raise: %s", name, e)
+            entry = cache[key] = _UncompiledEntry(fn, spec)
+            return entry
         concrete_keys.append(key)
         if compiled._symbolic_raised:
             compiled._symbolic_raised = False
@@ -287,6 +297,20 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
     compiled._on_miss = None       # called with (args, kwargs) before a new signature is traced
     compiled._compile_for = lambda *args, **kwargs: compile_for(*call_key(args, kwargs))
     return compiled
+
+
+class _UncompiledEntry:
+    """A cache entry that calls the function itself (a signature AOT cannot trace ahead of
+    time, see BackwardNotTraceable)."""
+
+    def __init__(self, fn, spec):
+        self.fn, self.spec = fn, spec
+
+    def __call__(self, leaves):
+        if self.spec is None:
+            return self.fn(*leaves)
+        args, kwargs = tree_unflatten(self.spec, list(leaves))
+        return self.fn(*args, **kwargs)
 
 
 class AOTModule:

@@ -46,6 +46,7 @@ from ..autograd import grad as autograd_grad
 from ..autograd.function import Function, _apply_eager
 from ..autograd.grad_mode import enable_grad, state as _grad_state
 from ..autograd.graph import CopySlices, FREED_MESSAGE, view_chain, replay_view_chain
+from ..autograd.saved import SavedTensorModifiedError
 from ..fx.graph_module import GraphModule
 from ..fx.interpreter import Interpreter
 from ..fx.proxy_tensor import same_layout_copy
@@ -58,6 +59,12 @@ from .._pytree import flatten_into, tree_unflatten
 from .functionalize import FunctionalTracer
 
 _copy_ = registry["copy_"]
+
+
+class BackwardNotTraceable(Exception):
+    """The backward of the traced function reads a tensor its forward modified in place
+    after saving it: eager raises that error at backward time, if the backward runs; AOT
+    traces the backward ahead of time, so the function runs uncompiled (see aot_function)."""
 
 
 class _TraceInput(Function):
@@ -740,10 +747,13 @@ class _JointTrace:
         meta_before = {k: len(v[1]) for k, v in tracer.meta_mutations.items()}
         grads = [None] * len(tr.grad_inputs)
         if diff and tr.grad_inputs:
-            with tracer:
-                grads = autograd_grad([self.fw_tensors[j] for j in diff],
-                                      [self.grad_leaves[k] for k in tr.grad_inputs],
-                                      tangents, allow_unused=True)
+            try:
+                with tracer:
+                    grads = autograd_grad([self.fw_tensors[j] for j in diff],
+                                          [self.grad_leaves[k] for k in tr.grad_inputs],
+                                          tangents, allow_unused=True)
+            except SavedTensorModifiedError as e:
+                raise BackwardNotTraceable(str(e)) from None
         # An input that requires grad but that no differentiable output depends on (one the
         # function detaches, as truncated BPTT does with its carried hidden state) gets no
         # gradient and no autograd edge, as in eager: an edge would make the backward run

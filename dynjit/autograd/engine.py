@@ -25,6 +25,7 @@ from .._dtype import round_to_bfloat16 as _round_to_bfloat16
 
 from . import graph as _graph
 from .. import _jit_callback
+from ..utils import is_dynjit_module
 from .grad_mode import state as _grad_state
 from . import anomaly_mode as _anomaly_mode
 from ..ops.dispatch import _modes as _dispatch_modes
@@ -328,7 +329,7 @@ def _user_hook(h):
     """A user's tensor hook, compiled when a compiled frame's native code (a graph break) runs
     this backward (as the frame hook would compile the hook's frame)."""
     jit = _jit_callback.active()
-    if jit is None or type(h) is not types.FunctionType or h.__module__.startswith("dynjit"):
+    if jit is None or type(h) is not types.FunctionType or is_dynjit_module(h.__module__ or ""):
         return h
     return jit(h)
 

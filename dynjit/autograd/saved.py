@@ -26,6 +26,10 @@ DETACHED_MESSAGE = (
     "meant to detach it, use .detach() instead, which returns a new tensor.")
 
 
+class SavedTensorModifiedError(RuntimeError):
+    """A backward read a saved tensor that was modified in place after it was saved."""
+
+
 class _HookState(threading.local):
     def __init__(self):
         self.stack = []          # active (pack_hook, unpack_hook) pairs, innermost last
@@ -182,7 +186,7 @@ class SavedTensor:
                 "operation that failed to compute its gradient.")
             if lazy:
                 return _stale_tensor(message)
-            raise RuntimeError(message)
+            raise SavedTensorModifiedError(message)
         if self._ref is not None and original:
             alive = self._ref()      # the output itself while it lives (tracers know it)
             if alive is not None and alive._data is self._data:
@@ -346,7 +350,7 @@ def _stale_tensor(message):
 
             @property
             def _data(self):
-                raise RuntimeError(self._message)
+                raise SavedTensorModifiedError(self._message)
     stale = object.__new__(_StaleTensor)
     stale._message = message
     return stale

@@ -15,8 +15,6 @@ import logging
 import types
 import weakref
 
-import numpy as np
-
 from .. import _jit_callback
 from .. import random as _random
 from ..autograd.grad_mode import state as _grad_state
@@ -25,6 +23,7 @@ from ..exc import Unsupported, BreakKind
 from ..fx.graph_module import GraphModule
 from ..utils import counters, forget_source_with
 from . import resume, tracebacks
+from .exc import quiet_floating_point
 from .bytecode_info import live_after, code_info
 from .codegen import generate, signature_source
 from .guards import namespace, weakly_held
@@ -52,14 +51,6 @@ class CompiledEntry:
         self.break_reason = break_reason
         self.break_fn = None       # the generated function that runs the breaking instruction
         self.dynamic = False
-
-
-def quiet_floating_point():
-    """numpy's floating-point error state for computing at compile time (the trace's example
-    values, a backend tracing the graph): what would warn, print or log is silent, since the
-    compiled code warns when it runs, once, as plain Python does; "raise" stays, so the trace
-    stops where plain Python raises."""
-    return np.errstate(**{k: ("raise" if v == "raise" else "ignore") for k, v in np.geterr().items()})
 
 
 def location(exc):

@@ -7,6 +7,8 @@ from collections import OrderedDict
 from .exc import unimplemented, fold, BreakKind, DataDependent
 from .variables import ConstantVariable, TensorVariable, ListVariable, TupleVariable, wrap
 from .variables.containers import DictVariable, equal_as_contains
+from .variables.functions import BoundMethodVariable, BuiltinMethodVariable
+from .variables.tensor import TensorMethodVariable
 from .variables.objects import UserObjectVariable, NewObjectVariable, class_attribute
 from .variables.symbolic import ARITHMETIC, UNARY_ARITHMETIC, SymNumberVariable
 
@@ -76,6 +78,13 @@ def anything(v):
     return True
 
 
+_BOUND_METHODS = (BoundMethodVariable, BuiltinMethodVariable, TensorMethodVariable)
+
+
+def is_bound_method(v):
+    return isinstance(v, _BOUND_METHODS)
+
+
 # -- handlers --------------------------------------------------------------------------------
 def _record(tx, fn, a, b):
     return tx.output.record(fn, [a, b], {})
@@ -108,6 +117,19 @@ def _repeat(tx, fn, a, b):
 
 def _identity(tx, fn, a, b):
     same = tx.is_same(a, b)
+    return ConstantVariable(same if fn is operator.eq else not same)
+
+
+def _method_equal(tx, fn, a, b):
+    """Bound methods are equal when they bind the same function to the same object."""
+    if type(a) is not type(b):
+        same = False
+    elif isinstance(a, BoundMethodVariable):
+        same = tx.is_same(a.func, b.func) and tx.is_same(a.self_var, b.self_var)
+    elif isinstance(a, TensorMethodVariable):
+        same = a.name == b.name and tx.is_same(a.tensor, b.tensor)
+    else:
+        same = a.name == b.name and tx.is_same(a.obj, b.obj)
     return ConstantVariable(same if fn is operator.eq else not same)
 
 
@@ -242,6 +264,7 @@ BINARY_RULES = (
     ({operator.mul}, is_sequence, is_constant, _repeat),
     ({operator.eq, operator.ne}, is_sequence_like, is_sequence_like, _sequence_equal),
     ({operator.eq, operator.ne}, is_dict_like, is_dict_like, _dict_equal),
+    ({operator.eq, operator.ne}, is_bound_method, is_bound_method, _method_equal),
     ({operator.eq, operator.ne}, without_eq, without_eq, _identity),
     (ANY_OP, anything, anything, _user_dunders),
 )

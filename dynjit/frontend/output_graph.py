@@ -10,16 +10,14 @@ from ..fx.graph import Graph
 from ..ops.dispatch import DispatchMode
 from ..ops.meta import DataDependentOutputError
 from ..ops.registry import INPLACE, OTHER, RANDOM, POINTWISE, FACTORY, OpDef, get as registry_get
-from ..fx.graph_module import GraphModule
 from ..fx.proxy_tensor import TensorMeta
 from ..tensor import Tensor
-from .exc import unimplemented, DataDependent, BreakKind
+from .exc import unimplemented, DataDependent, BreakKind, trace_time_warnings, refuse_warned
 from .guards import GuardBuilder
 from .source import local_name, AttrSource, ItemSource
 from .dynamic_marks import marks_of
 from .side_effects import SideEffects
-from .variables import (ConstantVariable, TensorVariable, TupleVariable, ListVariable, DictVariable,
-                        VariableTracker)
+from .variables import ConstantVariable, TensorVariable, TupleVariable, ListVariable, DictVariable
 from .variables.tensor import wrap_result, example_like
 from .variables.symbolic import SymNumberVariable, ARITHMETIC
 
@@ -173,7 +171,7 @@ class OutputGraph:
         _grad_state.enabled = self.grad_enabled
         observer = _EffectObserver(self)
         try:
-            with suspended_hooks(), observer:
+            with suspended_hooks(), observer, trace_time_warnings() as caught:
                 value = fn(*args, **kwargs)
         except Exception as e:
             unimplemented(BreakKind.USER_EXCEPTION, f"{type(e).__name__} raised by a tensor operation while tracing: {e}")
@@ -184,6 +182,7 @@ class OutputGraph:
             # e.g. a real grad-mode manager's __exit__ left on the stack by a graph break: its
             # effect is on the caller's state, so it runs natively, not folded at trace time
             unimplemented(BreakKind.GRAD_MODE, f"{getattr(fn, '__qualname__', fn)}() changes grad mode (runs natively)")
+        refuse_warned(getattr(fn, "__qualname__", None) or _op_name(fn) or repr(fn), caught)
         if observer.data_dependent_shape:
             # the graph would hold the size this call's data gave (as torch.compile, a break)
             raise DataDependent(BreakKind.TENSOR_DATA_READ, f"{observer.data_dependent_shape} (an output whose "
@@ -211,15 +210,40 @@ class OutputGraph:
                     (type(a._value) is int or kind == FACTORY):
                 self.shape_numbers.append(a)
 
-    def _count_follows_sizes(self, fn, value):
-        """An op whose number of outputs depends on sizes (split, chunk, unbind): the count the
-        trace saw is only right for these sizes."""
-        if isinstance(value, (tuple, list)) and _op_name(fn) in VARIABLE_COUNT_OPS:
+    def _count_follows_sizes(self, fn, args, kwargs, value):
+        """An op whose number of outputs depends on a size (chunk, split or unbind along a dim
+        whose size varies): the count the trace saw is only right for that size, so the
+        sizes (and the numbers the op took) are guarded exactly."""
+        if not isinstance(value, (tuple, list)):
+            return
+        name = _op_name(fn)
+        if name not in VARIABLE_COUNT_OPS:
+            return
+        if any(isinstance(a, SymNumberVariable) and not a.specialized for a in _flat(args, kwargs)):
             self.specialize_sizes()
+            return
+        tensor = args[0].example if args and isinstance(args[0], TensorVariable) else None
+        dim = _split_dim(name, tensor, args, kwargs)
+        if tensor is None or dim is None or not self._static_size(tensor.shape[dim]):
+            self.specialize_sizes()
+
+    def _static_size(self, size):
+        """Whether `size` is fixed for every call the guards admit, as far as the trace can
+        tell: a size of a parameter or buffer (a layer's width: qkv.chunk(3, -1)) that no other
+        input tensor has (so it cannot be a batch or sequence length that came in)."""
+        in_params, in_others = False, False
+        for value, source, _ in self.inputs.values():
+            expr = source.expr() if source is not None else ""
+            if "._parameters[" in expr or "._buffers[" in expr:
+                in_params = in_params or size in value.shape
+            elif size in value.shape:
+                in_others = True
+        return in_params and not in_others
 
     def record(self, fn, args, kwargs):
         """Run `fn` on the example values and record a call_function node for it."""
         _refuse_out(fn, kwargs)
+        _refuse_new_leaf(fn, kwargs)
         self._note_shape_numbers(fn, args, kwargs)
         ex_args = [self._unwrap(a, "example") for a in args]
         ex_kwargs = {k: self._unwrap(v, "example") for k, v in kwargs.items()}
@@ -238,7 +262,7 @@ class OutputGraph:
                 unimplemented(BreakKind.SIDE_EFFECT_CALL, f"{getattr(fn, '__qualname__', fn)}() returns None (called for its side "
                               "effects)")
             return wrap_result(None, None, value)
-        self._count_follows_sizes(fn, value)
+        self._count_follows_sizes(fn, args, kwargs, value)
         node = self.graph.call_function(fn, tuple(self._unwrap(a, "node") for a in args),
                                         {k: self._unwrap(v, "node") for k, v in kwargs.items()})
         node.meta["val"] = _meta(value)
@@ -246,6 +270,7 @@ class OutputGraph:
 
     def record_method(self, name, self_var, args, kwargs):
         _refuse_out(name, kwargs)
+        _refuse_new_leaf(name, kwargs)
         self._note_shape_numbers(name, args, kwargs)
         ex_self = self_var.example
         ex_args = [self._unwrap(a, "example") for a in args]
@@ -254,7 +279,7 @@ class OutputGraph:
         value = self._run(method, ex_args, ex_kwargs)
         if not _produces_tensors(value):
             raise DataDependent(BreakKind.TENSOR_DATA_READ, f"Tensor.{name}() returned a Python value computed from tensor data")
-        self._count_follows_sizes(name, value)
+        self._count_follows_sizes(name, [self_var] + list(args), kwargs, value)
         node = self.graph.call_method(name, (self_var.node,) + tuple(self._unwrap(a, "node") for a in args),
                                       {k: self._unwrap(v, "node") for k, v in kwargs.items()})
         node.meta["val"] = _meta(value)
@@ -315,6 +340,25 @@ def _op_name(fn):
     return getattr(fn, "name", None) if isinstance(fn, OpDef) else getattr(fn, "__name__", None)
 
 
+def _split_dim(name, tensor, args, kwargs):
+    """The dimension a chunk/split/unbind call cuts (None if the trace cannot tell)."""
+    if tensor is None:
+        return None
+    default = {"unbind": 0, "hsplit": 1 if tensor.ndim > 1 else 0, "vsplit": 0, "dsplit": 2}.get(name, 0)
+    position = 1 if name == "unbind" else 2       # after the tensor (and the count or sizes)
+    dim = kwargs.get("dim", args[position] if len(args) > position and name not in
+                     ("hsplit", "vsplit", "dsplit") else None)
+    if dim is None:
+        dim = default
+    elif dim.is_python_constant():
+        dim = dim.as_python_constant()
+    else:
+        return None
+    if not isinstance(dim, int) or not -tensor.ndim <= dim < max(tensor.ndim, 1):
+        return None
+    return dim % tensor.ndim if tensor.ndim else None
+
+
 def _op_kind(fn):
     """The registry kind of `fn` (an op, or a Tensor method's name); POINTWISE for Python's
     arithmetic and comparison operators, whose numbers are operands, never sizes."""
@@ -326,6 +370,17 @@ def _op_kind(fn):
     if isinstance(fn, OpDef):
         return fn.kind
     return POINTWISE if fn in _SIZE_NEUTRAL_OPERATORS else None
+
+
+def _refuse_new_leaf(fn, kwargs):
+    """A factory given requires_grad=True makes a leaf: a graph's outputs are results of its
+    backward-traced computation (or of none), never leaves, so the call runs natively and the
+    code after it takes the leaf as an input."""
+    flag = kwargs.get("requires_grad")
+    if flag is not None and flag.is_python_constant() and flag.as_python_constant():
+        unimplemented(BreakKind.UNSUPPORTED_VALUE,
+                      f"{_op_name(fn) or fn}(..., requires_grad=True) makes a leaf tensor, which a graph "
+                      "cannot output")
 
 
 def _refuse_out(fn, kwargs):

@@ -17,6 +17,7 @@ import types
 from typing import NamedTuple, Optional
 
 from ..exc import BreakKind
+from ..utils import is_dynjit_module
 
 
 class Action(enum.Enum):
@@ -163,7 +164,7 @@ def lookup(fn):
     if isinstance(fn, GraphModule) or is_nn_module(fn):
         return Rule(Action.INLINE, "module")
     module = getattr(fn, "__module__", None) or ""
-    if module.startswith("dynjit"):
+    if is_dynjit_module(module):
         return _dynjit_rule(fn, module)
     if isinstance(fn, types.FunctionType):
         return Rule(Action.INLINE, "Python function")
@@ -176,7 +177,7 @@ def with_block(cls):
     state that the graph's ops consult (saved-tensor hooks, dispatch modes, profilers): replayed
     after the graph, that state would not surround the ops, so the block runs natively."""
     module = getattr(cls, "__module__", "") or ""
-    if not module.startswith("dynjit") or _in(cls, _pure_context_managers()):
+    if not is_dynjit_module(module) or _in(cls, _pure_context_managers()):
         return Rule(Action.INLINE, "context manager written in Python")
     return _break(BreakKind.GRAD_MODE, f"a `with` block over {cls.__qualname__} (dynjit state the graph cannot "
                   "hold; runs natively)")

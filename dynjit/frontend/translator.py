@@ -77,6 +77,7 @@ class InstructionTranslator:
         self.ip = 0
         self.returned = None
         self.yields = None
+        self.pause_on_yield = False   # a generator's body: run() returns _PAUSED at each yield
         self.current = None
         self.steps = 0
         self.stop_at_step = None      # restart analysis: stop before this root instruction
@@ -98,8 +99,11 @@ class InstructionTranslator:
             if handler is None:
                 unimplemented(BreakKind.UNSUPPORTED_BYTECODE, unsupported_reason(inst.opname) or f"the bytecode instruction {inst.opname}")
             try:
-                if handler(inst) is _RETURN:
+                result = handler(inst)
+                if result is _RETURN:
                     return self.returned
+                if result is _PAUSED:
+                    return _PAUSED
             except Unsupported as e:
                 if not hasattr(e, "_tx_location"):
                     e._tx_location = self.lineno()   # the innermost frame: the user's line
@@ -417,7 +421,9 @@ class InstructionTranslator:
             unimplemented(BreakKind.TOO_DEEP_OR_LONG, f"a generator yielding more than {config.max_generator_items} items "
                           "(endless?) at trace time")
         self.yields.append(self.pop())
-        self.push(ConstantVariable(None))
+        self.push(ConstantVariable(None))      # what the yield expression evaluates to (next())
+        if self.pause_on_yield:
+            return _PAUSED
 
     def LOAD_GLOBAL(self, inst):
         name = inst.argval
@@ -888,52 +894,54 @@ class _NullType:
 
 
 _RETURN = object()
+_PAUSED = object()      # a generator's body stopped at a yield (run() resumes it)
 
 
 class GeneratorVariable(IteratorVariable):
-    """A generator made by a call in traced code. Its body runs when it is first consumed, not
-    when it is made: what it reads then (a variable of the enclosing function rebound
-    meanwhile) is what plain Python reads. It runs to completion at that point, which is what
-    plain Python does only if the body has no effects (a consumer may stop early): one with
-    effects is a graph break."""
+    """A generator made by a call in traced code. Its body runs as plain Python runs it: each
+    next() runs it from where it stopped to its next yield, so what it reads (a variable of
+    the enclosing function rebound meanwhile, a list appended to) and the effects it has
+    happen between the consumer's steps, in plain Python's order; consuming it all (list(),
+    a for loop) runs it to its end."""
 
     def __init__(self, child):
         super().__init__([], generator=True)
         self._child = child
+        child.yields = self._items
+        child.pause_on_yield = True
+
+    def _step(self):
+        """Run the body to its next yield: True if it yielded, False once it has returned."""
+        child = self._child
+        if child is None:
+            return False
+        if child.run() is _PAUSED:
+            return True
+        self._child = None
+        return False
 
     @property
     def items(self):
-        child, self._child = self._child, None
-        if child is not None:
-            output = child.output
-            effects, nodes = output.side_effects.count, len(output.graph.nodes)
-            child.yields = []
-            child.run()
-            if output.side_effects.count != effects or _mutates_tensors(output.graph, nodes):
-                unimplemented(BreakKind.UNSUPPORTED_BYTECODE, "a generator with side effects (it runs lazily in eager)")
-            self._items = child.yields
+        while self._step():
+            pass
         return self._items
 
     @items.setter
     def items(self, value):
         self._items = value
 
+    def next(self):
+        if self.index >= len(self._items) and not self._step():
+            return None
+        item = self._items[self.index]
+        self.index += 1
+        return item
+
 
 def _has_handlers(code):
     """Whether `code` has an except, finally or with block of its own (each handler starts with
     PUSH_EXC_INFO; a generator's implicit StopIteration handler does not)."""
     return any(inst.opname == "PUSH_EXC_INFO" for inst in dis.get_instructions(code))
-
-
-def _mutates_tensors(graph, first):
-    """True if graph nodes from position `first` on write a tensor in place."""
-    for node in list(graph.nodes)[first:]:
-        target = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
-        if isinstance(target, str) and target.endswith("_") and not target.endswith("__"):
-            return True
-        if target in ("setitem", "__setitem__"):
-            return True
-    return False
 
 
 def bind_arguments(code, defaults, kwdefaults, args, kwargs, what):

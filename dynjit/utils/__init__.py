@@ -1,10 +1,17 @@
-"""dynjit.utils: counters of what the JIT did (graph breaks by reason, frames, recompiles), and
-generated source shown in tracebacks for as long as its code lives."""
+"""dynjit.utils: counters of what the JIT did (graph breaks by reason, frames, recompiles),
+generated source shown in tracebacks for as long as its code lives, and which modules are
+dynjit's own."""
 import collections
 import linecache
 import weakref
 
 counters = collections.defaultdict(collections.Counter)
+
+
+def is_dynjit_module(name):
+    """Whether the module named `name` is part of the dynjit package (not merely a name that
+    starts with "dynjit", such as a user's dynjit_helpers)."""
+    return name == "dynjit" or name.startswith("dynjit.")
 
 
 def reset_counters():

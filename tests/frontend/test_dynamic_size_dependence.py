@@ -107,3 +107,36 @@ def test_an_lr_read_by_an_inplace_update_stays_dynamic_beside_a_size_read():
         assert same(update(p_plain, g, 0.01 * (i + 1)), compiled(p_compiled, g, 0.01 * (i + 1)))
     assert same(p_plain, p_compiled)
     assert counter.frame_count <= 2
+
+
+def _pieces_of_a_concatenation(x, y):
+    joined = dynjit.cat([x, y])
+    return len(joined.chunk(4)), joined.chunk(4)[-1] * 2, len(joined.unbind(0))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_count_along_a_computed_size_follows_it(backend):
+    _run(_pieces_of_a_concatenation, backend, lambda n: (dynjit.arange(float(n)), dynjit.ones(n + 3)),
+         (2, 2, 3, 4, 5, 6, 3))
+
+
+class Gated(dynjit.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = dynjit.nn.Linear(4, 8)
+
+    def forward(self, x):
+        value, gate = self.proj(x).chunk(2, dim=-1)      # the layer's width: the same every call
+        return value * gate.sigmoid()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_count_along_a_layers_width_does_not_recompile_per_batch_size(backend):
+    dynjit.manual_seed(0)
+    model = Gated()
+    counter = CompileCounter(backend)
+    compiled = dynjit.compile(model, backend=counter)
+    for n in range(2, 12):
+        x = dynjit.randn(n, 4)
+        assert same(compiled(x), model(x))
+    assert counter.frame_count <= 2

@@ -173,3 +173,50 @@ def test_generators_run_when_consumed_and_lazy_iterators_stay_lazy(backend):
     mapped, _ = dynjit.compile(escaping_map, backend=backend)(dynjit.ones(1), [1, 2])
     assert type(mapped) is map and LOG == []
     assert [t.item() for t in mapped] == [1.0, 2.0] and LOG == [1, 2]
+
+
+def steps_through(x, src):
+    k = 1
+    scaled = (x * k * v for v in src)
+    first = next(scaled)            # runs the body to its first yield only
+    k = 10
+    src.append(5)                   # the running generator sees the new item
+    second = next(scaled)
+    k = 100
+    return first, second, list(scaled)
+
+
+def interleaves_effects(x):
+    log = []
+
+    def item(i):
+        log.append(("make", i))
+        return x * i
+    gen = (item(i) for i in range(4))
+    first = next(gen)
+    log.append("between")
+    found = any(t.sum() > 2 for t in gen)     # stops at the first match: item 3 is never made
+    return log, first, found
+
+
+def counts_down(n, log):
+    while n > 0:
+        log.append(n)
+        yield n
+        n -= 1
+
+
+def consumes_a_generator_function(x, log):
+    gen = counts_down(3, log)
+    head = next(gen)
+    log.append("head")
+    return [x * v for v in gen], head
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_generator_runs_one_step_per_next_in_plain_pythons_order(backend):
+    got = check(steps_through, lambda: (dynjit.ones(2), [1, 2, 3]), backend)
+    assert [t[0].item() for t in got[1][:2]] == [1.0, 20.0]
+    got = check(interleaves_effects, _ones, backend)
+    assert got[1][0] == [("make", 0), "between", ("make", 1), ("make", 2)]
+    got = check(consumes_a_generator_function, lambda: (dynjit.ones(1), []), backend)

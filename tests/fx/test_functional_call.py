@@ -146,13 +146,8 @@ def test_compiled_equals_plain(backend):
 
 
 # what functional_call does inside (and what a traced functional_call would do): a write to a
-# module's _parameters followed by a call of the module. Under compile the module call uses
-# the old parameter: a silent wrong answer, which is why functional_call stays a graph op
-# (a break) rather than being traced into.
+# module's _parameters followed by a call of the module, which must use the new parameter.
 @pytest.mark.parametrize("backend", ["eager", "aot_eager", "llvm"])
-@pytest.mark.xfail(strict=True, reason="frontend: after `lin._parameters['weight'] = w` inside a compiled "
-                                       "function, the traced `lin(x)` still reads the old weight (the write "
-                                       "itself is replayed)")
 def test_compiled_parameter_swap_is_seen_by_the_module_call(backend):
     dynjit.manual_seed(0)
     lin = nn.Linear(2, 1, bias=False)

@@ -16,7 +16,7 @@ from collections import OrderedDict, defaultdict
 
 from ... import _dtype
 from ...tensor import Tensor, device
-from ..exc import unimplemented, BreakKind
+from ..exc import unimplemented, frame_runs_plain, BreakKind
 from ..source import LocalSource, ItemSource
 from .base import ConstantVariable
 from .symbolic import SymNumberVariable, is_dynamic_number
@@ -76,6 +76,11 @@ NO_GUARDS = _NoGuards()
 def wrap(tx, value, source=None):
     """The tracker for `value`, read by the traced program from `source` (guarded), or, without
     a source, a value that needs no guard."""
+    if isinstance(getattr(type(value), "__getattribute__", None), types.FunctionType):
+        # every attribute read runs the user's code (counting, logging, computing): the trace
+        # and its guards would read attributes plain Python never reads
+        frame_runs_plain(BreakKind.ATTRIBUTE, f"a {type(value).__name__} object, whose class defines "
+                         "__getattribute__ (the frame runs plain)")
     if source is not None and _may_be_tracked(value):
         known = tx.output.side_effects.existing_object(value)
         if known is not None:      # the same object seen again: the same tracker (and its mutations)

@@ -92,16 +92,38 @@ class TupleVariable(BaseListVariable):
         return super().call_method(tx, name, args, kwargs)
 
 
+def rebuild_tuple(cls, values):
+    """An instance of the tuple subclass `cls` holding `values`, made as the instance was
+    (tuple.__new__, as namedtuple._make does; a structseq such as sys.version_info takes the
+    sequence in its own constructor)."""
+    try:
+        return tuple.__new__(cls, values)
+    except TypeError:
+        return cls(values)
+
+
 class NamedTupleVariable(TupleVariable):
-    def __init__(self, cls, items, source=None):
+    """A tuple of a subclass of tuple: a namedtuple (fields by name), a structseq-like
+    result type, or a user's subclass with methods."""
+
+    def __init__(self, cls, items, source=None, original=None):
         super().__init__(items, source)
         self.cls = cls
+        self.original = original    # the program's own object, when the trace read one
 
     def python_type(self):
         return self.cls
 
     def describe(self):
         return f"a {self.cls.__name__}"
+
+    def as_python_constant(self):
+        # the same object the program holds: its class, not a plain tuple (what a builtin
+        # folded on constants, such as sorted or max, returns)
+        values = [i.as_python_constant() for i in self.items]
+        if self.original is not None:      # immutable, and so are the constants it holds
+            return self.original
+        return rebuild_tuple(self.cls, values)
 
     def getattr(self, tx, name):
         fields = getattr(self.cls, "_fields", ())
@@ -111,7 +133,12 @@ class NamedTupleVariable(TupleVariable):
         return class_attribute(tx, self, self.cls, name)
 
     def reconstruct(self, cg):
-        return f"{cg.constant(self.cls)}({', '.join(cg.value(i) for i in self.items)})"
+        if hasattr(self.cls, "_fields"):
+            return f"{cg.constant(self.cls)}({', '.join(cg.value(i) for i in self.items)})"
+        if self.source is not None:
+            return self.source.expr()        # the program's own object (a tuple never changes)
+        items = "".join(f"{cg.value(i)}, " for i in self.items)
+        return f"{cg.constant(rebuild_tuple)}({cg.constant(self.cls)}, ({items}))"
 
 
 class ListVariable(BaseListVariable):
@@ -711,10 +738,13 @@ def _wrap_tuple(tx, value, source, guards):
         if source is not None:
             guards.constant(source, value)      # a shape passed in: guarded as its sizes
         return ConstantVariable(value, source)
+    cls = type(value)
+    if cls is not tuple and getattr(value, "__dict__", None):
+        return NotImplemented        # a tuple subclass whose instance holds attributes: an object
     guards.type_and_len(source, value)
     items = [wrap(tx, v, item_source(source, i)) for i, v in enumerate(value)]
-    if hasattr(value, "_fields"):
-        return NamedTupleVariable(type(value), items, source=source)
+    if cls is not tuple:             # namedtuples and other subclasses keep their class
+        return NamedTupleVariable(cls, items, source=source, original=value)
     return TupleVariable(items, source=source)
 
 

@@ -1,12 +1,14 @@
 """Trackers for callables: user functions (inlined), closures made while
 tracing, bound methods, builtins (evaluated at trace time), dynjit functions
 (recorded into the graph) and grad-mode context managers."""
+import abc
 import builtins
 import operator
 import types
 from collections import OrderedDict
 
 from ..exc import unimplemented, fold, BreakKind, Unsupported
+from ...utils import is_dynjit_module
 from .base import VariableTracker, ConstantVariable
 from .builder import wraps, wrap
 from .. import trace_rules
@@ -285,7 +287,19 @@ class BuiltinVariable(VariableTracker):
 
     def _call_isinstance(self, tx, args, kwargs):
         cls = args[1].as_python_constant()
-        return ConstantVariable(_issubclass(args[0].python_type(), cls))
+        t = args[0].python_type()
+        for c in cls if isinstance(cls, tuple) else (cls,):     # in order, as Python checks them
+            if c is t:                   # Python's exact-type fast path: no hook runs
+                return ConstantVariable(True)
+            _refuse_check_hooks(c, "__instancecheck__", "isinstance")
+            if _issubclass(t, c):
+                return ConstantVariable(True)
+        return ConstantVariable(False)
+
+    def _call_issubclass(self, tx, args, kwargs):
+        cls = args[1].as_python_constant()
+        _refuse_check_hooks(cls, "__subclasscheck__", "issubclass")
+        return wrap(tx, fold(issubclass, args[0].as_python_constant(), cls))
 
     def _call_type(self, tx, args, kwargs):
         from .objects import ClassVariable
@@ -480,6 +494,19 @@ class BuiltinVariable(VariableTracker):
         return ConstantVariable(callable(v.python_type()))
 
 
+_STANDARD_CHECKS = {"__instancecheck__": (type.__instancecheck__, abc.ABCMeta.__instancecheck__),
+                    "__subclasscheck__": (type.__subclasscheck__, abc.ABCMeta.__subclasscheck__)}
+
+
+def _refuse_check_hooks(cls, hook, what):
+    """A metaclass's own __instancecheck__ / __subclasscheck__ is the user's code, with its own
+    answer and effects: the check runs natively (type's and ABCMeta's are traced as issubclass)."""
+    for c in cls if isinstance(cls, tuple) else (cls,):
+        if isinstance(c, type) and getattr(type(c), hook, None) not in _STANDARD_CHECKS[hook]:
+            unimplemented(BreakKind.UNSUPPORTED_BUILTIN, f"{what}() with {c.__name__}, whose metaclass "
+                          f"{type(c).__name__} defines {hook} (runs natively)")
+
+
 def _issubclass(t, cls):
     try:
         return issubclass(t, cls)
@@ -493,7 +520,7 @@ def is_dynjit_callable(value):
     a rule of their own handles (activation checkpoint, is_grad_enabled)."""
     rule = trace_rules.lookup(value)
     return rule.why in ("op", "dynjit function") or (
-        rule.action is Action.HANDLED and (getattr(value, "__module__", None) or "").startswith("dynjit"))
+        rule.action is Action.HANDLED and is_dynjit_module(getattr(value, "__module__", None) or ""))
 
 
 class DynjitFunctionVariable(VariableTracker):

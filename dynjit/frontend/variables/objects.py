@@ -310,6 +310,10 @@ class PythonModuleVariable(VariableTracker):
         return self.module
 
     def getattr(self, tx, name):
+        # a global the trace assigned in this module (an inlined function's `global N; N += 1`)
+        pending = tx.output.side_effects.global_overrides(self.module.__dict__)
+        if name in pending:
+            return pending[name]
         value = getattr(self.module, name)
         mod = self.module.__name__
         if mod.split(".")[0] in ("dynjit", "math", "operator", "builtins", "functools", "itertools"):
@@ -341,6 +345,8 @@ class ModuleVariable(VariableTracker):
         return f"module {type(self.module).__name__}"
 
     def getattr(self, tx, name):
+        if name == "__dict__":
+            _instance_dict_read()
         if name in self.attrs:
             return self.attrs[name]
         mod = self.module
@@ -349,7 +355,15 @@ class ModuleVariable(VariableTracker):
             # guards do not go through Module.__getattr__ on every call
             for store in ("_parameters", "_buffers", "_modules"):
                 entries = mod.__dict__.get(store)
-                if entries is not None and name in entries:
+                if entries is None:
+                    continue
+                tracked = tx.output.side_effects.existing_object(entries)
+                if tracked is not None:
+                    # the trace read this dict (and may have written it: `_parameters[n] = w`):
+                    # its entries as the trace left them
+                    if name in tracked.items:
+                        return tracked.items[name]
+                elif name in entries:
                     return wrap(tx, entries[name], ItemSource(AttrSource(self.source, store), name))
         try:
             value = getattr(self.module, name)

@@ -442,12 +442,6 @@ def make_args(call):
 '''
 
 XFAIL = {
-    "inplace_on_saved_tensor_without_backward": "frontend/aot_eager,llvm: an in-place write to a tensor saved for "
-                                                "backward fails at compile time (BackendCompilerFailed) although "
-                                                "eager only errs if backward runs (findings R2-A3)",
-    "inplace_on_saved_tensor_then_backward_raises_at_backward": "frontend/aot_eager,llvm: the saved-tensor version "
-                                                                "error is raised at compile time, before the print "
-                                                                "and the append (findings R2-A3)",
     "function_mark_dirty_inplace": "frontend/aot_eager,llvm: _version of a tensor changed in place in a Function "
                                    "stays 0 (findings R2-T4b)",
 }

@@ -212,10 +212,7 @@ def make_args(call):
     return dynjit.arange(4, dtype=dynjit.float32), call + 1
 '''
 
-XFAIL = {
-    "metaclass_instancecheck_and_subclasscheck": "frontend: isinstance(v, C) calls the metaclass's __subclasscheck__ "
-                                                 "instead of __instancecheck__ (findings R2-O4)",
-}
+XFAIL = {}
 
 
 @pytest.mark.parametrize("name", cases(PROGRAMS, XFAIL))

@@ -469,16 +469,9 @@ def make_args(call):
 '''
 
 XFAIL = {
-    "genexpr_reads_rebound_variable_at_each_step": "frontend: a generator expression computes all its elements at "
-                                                   "the first next() (findings R2-F1)",
-    "genexpr_over_list_appended_after_first_next": "frontend: a generator expression misses items appended to its "
-                                                   "source after the first next() (findings R2-F1)",
     "locals_dict_identity_and_refresh": ("frontend: on 3.11/3.12 locals() is one dict per frame, refreshed by each "
                                          "call; compiled returns new snapshots (3.13 semantics) (findings R2-L1)",
                                          sys.version_info < (3, 13)),
-    "generator_closure_captures_variable_changed_later": "frontend: a generator expression reads a cell's value at "
-                                                         "creation instead of when it runs (findings R2-F1)",
-    "function_identity_and_equality": "frontend: x.sum == x.sum is False (bound method equality) (findings R2-F2)",
 }
 
 CALLS = {}

@@ -367,10 +367,7 @@ def make_args(call):
     return nn.Linear(2, 2), dynjit.ones(1, 2)
 '''
 
-XFAIL = {
-    "module_setattr_tensor_vs_parameter": "frontend: after self.t = tensor in a traced forward, "
-                                          "'t' in self.__dict__ reads False (findings R2-M1)",
-}
+XFAIL = {}
 
 CALLS = {}
 

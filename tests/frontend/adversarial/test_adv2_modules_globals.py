@@ -72,13 +72,7 @@ def make_args(call):
     return (dynjit.ones(2),)
 '''
 
-_G1 = ("frontend: after an inlined helper rebinds its own module's global, reading that module's attribute in the "
-       "caller gives the old value (findings R2-G1)")
-XFAIL = {
-    "helper_rebinds_own_global_caller_reads_module_attr": _G1,
-    "helper_global_augmented_and_log": _G1,
-    "from_import_binding_goes_stale": _G1,
-}
+XFAIL = {}
 
 
 @pytest.mark.parametrize("name", cases(PROGRAMS, XFAIL))

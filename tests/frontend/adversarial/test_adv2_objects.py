@@ -720,14 +720,7 @@ def make_args(call):
     return dynjit.ones(2), [[3, 1, 2], [3, 1, 2], [5, 4]][call]
 '''
 
-XFAIL = {
-    "namedtuples_through_sorted_min_max_reversed": "frontend: sorted/max/min/reversed of namedtuples return plain "
-                                                   "tuples (findings R2-O6)",
-    "bound_method_equality_of_user_objects": "frontend: a.m == a.m is False for a user object's bound method "
-                                             "(findings R2-F2)",
-    "getattr_fallback_and_getattribute_counting": "frontend: a user __getattribute__ runs ~90 times per attribute "
-                                                  "read (findings R2-O3)",
-}
+XFAIL = {}
 
 CALLS = {"bool_returning_non_bool_raises": 4, "len_misbehaving_raises": 4, "set_name_descriptor_and_validation": 4}
 

@@ -508,10 +508,6 @@ def make_args(call):
 '''
 
 XFAIL = {
-    "inplace_on_leaf_made_inside_raises": "frontend/aot_eager,llvm: an in-place op on a leaf that requires grad, made "
-                                          "inside the function, does not raise (findings R2-T10)",
-    "numpy_of_tensor_requiring_grad_made_inside_raises": "frontend/llvm: .numpy() of a tensor that requires grad does "
-                                                         "not raise (findings R2-T11)",
     "tensor_lookup_in_dict_with_colliding_int_key": "frontend: a tensor looked up in a dict whose int key has its hash "
                                                     "(id) is not compared with __eq__ (plain raises) (findings R2-T6)",
     "version_counter_after_inplace": "frontend/aot_eager: an input's _version counts 1 for several in-place ops "

@@ -73,16 +73,7 @@ def make_args(call):
     return dynjit.ones(2), [0.0, 0.0, 2.0, 0.0][call]
 '''
 
-_W2 = "frontend/aot_eager,llvm: a library warning is given 3 times on the first call and never after (findings R2-W2)"
-XFAIL = {
-    "warning_softmax_implicit_dim": _W2,
-    "warning_log_softmax_implicit_dim": _W2,
-    "warning_mse_loss_size_mismatch": _W2,
-    "warning_dropout2d_on_3d_input": _W2,
-    "warning_upsample_deprecated": _W2,
-    "warning_numpy_scalar_divide_by_zero": "frontend: numpy's RuntimeWarning for np.float64(1.0) / 0.0 is never given "
-                                           "(folded under suppressed floating-point errors) (findings R2-W3)",
-}
+XFAIL = {}
 
 
 @pytest.mark.parametrize("name", cases(PROGRAMS, XFAIL))
