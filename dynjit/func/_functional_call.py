@@ -22,16 +22,22 @@ def _named_tensors(module):
 def _untie(module, values):
     """`values` with every name tied to a given one added (same value); PyTorch's error when
     tied names get different values."""
-    by_tensor = {}
+    groups = []         # (tensor, its names): by identity, without id() (a break when traced)
     for name, tensor in _named_tensors(module).items():
-        by_tensor.setdefault(id(tensor), set()).add(name)
-    tied = {name: names for names in by_tensor.values() if len(names) > 1 for name in names}
+        for known, names in groups:
+            if known is tensor:
+                names.add(name)
+                break
+        else:
+            groups.append((tensor, {name}))
+    tied = {name: names for _, names in groups if len(names) > 1 for name in names}
     given_tied = [name for name in values if name in tied]
     untied = dict(values)
     for name in given_tied:
         group = tied[name]
         given_in_group = group.intersection(given_tied)
-        if len(given_in_group) > 1 and len({id(values[n]) for n in given_in_group}) != 1:
+        first = values[name]
+        if any(values[n] is not first for n in given_in_group):
             raise ValueError(f"functional_call got multiple values for keys {sorted(group)}, "
                              f"which are tied. Consider using tie_weights=False")
         for other in group:
@@ -123,3 +129,9 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     finally:
         _restore(restore)
 
+
+
+# compiled code traces into these (the module call inside is user code), as torch.compile
+# inlines torch.func.functional_call, rather than taking functional_call for one graph op
+for _fn in (functional_call, _named_tensors, _untie, _check_keys, _swap_in, _restore):
+    _fn._dynjit_trace_into = True

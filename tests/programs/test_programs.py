@@ -276,11 +276,10 @@ GRAPH_COUNTS_3 = [
     ("wgan_gp", 3, {"compile_mode": "penalty"}, 3, 3),
     ("wgan_gp", 3, {"compile_mode": "model"}, 4, 0),
     pytest.param("maml_sine", 3, {}, 2, 1, marks=pytest.mark.xfail(
-        strict=True, reason="frontend: dynjit.func.functional_call inside a compiled function is taken for a graph "
-                            "op and breaks ('passing module ThreeLayerNet to a tensor operation'; tracing into it "
-                            "instead gives wrong answers: writes to module._parameters are not seen by the module "
-                            "call that follows), and autograd.grad(loss, params.values()) breaks on the dict_values "
-                            "view: 5 graphs, 5 breaks; torch.compile inlines functional_call: 2 graphs, 1 break")),
+        strict=True, reason="frontend: `dict(zip(params.keys(), torch.autograd.grad(loss, params.values(), "
+                            "create_graph=True)))` breaks at autograd.grad (as torch.compile does), and the resumed "
+                            "frame, which receives the dict_keys object and then the zip from the stack, breaks on "
+                            "each of them again: 2 graphs, 3 breaks in 3 steps; torch.compile 2 graphs, 1 break")),
     pytest.param("maml_sine", 3, {"inner": "func_grad"}, 1, 0, marks=pytest.mark.xfail(
         strict=True, reason="frontend: torch.func.grad inside a compiled function is not traced (a break per call, "
                             "its function compiled frame by frame): 39 graphs, 51 breaks in 3 steps; torch.compile "
