@@ -4,6 +4,7 @@ PyTorch's update rule and state ('step', 'exp_avg', 'exp_avg_sq', 'max_exp_avg_s
 from .. import functional as _fn
 from .._dtype import float64
 from ..tensor import tensor
+from . import _fast
 from ._flat import flat_group_state
 from .optimizer import Optimizer
 
@@ -41,6 +42,8 @@ class Adam(Optimizer):
             if flat is not None:
                 self._update_flat(group, flat)
                 return
+        elif _fast.adam_step(self, group, self._decoupled_weight_decay):
+            return      # foreach=None: the same update in numpy, bit for bit (optim/_fast.py)
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         weight_decay, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
         for p in group["params"]:

@@ -2,6 +2,7 @@
 and maximize, with PyTorch's update rule and state ('step', 'square_avg',
 'momentum_buffer', 'grad_avg')."""
 from .. import functional as _fn
+from . import _fast
 from .optimizer import Optimizer, _check_at_least, _new_step_count, _signed_grad
 
 
@@ -27,6 +28,8 @@ class RMSprop(Optimizer):
         return self._run_step(self._update_group, closure)
 
     def _update_group(self, group):
+        if _fast.rmsprop_step(self, group):
+            return      # foreach=None: the same update in numpy, bit for bit (optim/_fast.py)
         lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
         weight_decay, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
         for p in group["params"]:

@@ -1,5 +1,6 @@
 """SGD with momentum, dampening, Nesterov momentum, weight decay and maximize,
 with PyTorch's update rule."""
+from . import _fast
 from .optimizer import Optimizer
 
 
@@ -28,6 +29,8 @@ class SGD(Optimizer):
         return self._run_step(self._update_group, closure)
 
     def _update_group(self, group):
+        if _fast.sgd_step(self, group):
+            return      # foreach=None: the same update in numpy, bit for bit (optim/_fast.py)
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
         weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
         for p in group["params"]:
