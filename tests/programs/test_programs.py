@@ -208,6 +208,7 @@ CONFIGS_3 = {
     "ppo_gae": [(2, {}), (2, {"compile_mode": "gae"}), (2, {"compile_mode": "policy"})],
     "char_rnn": [(2, {"generate": 8}), (2, {"compile_mode": "model", "generate": 8})],
     "bert_mlm": [(3, {}), (3, {"compile_mode": "model"}), (3, {"masking": "numpy"})],
+    "capsule_net": [(4, {}), (3, {"compile_mode": "model"})],
 }
 
 # llvm compiles the char-RNN's training step (a 2-layer LSTM unrolled over 8 steps, forward
@@ -313,6 +314,13 @@ GRAPH_COUNTS_3 = [
     ("bert_mlm", 3, {}, 5, 3),
     ("bert_mlm", 3, {"compile_mode": "model"}, 1, 0),
     ("bert_mlm", 3, {"masking": "numpy"}, 2, 1),
+    pytest.param("capsule_net", 3, {}, 2, 2, marks=pytest.mark.xfail(
+        strict=True, reason="frontend: `nn.MSELoss()(x_recon, x)` in the compiled loss (a module constructed inside "
+                            "the traced code) is a break ('creating an instance of MSELoss'), and the resumed frame "
+                            "guards on that MSELoss object, which dies after the call, so it recompiles on every "
+                            "step ('a MSELoss object died'); with the zero_grad guard: 6 graphs, 4 breaks in 3 "
+                            "steps; torch.compile builds the module in the graph: 2 graphs, 2 breaks")),
+    ("capsule_net", 3, {"compile_mode": "model"}, 2, 0),
 ]
 
 
