@@ -45,6 +45,8 @@ from .flat import call_key, specialized_key
 from ..autograd.saved import suspended_hooks
 from .joint import BackwardNotTraceable, trace_function
 from .._pytree import tree_unflatten
+from ..exc import DynjitError
+from ..ops.dispatch import raised_by_an_op
 from .partition import default_partition
 from .runtime import CompiledEntry
 from . import symbolic as _symbolic
@@ -284,8 +286,24 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=default_partiti
                         "requires_grad, non-tensor values); calls with a new signature now run "
                         "uncompiled. Pass values that change on every call as tensors.")
                 return fn(*args, **kwargs)
-            entry = compile_for(key, leaves, spec)
-        return entry(leaves)
+            try:
+                entry = compile_for(key, leaves, spec)
+            except Exception as e:
+                if isinstance(e, DynjitError) or not raised_by_an_op(e):
+                    raise
+                # the function's own error on this call's inputs (mismatched sizes, an index out
+                # of range): eagerly it raises after the writes and draws before it, so it runs
+                # eagerly, as it would uncompiled
+                return fn(*args, **kwargs)
+        try:
+            return entry(leaves)
+        except Exception as e:
+            if not getattr(entry, "replays_eagerly", False) or not raised_by_an_op(e):
+                raise
+        # The graph raised on this call's data before the input writes it defers were copied
+        # back: eager would have written them before the failing op, so the function runs
+        # eagerly on the untouched inputs, writes and the same error included.
+        return fn(*args, **kwargs)
 
     compiled._cache = cache
     compiled._symbolic_entries = symbolic_entries

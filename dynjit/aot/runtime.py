@@ -19,7 +19,7 @@ import numpy as np
 from ..autograd import graph as _graph
 from ..autograd.grad_mode import no_grad, state as _grad_state
 from ..ops.dispatch import check_inplace_allowed
-from ..ops.registry import VIEW, registry
+from ..ops.registry import RANDOM, VIEW, registry
 from ..tensor import Tensor
 from .compilers import call_compiled
 from .._pytree import tree_unflatten
@@ -133,6 +133,11 @@ class CompiledEntry:
         if len(t.placeholders) > n and all(p == ("leaf", i) for i, p in enumerate(t.placeholders[:n])) \
                 and all(kind == "size" for kind, _ in t.placeholders[n:]):
             self.sizes_tail = [i for _, i in t.placeholders[n:]]
+        # the graph does not write its inputs itself (copied back after it) and draws no random
+        # numbers: if it raises on a call's data, running the function eagerly on the untouched
+        # inputs does what eager does, the writes before the failing op included
+        self.replays_eagerly = bool(t.copy_back or t.set_back or t.meta_mutations) and not any(
+            getattr(n.target, "kind", None) == RANDOM for n in t.gm.graph.nodes)
         # nothing to check or write back, outputs straight from the graph
         self.fast = (not t.training and not t.mutation_ops and not t.copy_back and not self.unview
                      and not t.meta_mutations and not t.set_back and self.simple_out is not None

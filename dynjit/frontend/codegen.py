@@ -3,7 +3,6 @@ read from their sources, rebuild the return value and any new Python objects
 from the graph's outputs, and replay side effects — as Python source with the
 compiled function's own signature."""
 import inspect
-import os
 import math
 
 from .exc import unimplemented
@@ -38,8 +37,9 @@ def rerun_plain(fn, graph_error, args, kwargs):
     Counted in counters["graph_rerun"] and logged (DYNJIT_LOGS=recompiles)."""
     from .. import _jit_callback
     from ..exc import DynjitError
+    from ..ops.dispatch import raised_by_an_op
     from ..utils import counters
-    if isinstance(graph_error, DynjitError) or not _raised_by_an_op(graph_error):
+    if isinstance(graph_error, DynjitError) or not raised_by_an_op(graph_error):
         # dynjit's own (a backend breaking its contract), or the backend's (a checking backend
         # that raises on purpose, or a bug in it): the user sees it
         raise graph_error
@@ -48,20 +48,6 @@ def rerun_plain(fn, graph_error, args, kwargs):
     counters["graph_rerun"][what] += 1
     recompiles_log.debug("The graph of %s raised %s: the call runs plain", fn.__qualname__, what)
     return _jit_callback.run_without(fn, *args, **kwargs)
-
-
-def _raised_by_an_op(error):
-    """Whether `error` was raised inside dynjit's op library (a kernel's error on this call's
-    data), not by a backend's own code."""
-    tb = error.__traceback__
-    last = None
-    while tb is not None:
-        last = tb
-        tb = tb.tb_next
-    return last is not None and last.tb_frame.f_code.co_filename.startswith(_OPS_DIR)
-
-
-_OPS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "ops") + os.sep
 
 
 def call_arguments(code):

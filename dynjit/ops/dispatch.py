@@ -10,6 +10,7 @@ compute in its own promoted dtype: acos of int8 in float16, int64 + float32 in
 float64). In-place ops run their functional op and write the result back;
 views share storage and a version counter with their base.
 """
+import os
 import threading
 
 import numpy as np
@@ -628,3 +629,17 @@ def install(op):
     """Give an OpDef its eager entry (the registry calls this as it registers the op)."""
     op.impl = inplace if op.kind == INPLACE else eager
 
+
+
+_OPS_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def raised_by_an_op(error):
+    """Whether `error` was raised inside dynjit's op library (a kernel's error on a call's
+    data: an index out of range, mismatched sizes), not by a backend's or a caller's own code."""
+    tb = error.__traceback__
+    last = None
+    while tb is not None:
+        last = tb
+        tb = tb.tb_next
+    return last is not None and last.tb_frame.f_code.co_filename.startswith(_OPS_DIR)

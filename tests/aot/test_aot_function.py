@@ -616,3 +616,36 @@ def test_unhashable_argument_is_not_kept_alive_by_the_cache():
     ref = weakref.ref(cfg)
     del cfg
     assert ref() is None
+
+
+def _outcome(fn, *args):
+    try:
+        return "returned", fn(*args)
+    except Exception as e:
+        return "raised", (type(e), str(e))
+
+
+def test_an_error_on_a_calls_data_comes_after_the_input_writes_before_it_as_in_eager():
+    def bump_then_pick(x, idx):
+        x.mul_(2)                      # written before the failing index, as eager writes it
+        return x[idx]
+    f = aot_function(bump_then_pick, nop)
+    assert dynjit.equal(f(dynjit.ones(3), dynjit.tensor([0, 2])), dynjit.full((2,), 2.0))
+    plain_x, compiled_x = dynjit.ones(3), dynjit.ones(3)
+    want = _outcome(bump_then_pick, plain_x, dynjit.tensor([0, 7]))
+    got = _outcome(f, compiled_x, dynjit.tensor([0, 7]))      # the cached graph raises
+    assert got[0] == want[0] == "raised" and got[1] == want[1]
+    assert dynjit.equal(compiled_x, plain_x)
+
+
+def test_a_size_mismatch_on_a_new_signature_raises_after_the_writes_before_it():
+    def bump_then_add(x, y):
+        x.add_(1)
+        return x + y
+    f = aot_function(bump_then_add, nop)
+    f(dynjit.zeros(3), dynjit.ones(3))
+    plain_x, compiled_x = dynjit.zeros(4), dynjit.zeros(4)
+    want = _outcome(bump_then_add, plain_x, dynjit.ones(5))
+    got = _outcome(f, compiled_x, dynjit.ones(5))           # its trace raises the user's error
+    assert got[0] == want[0] == "raised" and got[1] == want[1]
+    assert dynjit.equal(compiled_x, plain_x)
