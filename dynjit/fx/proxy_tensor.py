@@ -84,6 +84,10 @@ class GraphTracer(DispatchMode):
         self.record_stack_traces = False    # give each op node meta["stack_trace"] (user frames)
         self.numbers = NumberTracing(self.graph)    # the graph's int and float inputs
         self.shape_env = None   # symbolic sizes (dynjit.fx.symbolic_shapes.ShapeEnv), when traced so
+        # make_fx's tracing_mode "fake"/"symbolic": the tensors made outside the trace stand for
+        # PyTorch's non-fake tensors, whose metadata (size, strides) the trace must not change
+        self.fake_tracing = False
+        self._external = {}     # id(tensor) -> tensor, for each tensor made a constant
 
     def track(self, tensor, node):
         self._nodes[id(tensor)] = (tensor, node)
@@ -121,6 +125,7 @@ class GraphTracer(DispatchMode):
             self.constants[name] = copy
         else:
             self.constants[name] = value
+        self._external[id(value)] = value
         with self.graph.inserting_before(self._first_non_placeholder()):
             node = self.graph.get_attr(name)
         self.track(value, node)
@@ -209,10 +214,31 @@ class GraphTracer(DispatchMode):
             if symbolic:
                 grad_fn._shapes = {**grad_fn._shapes, **symbolic}
 
+    def check_metadata_mutation(self, name, tensor, args):
+        """PyTorch's error for a metadata mutation (`resize_`, `t_`, `set_`) of a tensor made
+        outside a fake or symbolic trace (a module's real weight or buffer): its size and
+        strides are not the trace's to change."""
+        if self.fake_tracing and self._made_outside(tensor):
+            def show(a):
+                if isinstance(a, Tensor):
+                    return f"tensor([...], size={tuple(a._data.shape)})"
+                return repr(list(a)) if isinstance(a, tuple) else repr(a)
+            overload = "source_Tensor" if name == "set_" else "default"
+            raise RuntimeError("Can't call metadata mutating ops on non-Fake Tensor inputs. Found in "
+                               f"aten.{name}.{overload}({', '.join(show(a) for a in (tensor,) + tuple(args))})")
+
+    def _made_outside(self, tensor):
+        """Is `tensor` neither an input of the trace nor made (or aliased) by it?"""
+        if self.is_tracked(tensor):
+            return self._external.get(id(tensor)) is tensor
+        alias = self._by_data.get(id(tensor._data))
+        return alias is None or alias[0] is not tensor._data
+
     def __metadata_mutation__(self, kind, tensor, args):
         """An in-place view op (`x.t_()`) is recorded as its view op, whose node `x` is from
         then on; `x.set_(y)` makes `x` the node of `y` (see dynjit.ops.metadata)."""
         from ..ops.metadata import INPLACE_VIEWS, eager_metadata_mutation
+        self.check_metadata_mutation(kind, tensor, args)
         if kind == "set_":
             node = self.node_of(args[0])
             eager_metadata_mutation(kind, tensor, args)
@@ -344,7 +370,8 @@ def make_fx(fn, decomposition_table=None, tracing_mode="real", *, pre_dispatch=F
     `decomposition_table` maps ops (`dynjit.ops.<name>`) to Python functions
     that are traced instead of the op. Only real tracing exists:
     `tracing_mode` "fake" and "symbolic" are accepted and trace with the
-    real values. `record_stack_traces` gives each op node `meta["stack_trace"]`: the
+    real values; as in PyTorch, changing the metadata (`resize_`, `t_`, `set_`) of a
+    tensor made outside the trace (a module's weight or buffer) raises there. `record_stack_traces` gives each op node `meta["stack_trace"]`: the
     user's frames (outside dynjit) that called the op, which AOT autograd carries over
     to the nodes it makes from that node.
 
@@ -380,6 +407,7 @@ def make_fx(fn, decomposition_table=None, tracing_mode="real", *, pre_dispatch=F
         _, _, arg_specs = spec
         nested = any(s is not None for s in arg_specs)
         tracer = GraphTracer()
+        tracer.fake_tracing = tracing_mode != "real"
         tracer.record_stack_traces = record_stack_traces
         if decomposition_table:
             tracer.decompositions = dict(decomposition_table)

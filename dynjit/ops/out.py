@@ -112,6 +112,9 @@ def resize_(self, *size, memory_format=None):
     if self._requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     if any(hasattr(m, "__metadata_mutation__") for m in _dispatch._modes):
+        for m in _dispatch._modes:
+            if hasattr(m, "check_metadata_mutation"):     # make_fx's fake/symbolic trace
+                m.check_metadata_mutation("resize_", self, (shape,))
         raise NotImplementedError("resize_() while tracing (make_fx, AOT, dynjit.compile, forward AD) is "
                                   "not supported by dynjit; resize the tensor outside the traced code")
     if tuple(self._data.shape) == shape:
