@@ -16,12 +16,11 @@ same dtypes, as the kernels those ops reach (dynjit/ops/pointwise.py) do:
   arithmetic rounds the same whatever the output buffer, so every result bit is the
   reference's (tests/optim/test_fast_step.py compares them bit for bit).
 
-Each function returns False, having changed nothing, when the update is not one it
-reproduces exactly: a parameter without state yet (the reference creates it), a dtype
-other than float32/float64, sparse or complex tensors, tensor subclasses other than
+Each function updates the parameters it can and returns the others (with gradients), for
+the loop: those whose update it does not reproduce exactly: a parameter without state yet (the loop creates it), a 0-d parameter, a dtype other than float32/float64, sparse or complex tensors, tensor subclasses other than
 Parameter, inference tensors, read-only memory, hyperparameters that are not Python
-numbers, active dispatch modes (make_fx, fake tensors) or mutation observers. The caller
-then runs the reference loop. Under dynjit.compile the frontend traces `_not_taken`
+numbers, active dispatch modes (make_fx, fake tensors) or mutation observers (the last
+three send the whole group to the loop). Under dynjit.compile the frontend traces `_not_taken`
 instead (`_dynjit_traced_as`), so a compiled step traces the reference ops.
 """
 import numpy as np
@@ -37,8 +36,8 @@ _F64 = np.dtype(np.float64)
 _PARAM_TYPES = (Tensor, Parameter)
 
 
-def _not_taken(*args):
-    return False
+def _not_taken(optimizer, group, *args):
+    return group["params"]
 
 
 def _numbers(*values):
@@ -64,46 +63,56 @@ def _plain_array(t, dtype, shape):
 
 
 def _group_arrays(optimizer, group, state_names, with_step):
-    """[(p, p's array, grad's array, [state arrays], step tensor or None)] for the group's
-    parameters with gradients, or None when one of them is not plain (see the module doc)."""
+    """([(p, p's array, grad's array, [state arrays], step tensor or None)] for the group's
+    parameters with gradients that are plain (see the module doc), [the other parameters,
+    for the loop]); or None when the whole group must run the loop."""
     if _dispatch._modes.items or _dispatch._mutation_observers:
         return None
     if group.get("differentiable") or group.get("foreach") is not None or group.get("fused"):
         return None
     states = optimizer.state
-    out = []
+    out, left = [], []
     for p in group["params"]:
         g = p.grad
         if g is None:
             continue
-        if type(p) not in _PARAM_TYPES or p._is_inference:
+        entry = _plain_entry(p, g, states.get(p), state_names, with_step)
+        if entry is None:
+            left.append(p)
+        else:
+            out.append(entry)
+    return out, left
+
+
+def _plain_entry(p, g, state, state_names, with_step):
+    if type(p) not in _PARAM_TYPES or p._is_inference or type(g) is not Tensor:
+        return None
+    pa = p._data
+    if type(pa) is not np.ndarray or pa.dtype not in _FLOATS or pa.dtype.metadata is not None:
+        return None
+    if not pa.ndim or not pa.flags.writeable:
+        # (0-d parameters: promotion among 0-d tensors makes the loop compute Adam's
+        # bias-corrected terms in float64, which these formulas, in the parameter's dtype, do not)
+        return None
+    dtype = pa.dtype
+    ga = _plain_array(g, dtype, pa.shape)
+    if ga is None:
+        return None
+    if not state and (state_names or with_step):
+        return None         # the first step: the loop creates the state
+    arrays = []
+    for name in state_names:
+        a = _plain_array(state.get(name), dtype, pa.shape)
+        if a is None:
             return None
-        pa = p._data
-        if type(pa) is not np.ndarray or pa.dtype not in _FLOATS or pa.dtype.metadata is not None:
+        arrays.append(a)
+    step = None
+    if with_step:
+        step = state.get("step")
+        if type(step) is not Tensor or step._is_inference or type(step._data) is not np.ndarray \
+                or step._data.dtype is not _F64 or step._data.shape != () or not step._data.flags.writeable:
             return None
-        dtype = pa.dtype
-        if not pa.flags.writeable:
-            return None
-        ga = _plain_array(g, dtype, pa.shape)
-        if ga is None or type(g) is not Tensor:
-            return None
-        state = states.get(p)
-        if not state and (state_names or with_step):
-            return None         # the first step: the reference creates the state
-        arrays = []
-        for name in state_names:
-            a = _plain_array(state.get(name), dtype, pa.shape) if name in state else None
-            if a is None:
-                return None
-            arrays.append(a)
-        step = None
-        if with_step:
-            step = state.get("step")
-            if type(step) is not Tensor or step._is_inference or type(step._data) is not np.ndarray \
-                    or step._data.dtype is not _F64 or step._data.shape != () or not step._data.flags.writeable:
-                return None
-        out.append((p, pa, ga, arrays, step))
-    return out
+    return p, pa, ga, arrays, step
 
 
 def _bump(*tensors):
@@ -134,15 +143,17 @@ def _signed_grad(ga, maximize):
 # -- Adam / AdamW ------------------------------------------------------------------
 
 def adam_step(optimizer, group, decoupled):
-    """Adam's (AdamW's, `decoupled`) update of `group`, as Adam._update_group's loop does it."""
+    """Adam's (AdamW's, `decoupled`) update of `group`, as Adam._update_group's loop does it;
+    returns the parameters left to the loop."""
     lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
     weight_decay, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
     if not _numbers(lr, beta1, beta2, eps, weight_decay):
-        return False
+        return group["params"]
     names = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if amsgrad else ("exp_avg", "exp_avg_sq")
-    entries = _group_arrays(optimizer, group, names, with_step=True)
-    if entries is None:
-        return False
+    found = _group_arrays(optimizer, group, names, with_step=True)
+    if found is None:
+        return group["params"]
+    entries, left = found
     corrections = {}        # step count -> (bias_correction2_sqrt, step size) as 0-d float64 arrays
     for p, pa, ga, arrays, step in entries:
         count = _count_step(step)
@@ -184,23 +195,23 @@ def adam_step(optimizer, group, decoupled):
         np.multiply(update, step_size, out=update)
         np.add(pa, update, out=pa)
         _bump(p)
-    return True
+    return left
 
 
 # -- SGD ---------------------------------------------------------------------------
 
 def sgd_step(optimizer, group):
-    """SGD's update of `group`, as SGD._update_group's loop does it."""
+    """SGD's update of `group`, as SGD._update_group's loop does it;
+    returns the parameters left to the loop."""
     lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
     weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
     if not _numbers(lr, momentum, dampening, weight_decay):
-        return False
+        return group["params"]
     names = ("momentum_buffer",) if momentum != 0 else ()
-    entries = _group_arrays(optimizer, group, names, with_step=False)
-    if entries is None:
-        return False
-    if momentum != 0 and any(optimizer.state[p].get("momentum_buffer") is None for p, *_ in entries):
-        return False
+    found = _group_arrays(optimizer, group, names, with_step=False)
+    if found is None:
+        return group["params"]
+    entries, left = found
     for p, pa, ga, arrays, _ in entries:
         dtype = pa.dtype
         g = _signed_grad(ga, maximize)
@@ -214,21 +225,23 @@ def sgd_step(optimizer, group):
             g = np.add(g, _scaled(buf, momentum, dtype)) if nesterov else buf
         np.add(pa, _scaled(g, -lr, dtype), out=pa)
         _bump(p)
-    return True
+    return left
 
 
 # -- RMSprop -----------------------------------------------------------------------
 
 def rmsprop_step(optimizer, group):
-    """RMSprop's update of `group`, as RMSprop._update_group's loop does it."""
+    """RMSprop's update of `group`, as RMSprop._update_group's loop does it;
+    returns the parameters left to the loop."""
     lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
     weight_decay, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
     if not _numbers(lr, alpha, eps, weight_decay, momentum):
-        return False
+        return group["params"]
     names = ("square_avg",) + (("momentum_buffer",) if momentum > 0 else ()) + (("grad_avg",) if centered else ())
-    entries = _group_arrays(optimizer, group, names, with_step=True)
-    if entries is None:
-        return False
+    found = _group_arrays(optimizer, group, names, with_step=True)
+    if found is None:
+        return group["params"]
+    entries, left = found
     for p, pa, ga, arrays, step in entries:
         dtype = pa.dtype
         state = optimizer.state[p]
@@ -258,7 +271,7 @@ def rmsprop_step(optimizer, group):
         else:
             np.add(pa, np.multiply(np.true_divide(g, avg), scalar_to(-lr, dtype)), out=pa)
         _bump(p)
-    return True
+    return left
 
 
 # a compiled step traces the reference loop: these functions read and write tensors' memory

@@ -42,11 +42,11 @@ class Adam(Optimizer):
             if flat is not None:
                 self._update_flat(group, flat)
                 return
-        elif _fast.adam_step(self, group, self._decoupled_weight_decay):
-            return      # foreach=None: the same update in numpy, bit for bit (optim/_fast.py)
+        # foreach=None updates what it can in numpy, bit for bit as this loop (optim/_fast.py)
+        params = _fast.adam_step(self, group, self._decoupled_weight_decay)
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         weight_decay, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
-        for p in group["params"]:
+        for p in params:
             if p.grad is None:
                 continue
             g = -p.grad if maximize else p.grad

@@ -28,11 +28,11 @@ class RMSprop(Optimizer):
         return self._run_step(self._update_group, closure)
 
     def _update_group(self, group):
-        if _fast.rmsprop_step(self, group):
-            return      # foreach=None: the same update in numpy, bit for bit (optim/_fast.py)
+        # foreach=None updates what it can in numpy, bit for bit as this loop (optim/_fast.py)
+        params = _fast.rmsprop_step(self, group)
         lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
         weight_decay, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
-        for p in group["params"]:
+        for p in params:
             if p.grad is None:
                 continue
             g = _signed_grad(p, group["maximize"])

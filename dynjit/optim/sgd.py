@@ -29,11 +29,11 @@ class SGD(Optimizer):
         return self._run_step(self._update_group, closure)
 
     def _update_group(self, group):
-        if _fast.sgd_step(self, group):
-            return      # foreach=None: the same update in numpy, bit for bit (optim/_fast.py)
+        # foreach=None updates what it can in numpy, bit for bit as this loop (optim/_fast.py)
+        params = _fast.sgd_step(self, group)
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
         weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
-        for p in group["params"]:
+        for p in params:
             if p.grad is None:
                 continue
             g = -p.grad if maximize else p.grad
