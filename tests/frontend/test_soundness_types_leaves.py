@@ -328,3 +328,16 @@ def calls_with_swapped_weight(x, w):
 def test_a_module_call_sees_a_parameter_written_into_its_dict(backend):
     got = check(calls_with_swapped_weight, lambda: (dynjit.ones(1, 2), dynjit.full((1, 2), 10.0)), backend)
     assert got[1][0].item() == 20.0
+
+
+def pairs_twice(x, d):
+    out = [list(d.items()) for _ in range(2)]
+    zipped = [list(zip("ab", (1, 2))) for _ in range(2)]
+    return out[0][0] is out[1][0], zipped[0][0] is zipped[1][0], out, x + 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tuples_made_at_run_time_are_new_objects_each_time(backend):
+    got = check(pairs_twice, lambda: (dynjit.ones(1), {"a": 4}), backend)
+    out = got[1][2]
+    assert out[0][0] == out[1][0] and out[0][0] is not out[1][0]

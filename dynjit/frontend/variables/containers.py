@@ -70,6 +70,10 @@ class BaseListVariable(VariableTracker):
             return self.source.expr()      # the caller's own list (side effects are replayed into it)
         inner = ", ".join(cg.value(i) for i in self.items)
         if self.python_cls is tuple:
+            if self.items and all(isinstance(i, ConstantVariable) for i in self.items):
+                # made at run time in the program (d.items(), zip, tuple(...)): a new tuple
+                # each time, where a display of literals would compile to one shared constant
+                return f"(*[{inner}],)"
             return f"({inner},)" if len(self.items) == 1 else f"({inner})"
         return f"[{inner}]"
 
