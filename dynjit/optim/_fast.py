@@ -23,6 +23,8 @@ numbers, active dispatch modes (make_fx, fake tensors) or mutation observers (th
 three send the whole group to the loop). Under dynjit.compile the frontend traces `_not_taken`
 instead (`_dynjit_traced_as`), so a compiled step traces the reference ops.
 """
+import functools
+
 import numpy as np
 
 from ..ops import dispatch as _dispatch
@@ -34,6 +36,16 @@ from .._dtype import float64
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _F64 = np.dtype(np.float64)
 _PARAM_TYPES = (Tensor, Parameter)
+
+
+def _quiet(update):
+    """Run `update` with numpy's floating-point warnings off, as the ops' kernels run (a NaN
+    or an infinity in an update is a value, not a warning)."""
+    @functools.wraps(update)
+    def run(*args):
+        with np.errstate(all="ignore"):
+            return update(*args)
+    return run
 
 
 def _not_taken(optimizer, group, *args):
@@ -142,6 +154,7 @@ def _signed_grad(ga, maximize):
 
 # -- Adam / AdamW ------------------------------------------------------------------
 
+@_quiet
 def adam_step(optimizer, group, decoupled):
     """Adam's (AdamW's, `decoupled`) update of `group`, as Adam._update_group's loop does it;
     returns the parameters left to the loop."""
@@ -200,6 +213,7 @@ def adam_step(optimizer, group, decoupled):
 
 # -- SGD ---------------------------------------------------------------------------
 
+@_quiet
 def sgd_step(optimizer, group):
     """SGD's update of `group`, as SGD._update_group's loop does it;
     returns the parameters left to the loop."""
@@ -230,6 +244,7 @@ def sgd_step(optimizer, group):
 
 # -- RMSprop -----------------------------------------------------------------------
 
+@_quiet
 def rmsprop_step(optimizer, group):
     """RMSprop's update of `group`, as RMSprop._update_group's loop does it;
     returns the parameters left to the loop."""
