@@ -12,6 +12,7 @@ import operator
 import numpy as np
 
 from dynjit.autograd.grad_mode import no_grad, state as _grad_state
+from dynjit.fx.symbolic_shapes import sym_size_int
 
 from . import jit
 from .codegen import build_module, size_slots, structure_key
@@ -57,7 +58,8 @@ def _is_op_level(gm):
         if n.op in ("call_method", "call_module"):
             return False
         if (n.op == "call_function" and not isinstance(n.target, OpDef) and n.target is not operator.getitem
-                and n.target not in NUMBER_ARITHMETIC and not _is_check_specialized(n.target)):
+                and n.target not in NUMBER_ARITHMETIC and not _is_check_specialized(n.target)
+                and n.target is not sym_size_int):     # a size the forward saves (dynjit.aot.partition)
             return False
     return True
 

@@ -47,7 +47,7 @@ from .joint import BackwardNotTraceable, trace_function
 from .._pytree import tree_unflatten
 from ..exc import DynjitError
 from ..ops.dispatch import raised_by_an_op
-from .partition import default_partition
+from .partition import default_partition, drop_inputs
 from .runtime import CompiledEntry
 from . import symbolic as _symbolic
 
@@ -117,8 +117,11 @@ def _compile(traced, fw_compiler, bw_compiler, partition_fn, inference_compiler,
             fw = _check_compiled(compiler(traced.gm, example_inputs), compiler, "inference")
         return CompiledEntry(traced, fw, fw_gm=traced.gm)
     fw_gm, bw_gm = partition_fn(traced.gm, example_inputs, num_fwd_outputs=traced.num_fwd_outputs)
+    dropped = fw_gm.meta.get("dropped_inputs")     # sizes the forward computes (partition.py)
+    if dropped:
+        example_inputs = [x for k, x in enumerate(example_inputs) if k not in dropped]
     with _compiling(aot_id, "forward", name):
-        fw = _check_compiled(fw_compiler(fw_gm, example_inputs), fw_compiler, "forward")
+        fw = drop_inputs(_check_compiled(fw_compiler(fw_gm, example_inputs), fw_compiler, "forward"), dropped)
 
     def compile_bw():
         with _compiling(aot_id, "backward", name):

@@ -481,6 +481,7 @@ class _JointTrace:
                         p = len(self.tr.placeholders)
                         node = self.graph.placeholder(f"primals_{p + 1}" if self.training else f"arg{p}_1")
                         k = env.add_symbol(n, node, [("dim", i, d)])
+                        node.meta["size_of"] = (self.tracer.node_of(traced[i]).name, d)   # partition.py
                         self.tr.placeholders.append(("size", (i, d)))
                         self.inner.append(env.symbols[k].number)
                         self.grad_leaves.append(None)

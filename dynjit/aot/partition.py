@@ -15,6 +15,15 @@ is `(*forward_outputs, *input_gradients)`. Both partitioners return
 `(*forward_outputs, *saved)`, the backward graph takes `(*saved, *tangents)`
 and returns the gradients; `gm.meta["num_saved"]` and `gm.meta["saved"]`
 (the saved node names) describe the split.
+
+Symbolic sizes (dynjit.aot.symbolic): a symbol read from a size of an input tensor is a
+placeholder of the joint graph (`meta["size_of"]` names the tensor and dim). Both
+partitioners compute it in the forward instead, as PyTorch does: a `sym_size_int(x, d)`
+node on the input, whose value is saved for the backward like any other forward value
+(and sizes computed from it, `s1 + s2`, are saved or, by the min-cut, recomputed). The
+forward graph then takes the tensors only; `fw_gm.meta["dropped_inputs"]` lists the
+positions of the joint graph's inputs it no longer takes, and `drop_inputs` wraps the
+compiled forward so that callers passing every input still can.
 """
 import math
 import operator
@@ -23,9 +32,53 @@ from collections import deque
 from ..fx.graph import Graph
 from ..fx.graph_module import GraphModule
 from ..fx.node import Node, map_arg, iter_nodes
+from ..fx.symbolic_shapes import sym_size_int
 from ..ops.registry import COMPUTE_BOUND, EXTERN, INPLACE, RANDOM, registry
 
 _clone = registry["clone"]
+_NUMBER_ARITHMETIC = frozenset((operator.add, operator.sub, operator.mul, operator.floordiv,
+                                operator.mod, operator.neg, operator.truediv, operator.pow))
+
+
+def _sizes_computed_in_forward(joint_module):
+    """The joint graph with each size placeholder replaced by a `sym_size_int` node on the
+    input tensor it is read from; and the positions of the inputs dropped."""
+    graph = joint_module.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    names = {n.name: n for n in placeholders}
+    sizes = [n for n in placeholders if n.meta.get("size_of", (None,))[0] in names]
+    if not sizes:
+        return joint_module, []
+    new = Graph()
+    env = {}
+    for n in placeholders:
+        if n not in sizes:
+            env[n] = new.node_copy(n, lambda x: env[x])
+    for n in sizes:
+        tensor, dim = n.meta["size_of"]
+        env[n] = new.call_function(sym_size_int, (env[names[tensor]], dim))
+        env[n].meta = {k: v for k, v in n.meta.items() if k != "size_of"}
+    for n in graph.nodes:
+        if n.op != "placeholder":
+            env[n] = new.node_copy(n, lambda x: env[x])
+    gm = GraphModule(_constants(joint_module), new)
+    primals = [n for n in placeholders if not n.name.startswith("tangents")]
+    return gm, [k for k, n in enumerate(primals) if n in sizes]
+
+
+def drop_inputs(compiled_fw, dropped):
+    """The compiled forward of a graph that no longer takes the inputs at positions `dropped`
+    (see the module docstring), called with every input, boxed."""
+    if not dropped:
+        return compiled_fw
+    dropped = frozenset(dropped)
+    boxed = bool(getattr(compiled_fw, "_boxed_call", False))
+
+    def forward(args):
+        kept = [a for k, a in enumerate(args) if k not in dropped]
+        return compiled_fw(kept) if boxed else compiled_fw(*kept)
+    forward._boxed_call = True
+    return forward
 
 
 def _split_joint(joint_gm, num_fwd_outputs):
@@ -111,7 +164,7 @@ def _protect_inputs_written_in_graph(graph, saved):
     return result
 
 
-def _finish(joint_gm, graph, primals, tangents, fw_outs, grads, saved):
+def _finish(joint_gm, graph, primals, tangents, fw_outs, grads, saved, dropped=()):
     saved = _protect_inputs_written_in_graph(graph, list(saved))
     order = {n: i for i, n in enumerate(graph.nodes)}
     saved = sorted(set(saved), key=order.__getitem__)
@@ -121,6 +174,7 @@ def _finish(joint_gm, graph, primals, tangents, fw_outs, grads, saved):
     for gm in (fw, bw):
         gm.meta["num_saved"] = len(saved)
         gm.meta["saved"] = [n.name for n in saved]
+    fw.meta["dropped_inputs"] = list(dropped)
     return fw, bw
 
 
@@ -143,6 +197,7 @@ def _backward_frontier(grads, available):
 
 def default_partition(joint_module, _joint_inputs=None, *, num_fwd_outputs):
     """Forward = what the forward outputs need; save every forward value backward reads."""
+    joint_module, dropped = _sizes_computed_in_forward(joint_module)
     graph, primals, tangents, fw_outs, grads = _split_joint(joint_module, num_fwd_outputs)
     forward_nodes = _ancestors(list(fw_outs) + _side_effects(graph)) | set(primals)
     forward_nodes.discard(graph.output_node())
@@ -150,7 +205,7 @@ def default_partition(joint_module, _joint_inputs=None, *, num_fwd_outputs):
     forward_nodes |= {u for n in forward_nodes for u in n.users
                       if u.op == "call_function" and u.target is operator.getitem}
     saved = _backward_frontier(grads, forward_nodes | set(tangents)) - set(tangents)
-    return _finish(joint_module, graph, primals, tangents, fw_outs, grads, saved)
+    return _finish(joint_module, graph, primals, tangents, fw_outs, grads, saved, dropped)
 
 
 def _is_recomputable(n):
@@ -161,8 +216,8 @@ def _is_recomputable(n):
         return False
     if n.op != "call_function":
         return n.op == "get_attr"
-    if n.target is operator.getitem:
-        return True
+    if n.target is operator.getitem or n.target in _NUMBER_ARITHMETIC:
+        return True      # an item of a tuple; arithmetic on sizes (saving its inputs is as cheap)
     kind = getattr(n.target, "kind", None)
     tags = getattr(n.target, "tags", ())
     if kind is None or kind in (EXTERN, INPLACE) or RANDOM in tags or COMPUTE_BOUND in tags:
@@ -188,6 +243,7 @@ def min_cut_rematerialization_partition(joint_module, _joint_inputs=None, compil
 
     `recomputable_ops`, if given, is a collection of op names that may be
     recomputed (instead of every op but matmul-like and random ones)."""
+    joint_module, dropped = _sizes_computed_in_forward(joint_module)
     graph, primals, tangents, fw_outs, grads = _split_joint(joint_module, num_fwd_outputs)
     tangent_side = _descendants(tangents)
     writes = set(_side_effects(graph))
@@ -199,7 +255,7 @@ def min_cut_rematerialization_partition(joint_module, _joint_inputs=None, compil
     required = {n for n in forward_region
                 if n in grad_nodes or any(u in backward_nodes for u in n.users)}
     if not required:
-        return _finish(joint_module, graph, primals, tangents, fw_outs, grads, [])
+        return _finish(joint_module, graph, primals, tangents, fw_outs, grads, [], dropped)
     cap = {}
 
     def edge(a, b, c):
@@ -225,7 +281,7 @@ def min_cut_rematerialization_partition(joint_module, _joint_inputs=None, compil
     saved = {n for n in forward_region if ("in", n) in reachable and ("out", n) not in reachable}
     # a safety net: anything backward cannot reach from the saved values is saved too
     saved |= _backward_frontier(grads, saved | set(primals) | set(tangents)) - set(tangents)
-    return _finish(joint_module, graph, primals, tangents, fw_outs, grads, saved)
+    return _finish(joint_module, graph, primals, tangents, fw_outs, grads, saved, dropped)
 
 
 def _min_cut_source_side(cap):

@@ -553,6 +553,12 @@ def _collect_numbers(value, out):
 
 # -- Tensor.shape and friends during a symbolic trace -------------------------------------
 
+def sym_size_int(tensor, dim):
+    """Size `dim` of `tensor` (PyTorch's aten.sym_size.int): how a partitioned forward graph
+    computes a size its backward needs, from an input tensor, to save it (dynjit.aot.partition)."""
+    return tensor.size(dim)
+
+
 class _Active(threading.local):
     def __init__(self):
         self.env = None
