@@ -11,7 +11,7 @@ same dtypes, as the kernels those ops reach (dynjit/ops/pointwise.py) do:
   ops' own `scalar_to`;
 - a 0-d float64 tensor (the step-derived bias corrections) meeting a float32 tensor is
   first cast to float32, as the dispatcher's promotion does; those 0-d values are computed
-  with the reference's own tensor expressions, once per distinct step count;
+  with the kernels the reference's tensor expressions reach, once per distinct step count;
 - in-place ops write their result where the reference's copy would: elementwise IEEE
   arithmetic rounds the same whatever the output buffer, so every result bit is the
   reference's (tests/optim/test_fast_step.py compares them bit for bit).
@@ -30,8 +30,7 @@ import numpy as np
 from ..ops import dispatch as _dispatch
 from ..ops.pointwise import scalar_to
 from ..nn.parameter import Parameter
-from ..tensor import Tensor, tensor
-from .._dtype import float64
+from ..tensor import Tensor
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _F64 = np.dtype(np.float64)
@@ -154,6 +153,15 @@ def _signed_grad(ga, maximize):
 
 # -- Adam / AdamW ------------------------------------------------------------------
 
+def _adam_corrections(step, beta1, beta2, lr):
+    """(bias_correction2_sqrt, step size) from the 0-d float64 step count, as the loop's tensor
+    expressions compute them: `1 - beta ** step` is rsub(pow(beta, step), 1), `.sqrt()` sqrt,
+    and `-lr / bias_correction1` is Tensor.__rtruediv__'s reciprocal(bias_correction1) * -lr."""
+    bias_correction1 = np.subtract(1, np.power(beta1, step))
+    bias_correction2_sqrt = np.sqrt(np.subtract(1, np.power(beta2, step)))
+    return np.asarray(bias_correction2_sqrt), np.asarray(np.multiply(np.reciprocal(bias_correction1), -lr))
+
+
 @_quiet
 def adam_step(optimizer, group, decoupled):
     """Adam's (AdamW's, `decoupled`) update of `group`, as Adam._update_group's loop does it;
@@ -172,11 +180,7 @@ def adam_step(optimizer, group, decoupled):
         count = _count_step(step)
         known = corrections.get(count)
         if known is None:
-            # the reference's own expressions, on a tensor holding this step count
-            t = tensor(count, dtype=float64)
-            bias_correction1 = 1 - beta1 ** t
-            bias_correction2_sqrt = (1 - beta2 ** t).sqrt()
-            known = corrections[count] = (bias_correction2_sqrt._data, (-lr / bias_correction1)._data)
+            known = corrections[count] = _adam_corrections(step._data, beta1, beta2, lr)
         dtype = pa.dtype
         # the 0-d float64 values cast to the parameter's dtype, as promotion does before the kernel
         bc2_sqrt, step_size = known[0].astype(dtype), known[1].astype(dtype)
