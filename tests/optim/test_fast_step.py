@@ -322,3 +322,19 @@ def test_compiled_training_step_traces_the_loop(backend, name, kwargs, fast_call
         for k in opt_e.state[pe]:
             np.testing.assert_allclose(np.asarray(opt_c.state[pc][k]._data),
                                        np.asarray(opt_e.state[pe][k]._data), rtol=2e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name,kwargs", [("Adam", {}), ("AdamW", {"lr": 1, "betas": (0.5, 0.9)}),
+                                         ("RMSprop", {"centered": True})])
+def test_long_run_is_bitwise_the_loop(name, kwargs, fast_calls):
+    """60 steps: the bias corrections of every step count match the loop's."""
+    runs = []
+    for foreach in (None, False):
+        params = [nn.Parameter(dynjit.tensor(np.linspace(-1, 1, 9, dtype=np.float32)))]
+        opt = getattr(dynjit.optim, name)(params, foreach=foreach, **kwargs)
+        for step in range(60):
+            params[0].grad = dynjit.tensor(np.cos(np.arange(9, dtype=np.float32) * (step + 1)))
+            opt.step()
+        runs.append((opt, params))
+    assert sum(fast_calls[:60]) == 59
+    _assert_same(*runs[0], *runs[1])
