@@ -16,12 +16,14 @@ same dtypes, as the kernels those ops reach (dynjit/ops/pointwise.py) do:
   arithmetic rounds the same whatever the output buffer, so every result bit is the
   reference's (tests/optim/test_fast_step.py compares them bit for bit).
 
-Each function updates the parameters it can and returns the others (with gradients), for
-the loop: those whose update it does not reproduce exactly: a parameter without state yet (the loop creates it), a 0-d parameter, a dtype other than float32/float64, sparse or complex tensors, tensor subclasses other than
-Parameter, inference tensors, read-only memory, hyperparameters that are not Python
-numbers, active dispatch modes (make_fx, fake tensors) or mutation observers (the last
-three send the whole group to the loop). Under dynjit.compile the frontend traces `_not_taken`
-instead (`_dynjit_traced_as`), so a compiled step traces the reference ops.
+Each function updates the parameters it can and returns the others (with gradients) to
+the optimizer's loop: a parameter without state yet (the loop creates it), a 0-d
+parameter, a dtype other than float32/float64, sparse or complex tensors, tensor
+subclasses other than Parameter, inference tensors, read-only memory. The whole group
+goes to the loop when a hyperparameter is not a Python number (a Tensor lr), foreach or
+fused or differentiable is set, or a dispatch mode (make_fx, fake tensors) or mutation
+observer is active. Under dynjit.compile the frontend traces `_not_taken` instead
+(`_dynjit_traced_as`), so a compiled step traces the loop's ops.
 """
 import functools
 
