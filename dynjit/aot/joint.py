@@ -473,17 +473,23 @@ class _JointTrace:
                 if d in dims and n >= 2:
                     j = self.symbolic.ties.get((i, d))
                     k = by_leaf.get(j) if j is not None else None
-                    if k is None and self.symbolic.duck:
-                        k = by_value.get(n)
-                    if k is not None and env.symbols[k].hint == n:
+                    duck = k is None and self.symbolic.duck and by_value.get(n) is not None
+                    if duck:
+                        k = by_value[n]
+                    if k is not None and env.symbols[k].hint == n and not duck:
                         env.symbols[k].sources.append(("dim", i, d))
                     else:
                         p = len(self.tr.placeholders)
                         node = self.graph.placeholder(f"primals_{p + 1}" if self.training else f"arg{p}_1")
-                        k = env.add_symbol(n, node, [("dim", i, d)])
+                        if duck:    # the same symbol, read from this (tensor, dim) as PyTorch's sym_size
+                            env.symbols[k].sources.append(("dim", i, d))
+                            number = env.dim_number(k, node, traced[i], d)
+                        else:
+                            k = env.add_symbol(n, node, [("dim", i, d)])
+                            number = env.symbols[k].number
                         node.meta["size_of"] = (self.tracer.node_of(traced[i]).name, d)   # partition.py
                         self.tr.placeholders.append(("size", (i, d)))
-                        self.inner.append(env.symbols[k].number)
+                        self.inner.append(number)
                         self.grad_leaves.append(None)
                         self.ph_nodes.append(node)
                         self.size_nodes.append(node)

@@ -22,7 +22,10 @@ matched against the expressions at hand (input sizes, their products and numels,
 arguments). An op whose meta rejects other sizes tells which symbols it ties: a symbol that
 must equal another (the inner sizes of a matmul) is unified with it, one that must equal a
 constant is pinned. A dimension no expression explains is unknown; reading it pins every
-symbol (`give_up`). Sizes 0 and 1 are never symbols.
+symbol (`give_up`). Sizes 0 and 1 are never symbols. An input's size that shares a symbol
+with an equal size (duck sizing) is read from a graph input of its own (`dim_number`), so
+that each (tensor, dim) has its node, as PyTorch's sym_size nodes: the partitioners save it
+as `sym_size_int(x, d)` (dynjit.aot.partition).
 """
 import operator
 import threading
@@ -188,6 +191,7 @@ class ShapeEnv:
         self.shapes = {}                # id(tensor) -> (tensor, tuple of Poly or None)
         self._numbers = {}              # Poly key -> traced number
         self.pinned = {}                # symbol id -> why its value was needed
+        self.dim_numbers = {}           # id(input tensor) -> (tensor, {dim: (symbol id, number)})
         self.gave_up = None
 
     # -- symbols -----------------------------------------------------------------------
@@ -201,6 +205,16 @@ class ShapeEnv:
         self.symbols.append(Symbol(f"s{k}", hint, list(sources), number))
         self._numbers[Poly.sym(k).key] = number
         return k
+
+    def dim_number(self, k, node, tensor, d):
+        """Size `d` of input `tensor` is symbol k, shared with other sizes of equal value (duck
+        sizing) but read from graph input `node` of its own, so that each (tensor, dim) has
+        its own node, as PyTorch's sym_size: what `tensor.size(d)` gives from now on."""
+        number = TracedNumber(self.symbols[k].hint, node, self.numbers, frozenset((("sym", k),)))
+        node.meta["val"] = self.symbols[k].hint
+        node.meta["sym"] = Poly.sym(k)
+        self.dim_numbers.setdefault(id(tensor), (tensor, {}))[1][d] = (k, number)
+        return number
 
     def hints(self):
         return {k: s.hint for k, s in enumerate(self.symbols)}
@@ -311,7 +325,12 @@ class ShapeEnv:
         if any(p is None for p in shape):
             self.give_up("a size that no expression over the symbols explains was read")
             return tuple(tensor._data.shape)
-        return tuple(self.number_for(p) for p in shape)
+        own = self.dim_numbers.get(id(tensor))
+        own = own[1] if own is not None and own[0] is tensor else {}
+        # a dim with a number of its own, while it still is that symbol (not pinned, not moved)
+        return tuple(own[d][1] if d in own and not self.norm(p).is_const()
+                     and self.norm(p) == self.norm(Poly.sym(own[d][0]))
+                     else self.number_for(p) for d, p in enumerate(shape))
 
     def sym_strs(self, polys):
         return tuple("?" if p is None else str(self.norm(p)) for p in polys)

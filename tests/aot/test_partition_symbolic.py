@@ -41,7 +41,8 @@ def _compiled(f, partitioner):
 
 
 def _cat_of_expanded(a, b, c):
-    # the seed builds a size out of other sizes, to see how sizes are saved
+    # the seed builds a size out of other sizes, to see how sizes are saved; it reads b's
+    # sizes with torch.ops.aten.sym_size(b), the same list as b.size() (dynjit has no aten)
     sb = b.size()
     sc = c.size()
     x = sb[0] + sc[0]
@@ -54,9 +55,8 @@ def _inputs(rows_b, rows_c, width=10):
             dynjit.randn(rows_c, width, requires_grad=True)]
 
 
-# seed 001 TestAOTExport.test_min_cut_partitioner_save_shape, its second function (the first
-# one is in test_a_square_input_saves_one_size_per_symbol below)
-def test_min_cut_saves_the_sizes_of_the_inputs_for_backward():
+def _check_sizes_of_the_inputs_saved_for_backward():
+    """The seed's second function: sizes combined into an expand's size."""
     compiled, fw, bw = _compiled(_cat_of_expanded, min_cut_rematerialization_partition)
     compiled(*_inputs(3, 2)).sum().backward()
     fw_graph, bw_graph = fw[0], bw[0]
@@ -72,6 +72,12 @@ def test_min_cut_saves_the_sizes_of_the_inputs_for_backward():
     ins, _ = _ins_outs(bw_graph)
     assert [n.name for n in ins[:3]] == [n.name for n in outs[1:]]
     assert all(not _is_size(n) for n in _ins_outs(fw_graph)[0])
+
+
+# ports: 001_fdd911346beae147.txt TestAOTExport.test_min_cut_partitioner_save_shape
+def test_min_cut_partitioner_save_shape():
+    _check_each_size_of_a_square_input_saved()
+    _check_sizes_of_the_inputs_saved_for_backward()
 
 
 @pytest.mark.parametrize("partitioner", PARTITIONERS, ids=["default", "min_cut"])
@@ -105,22 +111,31 @@ def test_the_default_partitioner_saves_the_sizes_the_backward_reads():
     assert [n.name for n in bw_ins] == [n.name for n in saved] + ["tangents_1"]
 
 
-def test_a_square_input_saves_one_size_per_symbol():
-    # The seed's first function: x.sum(dim=1) of a 10x10 input. PyTorch's forward returns
-    # sum_1 and one sym_size_int per dimension, (1, 3) / (3, 1); dynjit gives both sizes of the
-    # square input (equal, so one symbol with dynamic=True) one node, and saves it once.
+def _check_each_size_of_a_square_input_saved():
+    """The seed's first function. With dynamic=True the two equal sizes are one symbol (duck
+    sizing), but each (tensor, dim) is read by a node of its own, as PyTorch's sym_size:
+    both are saved."""
     def f(x):
         return x.sum(dim=1)
 
     compiled, fw, bw = _compiled(f, min_cut_rematerialization_partition)
     compiled(dynjit.ones(10, 10, requires_grad=True)).sum().backward()
     _, outs = _ins_outs(fw[0])
-    assert _counts(fw[0]) == (1, 2)
-    assert _counts(bw[0]) == (2, 1)
-    assert [str(n) for n in outs] == ["sum_1", "sym_size_int"]
+    assert _counts(fw[0]) == (1, 3)
+    assert _counts(bw[0]) == (3, 1)
+    assert str(outs[0]) == "sum_1"
+    assert str(outs[1]) == "sym_size_int"
+    assert str(outs[2]) == "sym_size_int_1"
+    assert [(n.args[0].name, n.args[1]) for n in outs[1:]] == [("primals_1", 0), ("primals_1", 1)]
+    # the symbol is shared: a non-square input is another trace, a square one is not
     x = dynjit.randn(6, 6, requires_grad=True)
     compiled(x).sum().backward()
     assert dynjit.allclose(x.grad, dynjit.ones(6, 6))
+    assert len(fw) == 1
+    y = dynjit.randn(6, 4, requires_grad=True)
+    compiled(y).sum().backward()
+    assert dynjit.allclose(y.grad, dynjit.ones(6, 4))
+    assert len(fw) == 2
 
 
 @pytest.mark.parametrize("backend", ["aot_eager", "llvm"])
