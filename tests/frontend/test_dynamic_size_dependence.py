@@ -140,3 +140,39 @@ def test_a_count_along_a_layers_width_does_not_recompile_per_batch_size(backend)
         x = dynjit.randn(n, 4)
         assert same(compiled(x), model(x))
     assert counter.frame_count <= 2
+
+
+def test_a_number_in_a_dict_the_trace_walks_but_never_reads_is_not_guarded():
+    model = dynjit.nn.Linear(2, 1)
+    opt = dynjit.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()               # walks param_groups; never reads 'lr'
+        loss = model(x).sum()
+        loss.backward()
+        return loss
+    counter = CompileCounter("eager")
+    compiled = dynjit.compile(step, backend=counter)
+    for _ in range(2):                   # the first step, then the one where every .grad exists
+        compiled(dynjit.ones(4, 2))
+        opt.step()
+    counter.clear()
+    for i in range(6):
+        opt.param_groups[0]["lr"] = 0.1 / (i + 1)      # a scheduler's change
+        compiled(dynjit.ones(4, 2))
+        opt.step()
+    assert counter.frame_count == 0
+
+
+def test_a_number_read_from_a_dict_and_returned_after_the_dict_changes_keeps_its_old_value():
+    def swap(group):
+        old = group["lr"]
+        group["lr"] = 0.5
+        return old, dynjit.ones(1) * 2
+    for backend in BACKENDS:
+        plain_group, compiled_group = {"lr": 0.1}, {"lr": 0.1}
+        compiled = dynjit.compile(swap, backend=backend)
+        assert compiled(compiled_group)[0] == swap(plain_group)[0] == 0.1
+        assert compiled_group == plain_group
+        compiled_group["lr"] = 0.25
+        assert compiled(compiled_group)[0] == 0.25

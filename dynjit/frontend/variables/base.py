@@ -9,6 +9,7 @@ Unsupported with a reason in the user's terms.
 import types
 
 from ..exc import unimplemented, BreakKind
+from ..source import LocalSource
 
 
 class VariableTracker:
@@ -133,8 +134,10 @@ class ConstantVariable(VariableTracker):
         return ConstantVariable(fold(operator.getitem, self.value, key.as_python_constant()))
 
     def reconstruct(self, cg):
-        if self._guard_on_use is not None:
+        if self._guard_on_use is not None and isinstance(self.source, LocalSource):
             return self.source.expr()       # never used: passed through from the argument
+        # read from a container or an object the graph's effects may write: its value now
+        # (which guards it)
         return cg.constant(self.value)
 
     def __repr__(self):

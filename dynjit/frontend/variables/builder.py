@@ -17,7 +17,7 @@ from collections import OrderedDict, defaultdict
 from ... import _dtype
 from ...tensor import Tensor, device
 from ..exc import unimplemented, frame_runs_plain, BreakKind
-from ..source import LocalSource, ItemSource
+from ..source import ItemSource
 from .base import ConstantVariable
 from .symbolic import SymNumberVariable, is_dynamic_number
 
@@ -120,7 +120,10 @@ def is_constant_value(value):
 def _wrap_constant(tx, value, source, guards):
     if source is not None and is_dynamic_number(value) and source.expr() in tx.output.dynamic_scalars:
         return SymNumberVariable.from_source(value, source, guards)
-    if type(value) in (int, float) and isinstance(source, LocalSource):
+    if type(value) in (int, float) and source is not None:
+        # a number only passed along (an argument handed on, a dict entry never read, such as
+        # the lr of a param group zero_grad walks) would recompile for every new value if its
+        # value were guarded: that guard is installed the first time the trace uses it
         guards.type(source, value)
         return ConstantVariable(value, source, guard_on_use=lambda: guards.constant(source, value))
     if isinstance(value, tuple):

@@ -4,6 +4,8 @@ grad_fn names and next_functions, is_leaf/requires_grad of results, .data
 writes, in-place ops on views and aliases (including metadata in-place ops),
 __setitem__ with every index kind, tensors as dict keys and set members,
 Python scalars from .item()/.tolist() in control flow, and the random streams."""
+import sys
+
 import pytest
 
 from adv_harness import cases, check_program
@@ -508,6 +510,11 @@ def make_args(call):
 '''
 
 XFAIL = {
+    "grad_fn_names_and_next_functions": ("frontend/aot_eager,llvm on 3.11: the list comprehension is a function "
+                                         "there, so reading grad_fn inside it breaks at its call and y, z come "
+                                         "out of an AOT graph with grad_fn CompiledFunctionBackward, not "
+                                         "MulBackward0/SumBackward0 (findings R2-T5); on 3.12+ the comprehension "
+                                         "is inlined and the frame runs plain", sys.version_info < (3, 12)),
     "tensor_lookup_in_dict_with_colliding_int_key": "frontend: a tensor looked up in a dict whose int key has its hash "
                                                     "(id) is not compared with __eq__ (plain raises) (findings R2-T6)",
     "version_counter_after_inplace": "frontend/aot_eager: an input's _version counts 1 for several in-place ops "
