@@ -30,9 +30,26 @@ CONFIGS = {
 # step) for over a minute on a loaded machine: run with -m slow
 SLOW = {("seq2seq_attention", "llvm", (("forcing_per_step", False),))}
 
-CASES = [pytest.param(name, steps, kwargs, backend, id=f"{name}-{'-'.join(map(str, kwargs.values())) or 'default'}-{backend}",
-                      marks=[pytest.mark.slow] if (name, backend, tuple(sorted(kwargs.items()))) in SLOW else [])
-         for name, configs in CONFIGS.items() for steps, kwargs in configs for backend in BACKENDS]
+def _key(name, backend, kwargs):
+    return name, backend, tuple(sorted(kwargs.items()))
+
+
+def _cases(configs, slow, xfail=None):
+    """One pytest param per (program, configuration, backend), marked slow or as a strict xfail
+    (by _key) where the tables say."""
+    out = []
+    for name, runs in configs.items():
+        for steps, kwargs in runs:
+            for backend in BACKENDS:
+                key = _key(name, backend, kwargs)
+                marks = [pytest.mark.xfail(strict=True, reason=xfail[key])] if xfail and key in xfail else []
+                marks += [pytest.mark.slow] if key in slow else []
+                out.append(pytest.param(name, steps, kwargs, backend, marks=marks,
+                                        id=f"{name}-{'-'.join(map(str, kwargs.values())) or 'default'}-{backend}"))
+    return out
+
+
+CASES = _cases(CONFIGS, SLOW)
 
 _plain_runs = {}
 
@@ -46,8 +63,13 @@ def _plain(name, steps, kwargs):
 
 
 @pytest.mark.parametrize("name, steps, kwargs, backend", CASES)
-def test_compiled_trains_like_plain(name, steps, kwargs, backend):
+def test_compiled_trains_like_plain(name, steps, kwargs, backend, expected_errors=None):
     program = importlib.import_module(f"tests.programs.{name}")
+    expected_error = (expected_errors or {}).get(_key(name, backend, kwargs))
+    if expected_error:          # where torch.compile raises too
+        with pytest.raises(RuntimeError, match=expected_error):
+            run_and_count(program, backend, steps, **kwargs)
+        return
     losses, state, _ = run_and_count(program, backend, steps, **kwargs)
     assert_same_run(_plain(name, steps, kwargs), (losses, state))
 
@@ -115,27 +137,12 @@ EXPECTED_ERROR_2 = {("pinn_burgers", b, (("compile_mode", "model"), ("lbfgs_step
                     for b in ("aot_eager", "llvm")}
 
 
-def _case_2(name, steps, kwargs, backend):
-    key = (name, backend, tuple(sorted(kwargs.items())))
-    marks = [pytest.mark.xfail(strict=True, reason=XFAIL_2[key])] if key in XFAIL_2 else []
-    marks += [pytest.mark.slow] if key in SLOW_2 else []
-    return pytest.param(name, steps, kwargs, backend, marks=marks,
-                        id=f"{name}-{'-'.join(map(str, kwargs.values())) or 'default'}-{backend}")
-
-
-CASES_2 = [_case_2(name, steps, kwargs, backend)
-           for name, configs in CONFIGS_2.items() for steps, kwargs in configs for backend in BACKENDS]
+CASES_2 = _cases(CONFIGS_2, SLOW_2, XFAIL_2)
 
 
 @pytest.mark.parametrize("name, steps, kwargs, backend", CASES_2)
 def test_compiled_trains_like_plain_2(name, steps, kwargs, backend):
-    expected_error = EXPECTED_ERROR_2.get((name, backend, tuple(sorted(kwargs.items()))))
-    if expected_error:
-        program = importlib.import_module(f"tests.programs.{name}")
-        with pytest.raises(RuntimeError, match=expected_error):
-            run_and_count(program, backend, steps, **kwargs)
-        return
-    test_compiled_trains_like_plain(name, steps, kwargs, backend)
+    test_compiled_trains_like_plain(name, steps, kwargs, backend, EXPECTED_ERROR_2)
 
 
 _HOOK_BREAK = ("frontend: calling a module that has a forward hook (the teacher's feature extractor, hooked to "
@@ -242,33 +249,17 @@ XFAIL_3 = {("maml_sine", b, tuple(sorted(kwargs.items()))): _FUNC_GRAD_NOT_TRACE
            for b in ("aot_eager", "llvm")}
 
 
-def _case_3(name, steps, kwargs, backend):
-    key = (name, backend, tuple(sorted(kwargs.items())))
-    marks = [pytest.mark.xfail(strict=True, reason=XFAIL_3[key])] if key in XFAIL_3 else []
-    marks += [pytest.mark.slow] if key in SLOW_3 else []
-    return pytest.param(name, steps, kwargs, backend, marks=marks,
-                        id=f"{name}-{'-'.join(map(str, kwargs.values())) or 'default'}-{backend}")
-
-
-CASES_3 = [_case_3(name, steps, kwargs, backend)
-           for name, configs in CONFIGS_3.items() for steps, kwargs in configs for backend in BACKENDS]
+CASES_3 = _cases(CONFIGS_3, SLOW_3, XFAIL_3)
 
 
 @pytest.mark.parametrize("name, steps, kwargs, backend", CASES_3)
 def test_compiled_trains_like_plain_3(name, steps, kwargs, backend):
-    expected_error = EXPECTED_ERROR_3.get((name, backend, tuple(sorted(kwargs.items()))))
-    if expected_error:
-        program = importlib.import_module(f"tests.programs.{name}")
-        with pytest.raises(RuntimeError, match=expected_error):
-            run_and_count(program, backend, steps, **kwargs)
-        return
-    test_compiled_trains_like_plain(name, steps, kwargs, backend)
+    test_compiled_trains_like_plain(name, steps, kwargs, backend, EXPECTED_ERROR_3)
 
 
 _ZERO_GRAD_GUARDS = ("frontend: optimizer.zero_grad() traced inside the compiled step guards on every "
-                     "parameter's `.grad is None` and on param_groups[0]['lr'] (which zero_grad never reads), so "
-                     "the first call and a scheduler's change of the learning rate recompile it; torch.compile "
-                     "skips zero_grad (a break)")
+                     "parameter's `.grad is None`, so the step compiles again once every .grad exists; "
+                     "torch.compile skips zero_grad (a break)")
 
 # (program, steps, kwargs, torch.compile's graphs, its breaks), measured with
 # torch_graph_counts.py under torch 2.13; where dynjit makes more, a strict xfail says why
