@@ -22,6 +22,7 @@ import pytest
 
 import dynjit
 
+from dynjit.testing import CompileCounterWithBackend
 from test_soundness_classes import _same_outcome
 from test_soundness_operators_inputs import check as check_once
 
@@ -341,3 +342,35 @@ def test_tuples_made_at_run_time_are_new_objects_each_time(backend):
     got = check(pairs_twice, lambda: (dynjit.ones(1), {"a": 4}), backend)
     out = got[1][2]
     assert out[0][0] == out[1][0] and out[0][0] is not out[1][0]
+
+
+def builds_a_loss_module(x, y):
+    return dynjit.nn.MSELoss()(x, y) * 2       # the module is made before a break, anew each call
+
+
+def test_a_module_made_anew_on_every_call_compiles_once():
+    counter = CompileCounterWithBackend("eager")
+    compiled = dynjit.compile(builds_a_loss_module, backend=counter)
+    for _ in range(5):
+        x, y = dynjit.randn(3), dynjit.randn(3)
+        assert _same_outcome(("returned", compiled(x, y)), ("returned", builds_a_loss_module(x, y)))
+    assert counter.frame_count == 1
+
+
+LINEAR_A, LINEAR_B = dynjit.nn.Linear(2, 2), dynjit.nn.Linear(2, 3)
+LOSSES = {"mean": dynjit.nn.MSELoss(), "sum": dynjit.nn.MSELoss(reduction="sum")}
+
+
+def picks_after_a_break(x, which, log):
+    layer = LINEAR_A if which == "a" else LINEAR_B
+    loss = LOSSES["mean" if which == "a" else "sum"]
+    log.append(which)
+    print("", end="")                      # a graph break: the rest resumes with layer and loss
+    out = layer(x)
+    return out, loss(out, out * 0.5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_code_resumed_with_another_module_of_the_same_class_uses_that_module(backend):
+    for which in ("a", "b", "a", "b"):
+        check(lambda x, log: picks_after_a_break(x, which, log), lambda: (dynjit.ones(1, 2), []), backend, calls=1)

@@ -6,7 +6,7 @@ import types
 
 from ..exc import unimplemented, fold, frame_runs_plain, BreakKind, Unsupported
 from ..guards import module_hooks_present
-from ..source import AttrSource, ItemSource
+from ..source import AttrSource, ItemSource, LocalSource
 from .base import VariableTracker, ConstantVariable
 from .builder import wraps, wrap
 from ...autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
@@ -648,12 +648,23 @@ def _wrap_class(tx, value, source, guards):
     return ClassVariable(value, source=source)
 
 
+def _in_resumed_code(tx):
+    from ..resume import origin
+    return origin(tx.output.fn.__code__)[1] is not None
+
+
 @wraps("nn_module", object)
 def _wrap_nn_module(tx, value, source, guards):
     from ..eval_frame import is_nn_module
     if source is None or not is_nn_module(value):
         return NotImplemented
-    guards.identity(source, value)
+    if isinstance(source, LocalSource) and _in_resumed_code(tx):
+        # what code resumed after a graph break is handed may be made anew on every call (a
+        # loss module built just before the break, `nn.MSELoss()(x, y)`): an identity guard
+        # would fail on each call. Every read from the module is guarded through its source.
+        guards.type(source, value)
+    else:
+        guards.identity(source, value)
     var = ModuleVariable(value, source=source)
     tx.output.side_effects.track_existing(value, var)
     return var
