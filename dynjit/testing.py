@@ -25,10 +25,19 @@ class CompileCounter:
 
 
 class CompileCounterWithBackend(CompileCounter):
+    """CompileCounter that compiles each graph with `backend` (a name or a callable) and keeps
+    the graphs and what the backend made of them (`aot_traces`: how many traces an AOT
+    backend's compiled functions made, one per signature it served)."""
+
     def __init__(self, backend):
         super().__init__()
         self.backend = backend
         self.graphs = []
+        self.compiled = []
+
+    @property
+    def aot_traces(self):
+        return sum(len(getattr(fn, "_cache", ())) for fn in self.compiled)
 
     @property
     def dynjit_scalar_inputs(self):
@@ -39,7 +48,9 @@ class CompileCounterWithBackend(CompileCounter):
         self.frame_count += 1
         self.op_count += count_ops(gm)
         self.graphs.append(gm)
-        return lookup_backend(self.backend)(gm, example_inputs)
+        fn = lookup_backend(self.backend)(gm, example_inputs)
+        self.compiled.append(fn)
+        return fn
 
 
 class EagerAndRecordGraphs:

@@ -17,23 +17,6 @@ BACKENDS = ["eager", "aot_eager", "llvm"]
 SIZES = range(2, 22)
 
 
-class Counting(CompileCounterWithBackend):
-    """Counts frontend compiles and the traces AOT made for the graphs it was given."""
-
-    def __init__(self, backend):
-        super().__init__(backend)
-        self.compiled = []
-
-    def __call__(self, gm, example_inputs):
-        fn = super().__call__(gm, example_inputs)
-        self.compiled.append(fn)
-        return fn
-
-    @property
-    def aot_traces(self):
-        return sum(len(getattr(fn, "_cache", ())) for fn in self.compiled)
-
-
 def _check_traces(backend, counter):
     assert counter.frame_count <= 2
     if backend == "aot_eager":
@@ -48,7 +31,7 @@ def test_a_function_reading_the_batch_size(backend):
         b = x.shape[0]
         return (x * 2).view(b, -1).sum(1) + b
 
-    counter = Counting(backend)
+    counter = CompileCounterWithBackend(backend)
     compiled = dynjit.compile(f, backend=counter)
     for n in SIZES:
         x = dynjit.randn(n, 4)
@@ -78,7 +61,7 @@ def _zero(model):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_an_mlp_forward_and_gradients(backend):
     model = MLP()
-    counter = Counting(backend)
+    counter = CompileCounterWithBackend(backend)
     compiled = dynjit.compile(model, backend=counter)
     for n in SIZES:
         x = dynjit.randn(n, 6, requires_grad=True)
@@ -122,7 +105,7 @@ class Attention(nn.Module):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_transformer_block_forward_and_gradients(backend):
     model = Attention()
-    counter = Counting(backend)
+    counter = CompileCounterWithBackend(backend)
     compiled = dynjit.compile(model, backend=counter)
     for n in SIZES:
         x = dynjit.randn(n, 5, 16, requires_grad=True)
@@ -156,7 +139,7 @@ def test_a_training_step(backend):
     compiled_model.load_state_dict(plain_model.state_dict())
     plain_opt = dynjit.optim.SGD(plain_model.parameters(), lr=0.05)
     opt = dynjit.optim.SGD(compiled_model.parameters(), lr=0.05)
-    counter = Counting(backend)
+    counter = CompileCounterWithBackend(backend)
     step = dynjit.compile(_train, backend=counter)
     for n in SIZES:
         x, y = dynjit.randn(n, 6), dynjit.randn(n, 3)

@@ -12,24 +12,6 @@ from dynjit.testing import CompileCounterWithBackend, same
 BACKENDS = ["eager", "aot_eager", "llvm"]
 
 
-class Counting(CompileCounterWithBackend):
-    """Counts frontend compiles (frame_count) and, for an AOT backend, the traces AOT made
-    for the graphs it was given (each trace is one forward compile)."""
-
-    def __init__(self, backend):
-        super().__init__(backend)
-        self.compiled = []
-
-    def __call__(self, gm, example_inputs):
-        fn = super().__call__(gm, example_inputs)
-        self.compiled.append(fn)
-        return fn
-
-    @property
-    def aot_traces(self):
-        return sum(len(getattr(fn, "_cache", ())) for fn in self.compiled)
-
-
 def _same(expected, got):
     if isinstance(expected, tuple):
         assert type(got) is tuple and len(got) == len(expected)
@@ -53,7 +35,7 @@ def test_an_int_and_a_float_argument_taking_100_values(backend):
         y = (x * lr + k).sin() * (k + 1) - lr / (k + 1)
         return y, k * 2, lr - 1
 
-    counter = Counting(backend)
+    counter = CompileCounterWithBackend(backend)
     compiled = dynjit.compile(f, backend=counter)
     x = dynjit.randn(3, 4)
     for i in range(100):
@@ -68,7 +50,7 @@ def test_gradients_of_a_compiled_function_are_right_for_each_learning_rate():
     def f(w, x, lr):
         return ((x @ w) * lr).tanh().sum() * lr
 
-    counter = Counting("aot_eager")
+    counter = CompileCounterWithBackend("aot_eager")
     compiled = dynjit.compile(f, backend=counter)
     x = dynjit.randn(5, 3)
     for i in range(30):
@@ -101,7 +83,7 @@ def _train_step(model, opt, x, y, state):
 
 def _train(backend, optimizer):
     model, opt = _make_model(optimizer)
-    counter = Counting(backend) if backend else None
+    counter = CompileCounterWithBackend(backend) if backend else None
     step = dynjit.compile(_train_step, backend=counter) if backend else _train_step
     state = {"total": 0.0, "step": 0}
     dynjit.manual_seed(1)
@@ -136,7 +118,7 @@ def _flatten_rows(x):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_view_by_the_batch_size_over_20_batch_sizes(backend):
-    counter = Counting(backend)
+    counter = CompileCounterWithBackend(backend)
     compiled = dynjit.compile(_flatten_rows, backend=counter)
     for n in range(2, 22):
         x = dynjit.randn(n, 3, 2)
@@ -159,7 +141,7 @@ def _attention_block(x, w):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_transformer_style_block_over_batch_sizes_with_gradients(backend):
-    counter = Counting(backend)
+    counter = CompileCounterWithBackend(backend)
     compiled = dynjit.compile(_attention_block, backend=counter)
     dynjit.manual_seed(0)
     w = dynjit.randn(4, 4)
@@ -183,7 +165,7 @@ def test_a_dynamic_int_used_as_a_size(backend):
     def f(x, k):
         return x.view(k, -1).sum(0) * k + x.sum() / k
 
-    counter = Counting(backend)
+    counter = CompileCounterWithBackend(backend)
     compiled = dynjit.compile(f, backend=counter)
     x = dynjit.randn(4, 6)
     for k in [1, 2, 3, 4, 6, 8, 2, 3]:
